@@ -1,0 +1,198 @@
+"""mpibench PingPong against an independent reference (Debian's hpcc), and harness overhead.
+
+One run on this machine:
+
+1. Interleaved, `--repeat` times: HPC Challenge's b_eff ping-pong (hpcc, 2 ranks) and
+   `hpceval run` of a PingPong suite (0 B-1 KiB, 1-4 MiB, plus HPCC's own 8 B and
+   2,000,000 B sizes) with IMB-like 1 s budgets per point. Interleaving spreads any drift of
+   the machine over both tools.
+2. Ratios mpibench / hpcc at HPCC's sizes, medians over the repeats. Two mpibench statistics
+   are compared: the mean (IMB's convention, what hpceval reports) and the best sample
+   (HPCC's convention: per pair, the minimum over its measurements). Targets: latency within
+   5 %, bandwidth at least 95 % of the reference.
+3. Harness overhead of the default `hpceval run` (quick suite): wall time of the whole
+   command minus the time spent inside the benchmark executions, as a fraction of the wall
+   time. Target: under 10 %.
+
+Usage: .venv/bin/python bench/pingpong_vs_hpcc.py [--repeat 3] [--no-overhead]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hpcc_reference import (
+    BANDWIDTH_MESSAGE_BYTES,
+    LATENCY_MESSAGE_BYTES,
+    run_hpcc,
+)
+from hpceval.model import Measurement
+from hpceval.store import open_store
+
+LATENCY_SIZES = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+BANDWIDTH_SIZES = [1 << 20, BANDWIDTH_MESSAGE_BYTES, 2 << 20, 4 << 20]
+
+SUITE = f"""
+name = "bench-pingpong"
+description = "PingPong at HPCC's sizes and the issue's ranges, 1 s per point"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong"]
+sizes = {sorted(set(LATENCY_SIZES + BANDWIDTH_SIZES))}
+ranks = [2]
+budget_s = 1.0
+"""
+
+LATENCY_TARGET = 0.05
+BANDWIDTH_TARGET = 0.95
+
+
+@dataclass
+class HpcevalRun:
+    latency: dict[int, Measurement]
+    bandwidth: dict[int, Measurement]
+    wall_s: float
+    inside_s: float
+
+
+def run_hpceval(args: list[str], db: Path, cwd: Path) -> HpcevalRun:
+    """`hpceval run ARGS --db DB`, timed from outside; measurements read back from the DB."""
+    exe = Path(sys.executable).with_name("hpceval")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [str(exe), "run", *args, "--db", str(db)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"hpceval run {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    store = open_store(str(db), create=False)
+    (run,) = store.runs()[:1]
+    inside = sum(e.ended - e.started for e in store.executions(run.id) if e.ended is not None)
+    latency: dict[int, Measurement] = {}
+    bandwidth: dict[int, Measurement] = {}
+    for sm in store.measurements(run.id):
+        m = sm.measurement
+        if m.parameters.get("pattern") != "pingpong":
+            continue
+        target = latency if m.metric == "latency" else bandwidth
+        target[int(m.parameters["size"])] = m
+    store.close()
+    return HpcevalRun(latency, bandwidth, wall, inside)
+
+
+def best(m: Measurement) -> float:
+    """The best sample: minimum time, maximum bandwidth."""
+    assert m.statistics is not None
+    value: float = m.statistics.minimum if m.metric == "latency" else m.statistics.maximum
+    return value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions (3)")
+    parser.add_argument("--no-overhead", action="store_true", help="skip the quick-suite run")
+    opts = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="hpceval-bench-") as tmp:
+        work = Path(tmp)
+        suite = work / "bench-pingpong.toml"
+        suite.write_text(SUITE)
+        hpcc_runs, ours = [], []
+        for i in range(opts.repeat):
+            h = run_hpcc(2)
+            hpcc_runs.append(h.figures)
+            ours.append(run_hpceval(["--suite", str(suite)], work / f"p2p-{i}.db", work))
+            print(
+                f"repeat {i + 1}/{opts.repeat}: hpcc {h.wall_s:.1f} s, hpceval "
+                f"{ours[-1].wall_s:.1f} s",
+                file=sys.stderr,
+            )
+
+        def med(values: list[float]) -> float:
+            return statistics.median(values)
+
+        print("# mpibench PingPong, 2 ranks, this machine (median over repeats)")
+        print(f"{'size B':>10} {'mean µs':>10} {'median µs':>10} {'min µs':>10} {'±CI %':>7}")
+        for size in LATENCY_SIZES:
+            ms = [r.latency[size] for r in ours]
+            ci = med([m.statistics.relative_ci * 100 for m in ms if m.statistics])
+            print(
+                f"{size:>10} {med([m.value for m in ms]):>10.3f} "
+                f"{med([m.statistics.median for m in ms if m.statistics]):>10.3f} "
+                f"{med([best(m) for m in ms]):>10.3f} {ci:>7.2f}"
+            )
+        print(f"{'size B':>10} {'MB/s(mean)':>12} {'MB/s(best)':>12}")
+        for size in BANDWIDTH_SIZES:
+            ms = [r.bandwidth[size] for r in ours]
+            mean_bw, best_bw = med([m.value for m in ms]), med([best(m) for m in ms])
+            print(f"{size:>10} {mean_bw:>12.1f} {best_bw:>12.1f}")
+
+        ref_lat = med([f["AvgPingPongLatency_usec"] for f in hpcc_runs])
+        ref_bw = med([f["AvgPingPongBandwidth_MBps"] for f in hpcc_runs])
+        lat_mean = med([r.latency[LATENCY_MESSAGE_BYTES].value for r in ours])
+        lat_best = med([best(r.latency[LATENCY_MESSAGE_BYTES]) for r in ours])
+        bw_mean = med([r.bandwidth[BANDWIDTH_MESSAGE_BYTES].value for r in ours])
+        bw_best = med([best(r.bandwidth[BANDWIDTH_MESSAGE_BYTES]) for r in ours])
+        print()
+        print("# against hpcc (AvgPingPong over its pairs; per pair the best of its measurements)")
+        print(
+            f"hpcc latency {LATENCY_MESSAGE_BYTES} B: {ref_lat:.3f} µs; "
+            f"bandwidth {BANDWIDTH_MESSAGE_BYTES} B: {ref_bw:.1f} MB/s "
+            f"(runs: {[round(f['AvgPingPongLatency_usec'], 3) for f in hpcc_runs]} µs, "
+            f"{[round(f['AvgPingPongBandwidth_MBps']) for f in hpcc_runs]} MB/s)"
+        )
+        rows = [
+            (
+                "latency ratio, mean / hpcc",
+                lat_mean / ref_lat,
+                abs(lat_mean / ref_lat - 1) <= LATENCY_TARGET,
+            ),
+            (
+                "latency ratio, best / hpcc",
+                lat_best / ref_lat,
+                abs(lat_best / ref_lat - 1) <= LATENCY_TARGET,
+            ),
+            (
+                "bandwidth ratio, mean / hpcc",
+                bw_mean / ref_bw,
+                bw_mean / ref_bw >= BANDWIDTH_TARGET,
+            ),
+            (
+                "bandwidth ratio, best / hpcc",
+                bw_best / ref_bw,
+                bw_best / ref_bw >= BANDWIDTH_TARGET,
+            ),
+        ]
+        for label, ratio, ok in rows:
+            print(f"{label:<32} {ratio:6.3f}  {'meets' if ok else 'MISSES'} target")
+
+        if not opts.no_overhead:
+            quick = run_hpceval([], work / "quick.db", work)
+            overhead = (quick.wall_s - quick.inside_s) / quick.wall_s
+            print()
+            print("# harness overhead of `hpceval run` (default quick suite)")
+            print(
+                f"wall {quick.wall_s:.1f} s, inside benchmark executions {quick.inside_s:.1f} s, "
+                f"overhead {quick.wall_s - quick.inside_s:.2f} s = {overhead:.1%} "
+                f"({'meets' if overhead < 0.10 else 'MISSES'} the 10 % target)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("COLUMNS", "120")
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""Statistics derived from raw samples.
+
+Raw samples are what the store keeps; everything here is recomputable from them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+# scipy.special's Student-t quantile: the same function scipy.stats.t.ppf calls, without
+# importing scipy.stats (~1 s), which every hpceval command would otherwise pay at start-up.
+from scipy.special import stdtrit
+
+from hpceval.model import Statistics
+
+# pyperf's rule of thumb: a spread this large means the machine was not quiet.
+UNSTABLE_STDEV_FRACTION = 0.10
+# Modified Z-score above which a sample is an outlier (Iglewicz & Hoaglin; hyperfine uses it).
+OUTLIER_MODIFIED_Z = 3.5
+
+
+def describe(
+    samples: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    extra: Mapping[str, float] | None = None,
+) -> Statistics:
+    """Count, min, max, median, mean, stdev and the Student-t confidence interval of the mean."""
+    if not samples:
+        raise ValueError("no samples to describe")
+    values = np.asarray(samples, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("samples contain non-finite values")
+    n = len(values)
+    mean = float(values.mean())
+    stdev = float(values.std(ddof=1)) if n > 1 else 0.0
+    ci_low: float | None = None
+    ci_high: float | None = None
+    if n > 1:
+        half = float(stdtrit(n - 1, (1 + confidence) / 2)) * stdev / math.sqrt(n)
+        ci_low, ci_high = mean - half, mean + half
+    return Statistics(
+        count=n,
+        minimum=float(values.min()),
+        maximum=float(values.max()),
+        median=float(np.median(values)),
+        mean=mean,
+        stdev=stdev,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        confidence=confidence,
+        extra=dict(extra or {}),
+    )
+
+
+def outlier_count(samples: Sequence[float]) -> int:
+    """Samples whose modified Z-score (median absolute deviation based) exceeds 3.5."""
+    values = np.asarray(samples, dtype=float)
+    if len(values) < 3:
+        return 0
+    median = np.median(values)
+    mad = np.median(np.abs(values - median))
+    if mad == 0:
+        return 0
+    modified_z = 0.6745 * (values - median) / mad
+    return int(np.sum(np.abs(modified_z) > OUTLIER_MODIFIED_Z))
+
+
+def quality_warnings(st: Statistics, *, target_rci: float | None = None) -> list[str]:
+    """Warnings about a point's reliability, each naming a remedy (pyperf/hyperfine style)."""
+    warnings: list[str] = []
+    if st.count < 2:
+        warnings.append("single sample, no confidence interval: raise the time budget")
+    elif target_rci is not None and st.relative_ci > target_rci:
+        warnings.append(
+            f"CI ±{st.relative_ci:.1%} misses the {target_rci:.0%} target: "
+            "raise the budget or quiet the machine"
+        )
+    if st.mean and st.stdev / abs(st.mean) >= UNSTABLE_STDEV_FRACTION:
+        warnings.append(
+            f"stdev is {st.stdev / abs(st.mean):.0%} of the mean: the machine was not quiet"
+        )
+    return warnings

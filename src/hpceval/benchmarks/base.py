@@ -1,0 +1,106 @@
+"""The benchmark interface.
+
+A benchmark module turns a suite's `[[benchmark]]` table into cases, builds its program,
+gives the program's argv for a case, parses the program's output into Measurements (a pure
+function, tested on captured outputs), and verifies the run. Exit status 0 is not success:
+`verify` must pass before the execution counts as good.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hpceval.config import PlatformConfig
+from hpceval.model import Measurement, ParamValue, Placement
+
+
+@dataclass(frozen=True)
+class Case:
+    """One execution to run: a benchmark configuration on a placement, covering some points.
+
+    `key` is stable across invocations (it is how --resume finds what is left);
+    `points` are the keys of the measurement points the case produces (e.g. "size=1024").
+    """
+
+    key: str
+    benchmark: str
+    placement: Placement
+    parameters: Mapping[str, ParamValue]
+    points: tuple[str, ...]
+    time_limit_s: float
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # Rough seconds the case takes; weights the progress bar's ETA.
+    estimate_s: float = 1.0
+
+    def description(self) -> dict[str, Any]:
+        return {
+            "parameters": dict(self.parameters),
+            "placement": self.placement.as_parameters(),
+            "points": list(self.points),
+            "time_limit_s": self.time_limit_s,
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True)
+class ParsedPoint:
+    """The measurements of one completed point of a case."""
+
+    point_key: str
+    measurements: tuple[Measurement, ...]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A built executable and how it was built (recorded as provenance)."""
+
+    path: Path
+    compiler: str
+    cflags: tuple[str, ...]
+
+
+class Benchmark(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    @abstractmethod
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        """Raise pydantic.ValidationError / ValueError naming the bad field."""
+
+    @abstractmethod
+    def cases(
+        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+    ) -> list[Case]:
+        """Expand one suite entry on a platform into cases (UserError on impossible ones)."""
+
+    @abstractmethod
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        """Compile (or fetch from the build cache) the benchmark's program."""
+
+    @abstractmethod
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        """The program's argv (without launcher) measuring only `points` of `case`."""
+
+    @abstractmethod
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        """Parse one line of the program's stdout; None for lines that hold no point.
+
+        Raises BenchmarkFailure when the line is an error report or fails its sanity check.
+        """
+
+    @abstractmethod
+    def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
+        """Check a finished execution's whole output; raise BenchmarkFailure if not sound."""
+
+    def parse(self, stdout: str, case: Case) -> list[ParsedPoint]:
+        """All points of a complete output (pure; used by tests and importers)."""
+        out = []
+        for line in stdout.splitlines():
+            parsed = self.parse_line(line, case)
+            if parsed is not None:
+                out.append(parsed)
+        return out

@@ -1,0 +1,461 @@
+"""`mpibench`: MPI point-to-point, collective and HPCC ring patterns (IMB semantics).
+
+The C program (mpibench.c, protocol in docs/mpibench.md) measures one pattern over a list of
+message sizes and prints one JSON line per size. This module expands suite entries into
+cases, builds the program, and turns its lines into Measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from hpceval.analysis.statistics import describe
+from hpceval.benchmarks import register
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.build import compile_program
+from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.model import Measurement, ParamValue, Placement, Statistics
+from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
+
+SOURCE = Path(__file__).with_name("mpibench.c")
+PROTOCOL_VERSION = "1.0"
+
+Pattern = Literal[
+    "pingpong",
+    "pingping",
+    "sendrecv",
+    "exchange",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "alltoall",
+    "allgather",
+    "barrier",
+    "natural_ring",
+    "random_ring",
+]
+PAIR_PATTERNS = frozenset({"pingpong", "pingping"})
+POINT_TO_POINT = frozenset({"pingpong", "pingping", "sendrecv", "exchange"})
+RINGS = frozenset({"natural_ring", "random_ring"})
+COLLECTIVES = frozenset({"bcast", "reduce", "allreduce", "alltoall", "allgather", "barrier"})
+REDUCTIONS = frozenset({"reduce", "allreduce"})
+FLOAT_BYTES = 4  # reductions operate on MPI_FLOAT
+
+# Bytes a rank moves per reported time, in units of the message size (IMB conventions).
+BYTES_FACTOR: Mapping[str, int] = {
+    "pingpong": 1,
+    "pingping": 1,
+    "sendrecv": 2,
+    "exchange": 4,
+    "natural_ring": 1,
+    "random_ring": 1,
+}
+# HPCC b_eff reports ring latency per message: one iteration sends one message each way, so
+# the program's per-iteration time is halved (and bandwidth = n / that latency = 2n / iteration).
+TIME_DIVISOR: Mapping[str, int] = {"natural_ring": 2, "random_ring": 2}
+
+# Seconds a program start-up (mpirun, MPI_Init, hosts gather) costs beyond the points.
+STARTUP_ESTIMATE_S = 1.0
+
+
+def min_ranks(pattern: str) -> int:
+    return 1 if pattern in COLLECTIVES else 2
+
+
+class MpibenchOptions(StrictModel):
+    patterns: list[Pattern] = Field(min_length=1)
+    sizes: str | list[int | str] = "0..4MiB"
+    ranks: list[int] = Field(default_factory=lambda: [2], min_length=1)
+    ranks_per_node: list[int] | None = None
+    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
+    target_rci: float = Field(0.02, gt=0, lt=1)
+    budget_s: float = Field(1.0, gt=0, le=3600)
+    min_samples: int = Field(10, ge=2)
+    max_samples: int = Field(1000, ge=2)
+    warmup_s: float = Field(0.05, ge=0)
+    sample_s: float = Field(0.001, gt=0)
+    time_limit_s: float | None = Field(None, gt=0)
+    seed: int = Field(1, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> MpibenchOptions:
+        for r in self.ranks:
+            if r < 1:
+                raise ValueError(f"ranks: {r} is not a valid rank count")
+            for p in self.patterns:
+                if r < min_ranks(p):
+                    raise ValueError(
+                        f"ranks: pattern {p} needs at least {min_ranks(p)} ranks, got {r}"
+                    )
+        for t in self.threads_per_rank:
+            if t < 1:
+                raise ValueError(f"threads_per_rank: {t} is not a valid thread count")
+        for ppn in self.ranks_per_node or []:
+            if ppn < 1:
+                raise ValueError(f"ranks_per_node: {ppn} is not a valid count")
+        if self.min_samples > self.max_samples:
+            raise ValueError("min_samples: larger than max_samples")
+        try:
+            sizes = parse_sizes(self.sizes)
+        except ValueError as e:
+            raise ValueError(f"sizes: {e}") from None
+        if isinstance(self.sizes, list):
+            for reduction in sorted(REDUCTIONS.intersection(self.patterns)):
+                bad = [s for s in sizes if s % FLOAT_BYTES]
+                if bad:
+                    raise ValueError(
+                        f"sizes: {bad[0]} B is not a multiple of {FLOAT_BYTES} "
+                        f"(pattern {reduction} reduces MPI_FLOAT)"
+                    )
+        assert self.binding in BINDINGS
+        return self
+
+
+def sizes_for(pattern: str, options: MpibenchOptions) -> list[int]:
+    """The sizes a pattern runs: barrier has none, reductions skip sizes below one float."""
+    if pattern == "barrier":
+        return [0]
+    sizes = parse_sizes(options.sizes)
+    if pattern in REDUCTIONS:
+        sizes = [s for s in sizes if s % FLOAT_BYTES == 0]
+    return sizes
+
+
+def placements_for(
+    ranks: int, threads: int, options: MpibenchOptions, platform: PlatformConfig
+) -> list[Placement]:
+    """Placements of `ranks` on the platform: the explicit ranks_per_node sweep, or fill nodes."""
+    nodes_avail = platform.nodes
+    cores = platform.resolved_cores_per_node()
+    out = []
+    if options.ranks_per_node:
+        for ppn in options.ranks_per_node:
+            if ranks % ppn:
+                raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {ppn}")
+            nodes = ranks // ppn
+            if nodes > nodes_avail:
+                raise UserError(
+                    f"ranks {ranks} at {ppn} per node needs {nodes} nodes; "
+                    f"platform {platform.name!r} has {nodes_avail}"
+                )
+            out.append(Placement(nodes, ppn, threads, options.binding))
+        return out
+    per_node = max(1, cores // threads)
+    if ranks <= per_node or nodes_avail == 1:
+        return [Placement(1, ranks, threads, options.binding)]
+    # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
+    ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
+    nodes = ranks // ppn
+    if nodes > nodes_avail:
+        if ranks % nodes_avail:
+            raise UserError(
+                f"ranks {ranks} cannot be spread evenly over the {nodes_avail} nodes of "
+                f"platform {platform.name!r}"
+            )
+        nodes, ppn = nodes_avail, ranks // nodes_avail
+    return [Placement(nodes, ppn, threads, options.binding)]
+
+
+def pair_cases(placement: Placement) -> list[tuple[str, tuple[int, int]]]:
+    """The labelled rank pairs a pair pattern measures on a placement.
+
+    Ranks are numbered node by node, so (0, 1) share a node and (0, ranks_per_node) do not.
+    """
+    pairs = []
+    if placement.ranks_per_node >= 2:
+        pairs.append(("intra-node", (0, 1)))
+    if placement.nodes >= 2:
+        pairs.append(("inter-node", (0, placement.ranks_per_node)))
+    return pairs
+
+
+def point_key(size: int) -> str:
+    return f"size={size}"
+
+
+def size_of(point: str) -> int:
+    return int(point.removeprefix("size="))
+
+
+@register
+class Mpibench(Benchmark):
+    name = "mpibench"
+    description = "MPI point-to-point, collectives and HPCC rings (IMB semantics)"
+
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        MpibenchOptions.model_validate(options)
+
+    def cases(
+        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+    ) -> list[Case]:
+        opts = MpibenchOptions.model_validate(options)
+        cases: list[Case] = []
+        for pattern in opts.patterns:
+            sizes = sizes_for(pattern, opts)
+            points = tuple(point_key(s) for s in sizes)
+            estimate = STARTUP_ESTIMATE_S + len(sizes) * (opts.warmup_s + opts.budget_s)
+            limit = opts.time_limit_s or max(60.0, 5 * estimate)
+            run_options = {
+                "target_rci": opts.target_rci,
+                "budget_s": opts.budget_s,
+                "min_samples": opts.min_samples,
+                "max_samples": opts.max_samples,
+                "warmup_s": opts.warmup_s,
+                "sample_s": opts.sample_s,
+                "seed": opts.seed,
+            }
+            for ranks in opts.ranks:
+                for threads in opts.threads_per_rank:
+                    placements = placements_for(ranks, threads, opts, platform)
+                    if (
+                        pattern in PAIR_PATTERNS
+                        and ranks == 2
+                        and opts.ranks_per_node is None
+                        and platform.nodes >= 2
+                    ):
+                        # Two ranks on a cluster: measure shared memory and the network.
+                        placements = [
+                            Placement(1, 2, threads, opts.binding),
+                            Placement(2, 1, threads, opts.binding),
+                        ]
+                    for placement in placements:
+                        variants: list[tuple[dict[str, ParamValue], dict[str, Any]]]
+                        if pattern in PAIR_PATTERNS:
+                            variants = [
+                                ({"pair": label}, {"pair": list(pair)})
+                                for label, pair in pair_cases(placement)
+                            ]
+                        else:
+                            variants = [({}, {})]
+                        for extra_params, extra_opts in variants:
+                            params: dict[str, ParamValue] = {"pattern": pattern, **extra_params}
+                            key = ":".join(
+                                [self.name, pattern, f"np={ranks}", placement.label()]
+                                + [f"{k}={v}" for k, v in extra_params.items()]
+                                + [f"bind={placement.binding}"]
+                            )
+                            cases.append(
+                                Case(
+                                    key=key,
+                                    benchmark=self.name,
+                                    placement=placement,
+                                    parameters=params,
+                                    points=points,
+                                    time_limit_s=limit,
+                                    options={**run_options, **extra_opts},
+                                    estimate_s=estimate,
+                                )
+                            )
+        return cases
+
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        flags = (*cflags, "-std=c11")
+        path = compile_program(
+            self.name,
+            [SOURCE],
+            compiler=compiler,
+            compiler_identity=compiler_identity,
+            cflags=flags,
+            ldflags=["-lm"],
+        )
+        return Program(path, compiler, flags)
+
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        o = case.options
+        argv = [
+            str(program.path),
+            "--pattern", str(case.parameters["pattern"]),
+            "--sizes", ",".join(str(size_of(p)) for p in points),
+            "--target-rci", repr(o["target_rci"]),
+            "--budget", repr(o["budget_s"]),
+            "--min-samples", str(o["min_samples"]),
+            "--max-samples", str(o["max_samples"]),
+            "--warmup-s", repr(o["warmup_s"]),
+            "--sample-s", repr(o["sample_s"]),
+            "--seed", str(o["seed"]),
+        ]  # fmt: skip
+        if "pair" in o:
+            argv += ["--pair", ",".join(str(r) for r in o["pair"])]
+        return argv
+
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        record = decode_record(line)
+        if record is None:
+            return None
+        kind = record.get("record")
+        if kind == "error":
+            raise BenchmarkFailure(f"mpibench: {record.get('message', 'unknown error')}")
+        if kind == "header":
+            check_header(record, case)
+            return None
+        if kind != "point":
+            return None
+        return point_measurements(record, case)
+
+    def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
+        records = [r for r in map(decode_record, stdout.splitlines()) if r is not None]
+        errors = [r for r in records if r.get("record") == "error"]
+        if errors:
+            raise BenchmarkFailure(f"mpibench: {errors[0].get('message', 'unknown error')}")
+        if not any(r.get("record") == "header" for r in records):
+            raise BenchmarkFailure("mpibench printed no header record")
+        seen = [point_key(int(r["size"])) for r in records if r.get("record") == "point"]
+        if seen != list(points):
+            missing = [p for p in points if p not in seen]
+            raise BenchmarkFailure(
+                f"mpibench measured {len(seen)} of {len(points)} points"
+                + (f"; missing {', '.join(missing[:3])}" if missing else "; unexpected points")
+            )
+        ends = [r for r in records if r.get("record") == "end"]
+        if not ends or ends[-1].get("status") != "ok":
+            raise BenchmarkFailure("mpibench output has no successful end record")
+
+
+def decode_record(line: str) -> dict[str, Any] | None:
+    """One JSON-lines record; None for blank or foreign lines (MPI warnings on stdout)."""
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BenchmarkFailure(f"mpibench printed a malformed record: {e}") from None
+    if not isinstance(record, dict) or "record" not in record:
+        raise BenchmarkFailure("mpibench printed a record without a type")
+    return record
+
+
+def check_header(record: Mapping[str, Any], case: Case) -> None:
+    if record.get("program") != "mpibench":
+        raise BenchmarkFailure(f"unexpected program {record.get('program')!r} in header")
+    if str(record.get("version", "")).split(".")[0] != PROTOCOL_VERSION.split(".")[0]:
+        raise BenchmarkFailure(f"mpibench protocol {record.get('version')} is not supported")
+    if record.get("nranks") != case.placement.ranks:
+        raise BenchmarkFailure(
+            f"mpibench ran on {record.get('nranks')} ranks, expected {case.placement.ranks}"
+        )
+    hosts = record.get("hosts") or []
+    distinct = len(set(hosts))
+    if distinct != case.placement.nodes:
+        raise BenchmarkFailure(
+            f"placement check: ranks ran on {distinct} host(s), expected {case.placement.nodes}"
+        )
+
+
+def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[float, ...]:
+    raw = record.get(key)
+    if not isinstance(raw, list) or len(raw) != count:
+        raise BenchmarkFailure(
+            f"point size={record.get('size')}: {key} does not hold {count} samples"
+        )
+    values = tuple(float(v) for v in raw)
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise BenchmarkFailure(f"point size={record.get('size')}: {key} has non-positive times")
+    return values
+
+
+def point_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
+    """Measurements of one point record, after its sanity checks."""
+    pattern = str(case.parameters["pattern"])
+    try:
+        size = int(record["size"])
+        count = int(record["samples"])
+    except (KeyError, TypeError, ValueError):
+        raise BenchmarkFailure("point record without a valid size and sample count") from None
+    if record.get("pattern") != pattern:
+        raise BenchmarkFailure(f"point of pattern {record.get('pattern')!r}, expected {pattern!r}")
+    if point_key(size) not in case.points:
+        raise BenchmarkFailure(f"point size={size} was not requested")
+    if count < 1:
+        raise BenchmarkFailure(f"point size={size} has no samples")
+    divisor = TIME_DIVISOR.get(pattern, 1)
+    t_max = tuple(t / divisor for t in _sample_array(record, "t_max_us", count))
+    t_min = tuple(t / divisor for t in _sample_array(record, "t_min_us", count))
+    t_avg = tuple(t / divisor for t in _sample_array(record, "t_avg_us", count))
+    params: dict[str, ParamValue] = {
+        **case.parameters,
+        **case.placement.as_parameters(),
+        "size": size,
+    }
+    details = {
+        "warmup_iterations": record.get("warmup_iterations"),
+        "loops": record.get("loops"),
+        "stop": record.get("stop"),
+        "elapsed_s": record.get("elapsed_s"),
+        "time_divisor": divisor,
+        "t_min_us": list(t_min),
+        "t_avg_us": list(t_avg),
+    }
+    # IMB: a collective's time is the slowest rank's (t_max); t_min/t_avg kept beside it.
+    extra = {
+        "t_min": sum(t_min) / count,
+        "t_avg": sum(t_avg) / count,
+    }
+    time_stats = describe(t_max, extra=extra)
+    metric = "time" if pattern in COLLECTIVES else "latency"
+    out = [
+        Measurement(
+            benchmark="mpibench",
+            metric=metric,
+            value=time_stats.mean,
+            unit=MICROSECOND,
+            parameters=params,
+            samples=t_max,
+            statistics=time_stats,
+            details=details,
+        )
+    ]
+    if pattern in BYTES_FACTOR and size > 0:
+        out.append(bandwidth_measurement(size * BYTES_FACTOR[pattern], t_max, time_stats, params))
+    return ParsedPoint(point_key(size), tuple(out))
+
+
+def bandwidth_measurement(
+    nbytes: int, times_us: tuple[float, ...], time_stats: Statistics, params: dict[str, ParamValue]
+) -> Measurement:
+    """Bandwidth = bytes / mean time, in MB/s (bytes per µs is exactly 10^6 B/s).
+
+    Its confidence interval is the latency's, mapped through n/t; min/max/median come from
+    the per-sample bandwidths.
+    """
+    samples = tuple(nbytes / t for t in times_us)
+    ordered = sorted(samples)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    mean_bw = nbytes / time_stats.mean
+    stdev = (
+        math.sqrt(sum((s - mean_bw) ** 2 for s in samples) / (len(samples) - 1))
+        if len(samples) > 1
+        else 0.0
+    )
+    ci_low = nbytes / time_stats.ci_high if time_stats.ci_high else None
+    ci_high = nbytes / time_stats.ci_low if time_stats.ci_low and time_stats.ci_low > 0 else None
+    stats = Statistics(
+        count=len(samples),
+        minimum=ordered[0],
+        maximum=ordered[-1],
+        median=median,
+        mean=mean_bw,
+        stdev=stdev,
+        ci_low=ci_low,
+        ci_high=ci_high if ci_low is not None else None,
+        confidence=time_stats.confidence,
+    )
+    return Measurement(
+        benchmark="mpibench",
+        metric="bandwidth",
+        value=mean_bw,
+        unit=MEGABYTE_PER_SECOND,
+        parameters=params,
+        samples=samples,
+        statistics=stats,
+        statistic="bytes/mean(time)",
+    )

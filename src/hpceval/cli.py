@@ -1,0 +1,481 @@
+"""The `hpceval` command line (Typer + rich)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from hpceval import __version__
+from hpceval.benchmarks import Case, Program, get_benchmark
+from hpceval.campaign import (
+    Campaign,
+    CampaignResult,
+    Interrupted,
+    case_description,
+    case_from_description,
+    plan_cases,
+)
+from hpceval.config import (
+    PlatformConfig,
+    load_platform,
+    load_suite,
+    shipped_names,
+)
+from hpceval.errors import UserError
+from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
+from hpceval.model import Environment, ExecutionStatus, Status
+from hpceval.provenance import collect_environment, fingerprint, summarize
+from hpceval.store import Store, open_store
+from hpceval.toolchain import MpiToolchain, detect_mpi
+
+app = typer.Typer(
+    name="hpceval",
+    help="Measure how well a platform serves parallel scientific codes (MPI), and store it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+out = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="HPCEVAL_DB",
+        help="Results database: a SQLite file path or URL, or postgresql://… "
+        "[default: ./hpceval.db]",
+    ),
+]
+
+
+def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Bad input ends the command with one line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as e:
+            err.print(f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True)
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class RichReporter:
+    """A progress bar with the current case and an ETA weighted by each case's estimate."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.fields[case]}"),
+            BarColumn(),
+            TextColumn("{task.fields[points]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task: TaskID | None = None
+        self.weights: dict[str, float] = {}
+        self.points_total = 0
+        self.points_done = 0
+        self.case_index = ""
+
+    def begin(self, work: Sequence[tuple[Case, Sequence[str]]]) -> None:
+        for case, points in work:
+            self.weights[case.key] = case.estimate_s / max(1, len(case.points))
+            self.points_total += len(points)
+        total = sum(self.weights[c.key] * len(p) for c, p in work)
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total or 1, case="", points="")
+
+    def _update(self, case: Case) -> None:
+        assert self.task is not None
+        self.progress.update(
+            self.task,
+            case=f"{self.case_index} {case.key}",
+            points=f"{self.points_done}/{self.points_total} points",
+        )
+
+    def case_started(self, case: Case, index: int, total: int) -> None:
+        self.case_index = f"[{index + 1}/{total}]"
+        self._update(case)
+
+    def point_done(self, case: Case, point: str) -> None:
+        assert self.task is not None
+        self.points_done += 1
+        self.progress.advance(self.task, self.weights.get(case.key, 0.0))
+        self._update(case)
+
+    def case_finished(self, case: Case, status: ExecutionStatus, error: str) -> None:
+        if status is ExecutionStatus.OK:
+            self.console.print(f"[green]✓[/] {case.key}", highlight=False)
+        else:
+            self.console.print(f"[red]✗ {case.key}: {status.value}: {error}[/]", highlight=False)
+
+    def end(self) -> None:
+        self.progress.stop()
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _toolchain_and_launcher(platform: PlatformConfig) -> tuple[MpiToolchain, Launcher]:
+    toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
+    if not toolchain.consistent:
+        raise UserError(
+            f"{toolchain.mpicc} is {toolchain.wrapper_implementation} but {toolchain.mpirun} is "
+            f"{toolchain.implementation}: programs built by one do not start under the other "
+            "(Debian: update-alternatives --config mpi / mpirun)"
+        )
+    launcher_cls = get_launcher_class(platform.launcher.kind)
+    runtime = MpiRuntime(toolchain.implementation, toolchain.mpirun)
+    return toolchain, launcher_cls(platform, runtime)
+
+
+def _build_programs(
+    cases: Sequence[Case], platform: PlatformConfig, toolchain: MpiToolchain
+) -> dict[str, Program]:
+    programs = {}
+    for name in sorted({c.benchmark for c in cases}):
+        programs[name] = get_benchmark(name).build(
+            compiler=toolchain.mpicc,
+            compiler_identity=toolchain.identity(),
+            cflags=platform.cflags,
+        )
+    return programs
+
+
+def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Environment:
+    flags = sorted({f for p in programs.values() for f in p.cflags})
+    return collect_environment(toolchain, cflags=flags)
+
+
+def _check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
+    """Every placement must be launchable before the first case runs."""
+    for case in cases:
+        launcher.command(case.placement, ["true"])
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _summary(store: Store, run_id: int, result: CampaignResult) -> Table:
+    measurements = store.measurements(run_id)
+    by_case: dict[str, list[Any]] = {}
+    for sm in measurements:
+        by_case.setdefault(sm.case_key, []).append(sm.measurement)
+    t = Table(title=f"run {run_id}: summary", title_justify="left")
+    t.add_column("case", overflow="fold")
+    for col in ("status", "points", "headline", "wall s"):
+        t.add_column(col, justify="right" if col in ("points", "wall s") else "left")
+    for o in result.outcomes:
+        ms = by_case.get(o.case.key, [])
+        t.add_row(
+            o.case.key,
+            "[green]ok[/]" if o.status is ExecutionStatus.OK else f"[red]{o.status.value}[/]",
+            f"{len({m.parameters.get('size') for m in ms})}/{len(o.case.points)}",
+            _headline(ms) if o.status is ExecutionStatus.OK else o.error[:80],
+            f"{o.wall_s:.1f}",
+        )
+    return t
+
+
+def _headline(ms: Sequence[Any]) -> str:
+    from hpceval.show import format_size, format_value
+
+    parts = []
+    times = [m for m in ms if m.metric in ("latency", "time")]
+    if times:
+        smallest = min(times, key=lambda m: m.parameters["size"])
+        parts.append(
+            f"{smallest.metric} {format_value(smallest.value)} µs @ "
+            f"{format_size(int(smallest.parameters['size']))}"
+        )
+    bws = [m for m in ms if m.metric == "bandwidth"]
+    if bws:
+        best = max(bws, key=lambda m: m.value)
+        parts.append(
+            f"max {format_value(best.value)} MB/s @ {format_size(int(best.parameters['size']))}"
+        )
+    return "; ".join(parts)
+
+
+@app.command()
+@user_errors
+def run(
+    platform: Annotated[
+        str, typer.Option("--platform", "-p", help="Shipped platform name or a TOML file.")
+    ] = "local",
+    suite: Annotated[
+        str, typer.Option("--suite", "-s", help="Shipped suite name or a TOML file.")
+    ] = "quick",
+    db: DbOption = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue the latest interrupted run: only the missing points."
+        ),
+    ] = False,
+) -> None:
+    """Run a suite on a platform and store every measurement as it completes."""
+    host = socket.gethostname()
+    if resume:
+        store = open_store(db, create=False)
+        store.mark_dead_runs_interrupted(host=host, is_alive=_is_alive)
+        row = store.latest_run(statuses=[Status.INTERRUPTED])
+        if row is None:
+            raise UserError(f"{store.url}: no interrupted run to resume")
+        _, platform_raw = store.platform_config(row.platform_id)
+        platform_cfg = PlatformConfig.model_validate(platform_raw)
+        toolchain, launcher = _toolchain_and_launcher(platform_cfg)
+        completed = store.completed_points(row.id)
+        work: list[tuple[Case, list[str]]] = []
+        for c in store.cases(row.id):
+            if c.status != "pending":
+                continue
+            case = case_from_description(c.case_key, c.benchmark, c.description)
+            remaining = [p for p in case.points if (case.key, p) not in completed]
+            if remaining:
+                work.append((case, remaining))
+            else:
+                store.set_case_status(row.id, case.key, "done")
+        programs = _build_programs([c for c, _ in work], platform_cfg, toolchain)
+        env = _environment(toolchain, programs)
+        if work and fingerprint(store.environment(row.environment_id)) != env.fingerprint:
+            raise UserError(
+                f"run {row.id} was measured in another environment (hardware, MPI or compiler "
+                "changed); start a new run instead of resuming"
+            )
+        launcher.preflight()
+        store.claim_run(row.id, host=host, pid=os.getpid())
+        run_id = row.id
+        left = sum(len(p) for _, p in work)
+        err.print(f"resuming run {run_id}: {left} points in {len(work)} cases left")
+    else:
+        platform_loaded = load_platform(platform)
+        suite_loaded = load_suite(suite)
+        cases = plan_cases(suite_loaded, platform_loaded.config)
+        toolchain, launcher = _toolchain_and_launcher(platform_loaded.config)
+        _check_commands(launcher, cases)
+        launcher.preflight()
+        programs = _build_programs(cases, platform_loaded.config, toolchain)
+        env = _environment(toolchain, programs)
+        # Everything is validated and built: only now is anything written.
+        store = open_store(db)
+        store.mark_dead_runs_interrupted(host=host, is_alive=_is_alive)
+        platform_id = store.add_platform(platform_loaded.config.name, platform_loaded.raw)
+        env_id = store.add_environment(env)
+        run_id = store.create_run(
+            suite_name=suite_loaded.config.name,
+            suite_config=suite_loaded.raw,
+            platform_id=platform_id,
+            environment_id=env_id,
+            launcher=launcher.name,
+            cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
+            hpceval_version=__version__,
+            git_revision=(env.facts.get("hpceval") or {}).get("git_revision"),
+            origin=launcher.origin,
+            host=host,
+            pid=os.getpid(),
+        )
+        work = [(c, list(c.points)) for c in cases]
+        err.print(
+            f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
+            f"{platform_loaded.config.name!r}: {len(cases)} cases, "
+            f"{sum(len(c.points) for c in cases)} points → {store.url}",
+            highlight=False,
+        )
+    campaign = Campaign(store, launcher, programs, RichReporter(err))
+    try:
+        result = campaign.execute(run_id, work)
+    except Interrupted as e:
+        store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        err.print(
+            f"[yellow]run {run_id} {e}; completed points are stored. "
+            "Continue with: hpceval run --resume[/]"
+        )
+        raise typer.Exit(128 + e.signum) from None
+    store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
+    out.print(_summary(store, run_id, result))
+    out.print(
+        f"{len(result.outcomes) - len(result.failed)} of {len(result.outcomes)} cases ok; "
+        f"see the tables with: hpceval show --run {run_id}",
+        highlight=False,
+    )
+    if result.failed:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- show
+
+
+@app.command()
+@user_errors
+def show(
+    run_id: Annotated[
+        int | None, typer.Option("--run", "-r", help="Run id [default: the latest].")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
+    from hpceval.show import collective_tables, point_to_point_tables
+
+    store = open_store(db, create=False)
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+    row = store.run(run_id) if run_id is not None else store.latest_run()
+    if row is None:
+        raise UserError(f"{store.url}: no runs yet (start one with: hpceval run)")
+    facts = store.environment(row.environment_id)
+    head = Table.grid(padding=(0, 2))
+    head.add_row("run", f"{row.id} ({row.status})")
+    head.add_row("suite / platform", f"{row.suite_name} / {row.platform_name}")
+    for key, value in summarize(facts):
+        head.add_row(key, value)
+    out.print(head)
+    ms = [sm.measurement for sm in store.measurements(row.id)]
+    if not ms:
+        out.print("no measurements in this run")
+    for table in point_to_point_tables(ms) + collective_tables(ms):
+        out.print(table)
+    failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
+    for e in failed:
+        out.print(f"[red]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
+
+
+@app.command()
+@user_errors
+def runs(db: DbOption = None) -> None:
+    """List the runs in the results database."""
+    from hpceval.show import runs_table
+
+    store = open_store(db, create=False)
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+    out.print(runs_table(store.runs()))
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+@app.command()
+@user_errors
+def suites() -> None:
+    """List the shipped suites."""
+    t = Table(title="shipped suites (use --suite NAME, or a TOML file)", title_justify="left")
+    t.add_column("name")
+    t.add_column("description")
+    for name in shipped_names("suites"):
+        t.add_row(name, load_suite(name).config.description)
+    out.print(t)
+
+
+@app.command()
+@user_errors
+def platforms() -> None:
+    """List the shipped platforms."""
+    t = Table(title="shipped platforms (use --platform NAME, or a TOML file)", title_justify="left")
+    for col in ("name", "launcher", "nodes", "description"):
+        t.add_column(col)
+    for name in shipped_names("platforms"):
+        p = load_platform(name).config
+        t.add_row(name, p.launcher.kind, str(p.nodes), p.description)
+    out.print(t)
+
+
+@app.command()
+@user_errors
+def doctor() -> None:
+    """What is installed (MPI, compilers, hwloc, optional tools), what is missing, how to get it."""
+    from hpceval.doctor import exit_code, render, run_checks
+
+    checks = run_checks()
+    out.print(render(checks))
+    code = exit_code(checks)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+@user_errors
+def build(
+    platform: Annotated[
+        str, typer.Option("--platform", "-p", help="Platform whose compiler to use.")
+    ] = "local",
+) -> None:
+    """Compile the benchmark programs for a platform (cached by source, compiler, MPI, flags)."""
+    from hpceval.benchmarks import benchmark_names
+
+    loaded = load_platform(platform)
+    toolchain, _ = _toolchain_and_launcher(loaded.config)
+    for name in benchmark_names():
+        program = get_benchmark(name).build(
+            compiler=toolchain.mpicc,
+            compiler_identity=toolchain.identity(),
+            cflags=loaded.config.cflags,
+        )
+        out.print(f"{name}: {program.path}", highlight=False)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        out.print(f"hpceval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """hpceval: measured characterizations of HPC platforms."""
+
+
+def main() -> None:
+    # A closed stdout (hpceval show | head) should end quietly, not with a traceback.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    app(prog_name="hpceval")
+
+
+if __name__ == "__main__":
+    main()

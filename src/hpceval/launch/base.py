@@ -1,0 +1,85 @@
+"""The launcher interface: (placement, program argv) -> argv + environment.
+
+Launchers never build shell strings: the campaign executes `Command.argv` directly. Each
+launcher is a small registered class; adding one is adding a module (see `__init__`).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from hpceval.config import PlatformConfig
+from hpceval.errors import UserError
+from hpceval.model import Origin, Placement
+
+
+@dataclass(frozen=True)
+class Command:
+    """What to execute: argv, the variables set on top of the inherited environment, and the
+    placement as it will really be (binding is dropped when a node is oversubscribed)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    placement: Placement
+    oversubscribed: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class MpiRuntime:
+    """What a launcher needs to know of the MPI installation."""
+
+    implementation: str  # "Open MPI" | "MPICH" | ...
+    mpirun: str  # path of the mpirun/mpiexec to use
+
+
+def thread_environment(threads_per_rank: int) -> dict[str, str]:
+    """OpenMP settings for hybrid runs; set always, so a stray OMP_NUM_THREADS cannot leak in."""
+    env = {"OMP_NUM_THREADS": str(threads_per_rank)}
+    if threads_per_rank > 1:
+        env["OMP_PLACES"] = "cores"
+        env["OMP_PROC_BIND"] = "close"
+    return env
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+class Launcher(ABC):
+    name: ClassVar[str]
+    # Measurements taken through this launcher are labelled with this origin.
+    origin: ClassVar[Origin] = Origin.MEASURED
+
+    def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
+        self.platform = platform
+        self.runtime = runtime
+
+    @abstractmethod
+    def command(self, placement: Placement, program: Sequence[str]) -> Command:
+        """The argv + environment that starts `program` on `placement`."""
+
+    def preflight(self) -> None:  # noqa: B027 - optional hook, most launchers need nothing
+        """Checks before a campaign starts (hosts reachable, daemons up); raise UserError."""
+
+    def check_placement(self, placement: Placement) -> None:
+        if placement.nodes > self.platform.nodes:
+            raise UserError(
+                f"placement {placement.label()} needs {placement.nodes} nodes but platform "
+                f"{self.platform.name!r} has {self.platform.nodes}"
+            )
+        cores = self.platform.resolved_cores_per_node()
+        used = placement.ranks_per_node * placement.threads_per_rank
+        if used > cores and not self.platform.launcher.oversubscribe:
+            raise UserError(
+                f"placement {placement.label()} needs {used} cores per node but platform "
+                f"{self.platform.name!r} has {cores} and oversubscribe = false"
+            )
+
+    def oversubscribed(self, placement: Placement) -> bool:
+        used = placement.ranks_per_node * placement.threads_per_rank
+        return used > self.platform.resolved_cores_per_node()

@@ -1,0 +1,144 @@
+"""Terminal tables of a run's measurements (rich)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from rich.table import Table
+
+from hpceval.analysis.statistics import quality_warnings
+from hpceval.benchmarks.mpibench import COLLECTIVES, RINGS
+from hpceval.model import Measurement
+from hpceval.store import RunRow, StoredMeasurement
+
+
+def format_size(n: int) -> str:
+    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def format_value(v: float) -> str:
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}" if v >= 0.01 else f"{v:.2e}"
+
+
+def format_ci(m: Measurement) -> str:
+    st = m.statistics
+    if st is None or st.count < 2:
+        return "n/a"
+    return f"±{st.relative_ci:.1%}"
+
+
+def _placement(m: Measurement) -> str:
+    p = m.parameters
+    label = f"{p.get('nodes')}×{p.get('ranks_per_node')} ranks"
+    if p.get("threads_per_rank", 1) != 1:
+        label += f" ×{p.get('threads_per_rank')} threads"
+    if p.get("oversubscribed"):
+        label += ", oversubscribed"
+    return label
+
+
+def _flags(m: Measurement, target_rci: float | None) -> str:
+    if m.statistics is None:
+        return ""
+    return "⚠" if quality_warnings(m.statistics, target_rci=target_rci) else ""
+
+
+def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
+    """One table per pattern, pair and placement: latency and bandwidth by message size."""
+    groups: dict[tuple[str, str, str], dict[int, dict[str, Measurement]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for m in measurements:
+        pattern = str(m.parameters.get("pattern"))
+        if pattern in COLLECTIVES:
+            continue
+        key = (pattern, str(m.parameters.get("pair", "")), _placement(m))
+        groups[key][int(m.parameters["size"])][m.metric] = m
+    tables = []
+    for (pattern, pair, placement), by_size in sorted(groups.items()):
+        kind = "HPCC ring" if pattern in RINGS else "point-to-point"
+        title = f"{pattern} ({kind}{', ' + pair if pair else ''}, {placement})"
+        t = Table(title=title, title_justify="left", min_width=70)
+        t.add_column("size", justify="right")
+        t.add_column("latency µs", justify="right")
+        t.add_column("95% CI", justify="right")
+        t.add_column("min µs", justify="right")
+        t.add_column("bandwidth MB/s", justify="right")
+        t.add_column("samples", justify="right")
+        t.add_column("", justify="left")
+        for size in sorted(by_size):
+            lat = by_size[size].get("latency")
+            bw = by_size[size].get("bandwidth")
+            if lat is None:
+                continue
+            assert lat.statistics is not None
+            t.add_row(
+                format_size(size),
+                format_value(lat.value),
+                format_ci(lat),
+                format_value(lat.statistics.minimum),
+                format_value(bw.value) if bw else "",
+                str(lat.statistics.count),
+                _flags(lat, None),
+            )
+        tables.append(t)
+    return tables
+
+
+def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
+    """One table per collective: t_max (µs) by message size (rows) and rank count (columns)."""
+    groups: dict[str, dict[int, dict[str, Measurement]]] = defaultdict(lambda: defaultdict(dict))
+    for m in measurements:
+        pattern = str(m.parameters.get("pattern"))
+        if pattern not in COLLECTIVES or m.metric != "time":
+            continue
+        column = f"{m.parameters['ranks']} ranks"
+        if m.parameters.get("oversubscribed"):
+            column += "*"
+        groups[pattern][int(m.parameters["size"])][column] = m
+    tables = []
+    for pattern in sorted(groups):
+        by_size = groups[pattern]
+        columns = sorted(
+            {c for row in by_size.values() for c in row}, key=lambda c: int(c.split()[0])
+        )
+        t = Table(
+            title=f"{pattern} (collective, t_max µs; * = oversubscribed)",
+            title_justify="left",
+            min_width=70,
+        )
+        t.add_column("size", justify="right")
+        for c in columns:
+            t.add_column(c, justify="right")
+        for size in sorted(by_size):
+            row = [format_size(size)]
+            for c in columns:
+                cell = by_size[size].get(c)
+                row.append(f"{format_value(cell.value)} {format_ci(cell)}" if cell else "")
+            t.add_row(*row)
+        tables.append(t)
+    return tables
+
+
+def runs_table(runs: Iterable[RunRow]) -> Table:
+    t = Table(title="runs", title_justify="left")
+    for col in ("id", "suite", "platform", "status", "started", "cases"):
+        t.add_column(col)
+    import datetime as dt
+
+    for r in runs:
+        started = dt.datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M:%S")
+        t.add_row(str(r.id), r.suite_name, r.platform_name, r.status, started, "")
+    return t
+
+
+def measurements_of(rows: Iterable[StoredMeasurement]) -> list[Measurement]:
+    return [r.measurement for r in rows]

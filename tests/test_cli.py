@@ -1,0 +1,277 @@
+"""The CLI end to end, as a user runs it: real processes, real MPI, a real SQLite file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpceval.store import open_store
+
+from .conftest import requires_mpi, write
+
+SMALL_SUITE = """
+name = "small"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong", "allreduce"]
+sizes = [8, 1024, 65536]
+ranks = [2]
+budget_s = 0.03
+warmup_s = 0.005
+min_samples = 3
+"""
+
+# Enough points at a slow pace that a kill lands in the middle of the campaign.
+SLOW_SUITE = """
+name = "slow"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong", "pingping", "sendrecv"]
+sizes = "0..4KiB"
+ranks = [2]
+budget_s = 0.15
+warmup_s = 0.005
+min_samples = 1000
+max_samples = 1000
+"""
+
+
+def hpceval(
+    *args: str, cwd: Path, check: bool = False, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hpceval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hpceval {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("hpceval: error: ")
+    return lines[0]
+
+
+def test_help_on_every_command(tmp_path: Path) -> None:
+    top = hpceval("--help", cwd=tmp_path)
+    assert top.returncode == 0
+    for command in ("run", "show", "runs", "doctor", "suites", "platforms", "build"):
+        assert command in top.stdout
+        sub = hpceval(command, "--help", cwd=tmp_path)
+        assert sub.returncode == 0, sub.stderr
+        assert "Usage" in sub.stdout
+
+
+def test_suites_and_platforms_are_listed(tmp_path: Path) -> None:
+    suites = hpceval("suites", cwd=tmp_path, check=True)
+    for name in ("quick", "p2p", "collectives", "smoke"):
+        assert name in suites.stdout
+    assert "local" in hpceval("platforms", cwd=tmp_path, check=True).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "--suite", "nosuch"], "unknown suite 'nosuch'"),
+        (["run", "--platform", "nosuch"], "unknown platform 'nosuch'"),
+        (["run", "--suite", "missing.toml"], "missing.toml: no such suite file"),
+        (["show"], "hpceval.db: no such results database"),
+        (["run", "--resume"], "hpceval.db: no such results database"),
+        (["runs"], "hpceval.db: no such results database"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
+    line = one_line_error(hpceval(*args, cwd=tmp_path))
+    assert expected in line
+    assert not (tmp_path / "hpceval.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["show", "--run", "42"], "no run with id 42"),
+        (["run", "--resume"], "no interrupted run to resume"),
+        (["show"], "no runs yet"),
+    ],
+)
+def test_errors_on_an_empty_database(tmp_path: Path, args: list[str], expected: str) -> None:
+    open_store(str(tmp_path / "hpceval.db")).close()
+    assert expected in one_line_error(hpceval(*args, cwd=tmp_path))
+
+
+def test_malformed_suite_writes_nothing(tmp_path: Path) -> None:
+    bad = write(
+        tmp_path / "bad.toml",
+        "name='x'\n[[benchmark]]\nname='mpibench'\npatterns=['pingpong']\nsizes='0..-1'\n",
+    )
+    line = one_line_error(hpceval("run", "--suite", str(bad), cwd=tmp_path))
+    assert f"{bad}: benchmark[0].sizes:" in line
+    assert not (tmp_path / "hpceval.db").exists()
+
+
+def test_impossible_rank_count_writes_nothing(tmp_path: Path) -> None:
+    bad = write(
+        tmp_path / "np.toml",
+        "name='x'\n[[benchmark]]\nname='mpibench'\npatterns=['pingpong']\nranks=[1]\n",
+    )
+    line = one_line_error(hpceval("run", "--suite", str(bad), cwd=tmp_path))
+    assert "benchmark[0].ranks: pattern pingpong needs at least 2 ranks" in line
+    assert not (tmp_path / "hpceval.db").exists()
+
+
+def test_missing_mpicc_is_named(tmp_path: Path) -> None:
+    platform = write(
+        tmp_path / "p.toml",
+        "name='nompi'\n[launcher]\nkind='local'\nmpicc='/nonexistent/mpicc'\n",
+    )
+    line = one_line_error(
+        hpceval("run", "--platform", str(platform), "--suite", "smoke", cwd=tmp_path)
+    )
+    assert "mpicc" in line
+    assert not (tmp_path / "hpceval.db").exists()
+
+
+def test_doctor_reports_mpi(tmp_path: Path) -> None:
+    proc = hpceval("doctor", cwd=tmp_path)
+    assert "mpicc" in proc.stdout
+    assert proc.returncode in (0, 1)
+
+
+@requires_mpi
+def test_run_show_runs(tmp_path: Path) -> None:
+    suite = write(tmp_path / "small.toml", SMALL_SUITE)
+    proc = hpceval("run", "--suite", str(suite), cwd=tmp_path, check=True)
+    assert "summary" in proc.stdout
+    assert "2 of 2 cases ok" in proc.stdout
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    assert run.status == "completed"
+    ms = store.measurements(run.id)
+    assert {(m.measurement.parameters["pattern"], m.measurement.metric) for m in ms} == {
+        ("pingpong", "latency"),
+        ("pingpong", "bandwidth"),
+        ("allreduce", "time"),
+    }
+    assert len(ms) == 3 * 3
+    executions = store.executions(run.id)
+    assert all(e.status == "ok" for e in executions)
+    assert all(e.argv[0].endswith("mpirun") for e in executions)
+    shown = hpceval("show", cwd=tmp_path, check=True).stdout
+    assert "pingpong" in shown and "allreduce" in shown and "64 KiB" in shown
+    assert "MPI" in shown  # provenance header
+    listed = hpceval("runs", cwd=tmp_path, check=True).stdout
+    assert "small" in listed and "completed" in listed
+
+
+@requires_mpi
+def test_failing_case_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
+    # A time limit far below what the case needs: it must be killed, recorded, and the
+    # next case must still run.
+    suite = write(
+        tmp_path / "s.toml",
+        SMALL_SUITE.replace('patterns = ["pingpong", "allreduce"]', 'patterns = ["pingpong"]')
+        + """
+[[benchmark]]
+name = "mpibench"
+patterns = ["alltoall"]
+sizes = [8]
+ranks = [2]
+budget_s = 60
+sample_s = 0.05
+min_samples = 1000
+max_samples = 1000
+time_limit_s = 2
+""",
+    )
+    proc = hpceval("run", "--suite", str(suite), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    statuses = {e.case_key.split(":")[1]: e for e in store.executions(run.id)}
+    assert statuses["pingpong"].status == "ok"
+    assert statuses["alltoall"].status == "timeout"
+    assert "time limit of 2 s" in statuses["alltoall"].error
+    assert run.status == "completed"
+
+
+def _count_points(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
+        if "measurements" not in tables:  # the campaign has not created its schema yet
+            return 0
+        return int(
+            conn.execute(
+                "select count(distinct case_key || point_key) from measurements"
+            ).fetchone()[0]
+        )
+
+
+@requires_mpi
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupt_and_resume_loses_and_repeats_nothing(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    suite = write(tmp_path / "slow.toml", SLOW_SUITE)
+    db = tmp_path / "hpceval.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hpceval", "run", "--suite", str(suite)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if db.exists() and _count_points(db) >= 5:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the campaign did not complete 5 points in time")
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 128 + signal.SIGINT, stderr
+        assert "hpceval run --resume" in stderr
+    before = _count_points(db)
+    assert before >= 5
+    store = open_store(str(db))
+    (run,) = store.runs()
+    planned = sum(len(c.description["points"]) for c in store.cases(run.id))
+    assert before < planned, "the run finished before it could be interrupted"
+    kept = {
+        (m.case_key, m.point_key, m.measurement.metric): m.id for m in store.measurements(run.id)
+    }
+    store.close()
+
+    resumed = hpceval("run", "--resume", cwd=tmp_path, check=True)
+    assert f"resuming run {run.id}" in resumed.stderr
+
+    store = open_store(str(db))
+    (run,) = store.runs()
+    assert run.status == "completed"
+    ms = store.measurements(run.id)
+    keys = [(m.case_key, m.point_key, m.measurement.metric) for m in ms]
+    assert len(keys) == len(set(keys)), "a point was measured twice"
+    assert {(m.case_key, m.point_key) for m in ms} == {
+        (c.case_key, p) for c in store.cases(run.id) for p in c.description["points"]
+    }
+    # What was measured before the interruption is still there, untouched.
+    now = {(m.case_key, m.point_key, m.measurement.metric): m.id for m in ms}
+    assert all(now[k] == v for k, v in kept.items())
+    assert all(c.status == "done" for c in store.cases(run.id))

@@ -1,0 +1,131 @@
+"""How mpibench suite entries expand into cases on single- and multi-node platforms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpceval.benchmarks import get_benchmark
+from hpceval.benchmarks.base import Program
+from hpceval.campaign import case_description, case_from_description, plan_cases
+from hpceval.config import PlatformConfig, load_suite
+from hpceval.errors import ConfigError, UserError
+
+from .conftest import write
+
+BENCH = get_benchmark("mpibench")
+
+
+def platform(nodes: int = 1, cores: int = 2) -> PlatformConfig:
+    return PlatformConfig.model_validate({"name": "t", "nodes": nodes, "cores_per_node": cores})
+
+
+def test_default_sizes_and_reduction_sizes() -> None:
+    cases = BENCH.cases({"patterns": ["pingpong", "allreduce", "barrier"]}, platform(), 0)
+    by_pattern = {c.parameters["pattern"]: c for c in cases}
+    assert by_pattern["pingpong"].points[:3] == ("size=0", "size=1", "size=2")
+    assert len(by_pattern["pingpong"].points) == 24
+    # MPI_FLOAT reductions skip 1- and 2-byte messages, as IMB does.
+    assert by_pattern["allreduce"].points[:3] == ("size=0", "size=4", "size=8")
+    assert by_pattern["barrier"].points == ("size=0",)
+
+
+def test_single_node_pair_is_intra_node() -> None:
+    (case,) = BENCH.cases({"patterns": ["pingpong"], "ranks": [2]}, platform(), 0)
+    assert case.parameters["pair"] == "intra-node"
+    assert case.options["pair"] == [0, 1]
+    assert (case.placement.nodes, case.placement.ranks_per_node) == (1, 2)
+    assert case.key == "mpibench:pingpong:np=2:1x2x1:pair=intra-node:bind=core"
+
+
+def test_multi_node_pairs_measure_shared_memory_and_network() -> None:
+    cases = BENCH.cases({"patterns": ["pingpong"], "ranks": [2]}, platform(nodes=2), 0)
+    labels = {(c.parameters["pair"], c.placement.nodes, c.placement.ranks_per_node) for c in cases}
+    assert labels == {("intra-node", 1, 2), ("inter-node", 2, 1)}
+    inter = next(c for c in cases if c.parameters["pair"] == "inter-node")
+    assert inter.options["pair"] == [0, 1]
+
+
+def test_larger_pair_runs_label_both_pairs() -> None:
+    cases = BENCH.cases(
+        {"patterns": ["pingping"], "ranks": [8], "ranks_per_node": [4]},
+        platform(nodes=2, cores=4),
+        0,
+    )
+    assert {c.parameters["pair"]: c.options["pair"] for c in cases} == {
+        "intra-node": [0, 1],
+        "inter-node": [0, 4],
+    }
+
+
+def test_ranks_per_node_sweep() -> None:
+    cases = BENCH.cases(
+        {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1, 2, 4]},
+        platform(nodes=4, cores=4),
+        0,
+    )
+    assert [(c.placement.nodes, c.placement.ranks_per_node) for c in cases] == [
+        (4, 1),
+        (2, 2),
+        (1, 4),
+    ]
+
+
+def test_fill_nodes_when_no_sweep() -> None:
+    (case,) = BENCH.cases({"patterns": ["alltoall"], "ranks": [8]}, platform(nodes=4, cores=2), 0)
+    assert (case.placement.nodes, case.placement.ranks_per_node) == (4, 2)
+    (case,) = BENCH.cases({"patterns": ["alltoall"], "ranks": [4]}, platform(nodes=1, cores=2), 0)
+    assert (case.placement.nodes, case.placement.ranks_per_node) == (1, 4)
+
+
+def test_impossible_placements_are_refused() -> None:
+    with pytest.raises(UserError, match="not a multiple of ranks_per_node 3"):
+        BENCH.cases({"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [3]}, platform(4), 0)
+    with pytest.raises(UserError, match="needs 4 nodes"):
+        BENCH.cases({"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1]}, platform(2), 0)
+
+
+def test_plan_names_suite_entry_of_an_impossible_case(tmp_path: Path) -> None:
+    f = write(
+        tmp_path / "s.toml",
+        "name='x'\n[[benchmark]]\nname='mpibench'\npatterns=['alltoall']\nranks=[4]\n"
+        "ranks_per_node=[3]\n",
+    )
+    with pytest.raises(ConfigError, match=r"s\.toml: benchmark\[0\]: ranks 4 is not a multiple"):
+        plan_cases(load_suite(str(f)), platform())
+
+
+def test_repeated_cases_are_refused(tmp_path: Path) -> None:
+    entry = "[[benchmark]]\nname='mpibench'\npatterns=['pingpong']\nsizes=[8]\n"
+    f = write(tmp_path / "s.toml", "name='x'\n" + entry + entry)
+    with pytest.raises(ConfigError, match=r"benchmark\[1\]: case .* repeats one of benchmark\[0\]"):
+        plan_cases(load_suite(str(f)), platform())
+
+
+def test_quick_suite_plan() -> None:
+    cases = plan_cases(load_suite("quick"), platform())
+    patterns = {c.parameters["pattern"] for c in cases}
+    assert len(patterns) == 12
+    assert sum(len(c.points) for c in cases) > 200
+    # The quick suite must stay quick: the planned budget is a few minutes.
+    assert sum(c.estimate_s for c in cases) < 240
+
+
+def test_case_survives_storage_round_trip() -> None:
+    for case in BENCH.cases({"patterns": ["pingpong", "alltoall"], "ranks": [2]}, platform(), 0):
+        assert case_from_description(case.key, case.benchmark, case_description(case)) == case
+
+
+def test_command_measures_only_the_given_points() -> None:
+    (case,) = BENCH.cases(
+        {"patterns": ["pingpong"], "sizes": [0, 8, 1024], "budget_s": 0.5}, platform(), 0
+    )
+    argv = BENCH.command(
+        case, Program(Path("/x/mpibench"), "mpicc", ("-O2",)), ["size=8", "size=1024"]
+    )
+    assert argv == [
+        "/x/mpibench", "--pattern", "pingpong", "--sizes", "8,1024", "--target-rci", "0.02",
+        "--budget", "0.5", "--min-samples", "10", "--max-samples", "1000", "--warmup-s", "0.05",
+        "--sample-s", "0.001", "--seed", "1", "--pair", "0,1",
+    ]  # fmt: skip

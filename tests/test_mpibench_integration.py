@@ -1,0 +1,156 @@
+"""mpibench really built and run with 2 and 4 ranks; the numbers must make physical sense."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hpceval.benchmarks import get_benchmark
+from hpceval.campaign import Campaign, case_description, plan_cases
+from hpceval.config import load_platform, load_suite
+from hpceval.launch import MpiRuntime, get_launcher_class
+from hpceval.model import Environment, ExecutionStatus, Measurement, Origin
+from hpceval.store import Store, open_store
+from hpceval.toolchain import detect_mpi
+
+from .conftest import requires_mpi, write
+
+pytestmark = [requires_mpi, pytest.mark.mpi]
+
+ALL_PATTERNS = [
+    "pingpong", "pingping", "sendrecv", "exchange", "bcast", "reduce", "allreduce",
+    "alltoall", "allgather", "barrier", "natural_ring", "random_ring",
+]  # fmt: skip
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(str(tmp_path / "it.db"))
+    yield s
+    s.close()
+
+
+def run_suite(tmp_path: Path, store: Store, body: str) -> tuple[int, list[Measurement]]:
+    suite = load_suite(str(write(tmp_path / "suite.toml", body)))
+    platform = load_platform("local")
+    cases = plan_cases(suite, platform.config)
+    toolchain = detect_mpi()
+    launcher = get_launcher_class("local")(
+        platform.config, MpiRuntime(toolchain.implementation, toolchain.mpirun)
+    )
+    program = get_benchmark("mpibench").build(
+        compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=["-O2"]
+    )
+    run_id = store.create_run(
+        suite_name=suite.config.name,
+        suite_config=suite.raw,
+        platform_id=store.add_platform("local", platform.raw),
+        environment_id=store.add_environment(Environment({"test": True}, "test-env")),
+        launcher="local",
+        cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
+        hpceval_version="test",
+        git_revision=None,
+        origin=Origin.MEASURED,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+    )
+    result = Campaign(store, launcher, {"mpibench": program}).execute(
+        run_id, [(c, list(c.points)) for c in cases]
+    )
+    assert not result.failed, [(o.case.key, o.error) for o in result.failed]
+    return run_id, [sm.measurement for sm in store.measurements(run_id)]
+
+
+def value(ms: list[Measurement], pattern: str, metric: str, size: int, ranks: int = 2) -> float:
+    (m,) = [
+        m
+        for m in ms
+        if m.parameters["pattern"] == pattern
+        and m.metric == metric
+        and m.parameters["size"] == size
+        and m.parameters["ranks"] == ranks
+    ]
+    return m.value
+
+
+def test_pingpong_two_ranks_makes_physical_sense(tmp_path: Path, store: Store) -> None:
+    sizes = [0, 8, 1024, 65536, 1 << 20, 4 << 20]
+    _, ms = run_suite(
+        tmp_path,
+        store,
+        f"""
+name = "pp"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong"]
+sizes = {sizes}
+ranks = [2]
+budget_s = 0.2
+min_samples = 5
+""",
+    )
+    latency = {s: value(ms, "pingpong", "latency", s) for s in sizes}
+    bandwidth = {s: value(ms, "pingpong", "bandwidth", s) for s in sizes[1:]}
+    assert all(v > 0 for v in latency.values())
+    assert latency[0] < 100  # shared memory: microseconds, not milliseconds
+    assert latency[4 << 20] > latency[1024] > 0
+    # Bandwidth grows with the message size ...
+    assert bandwidth[65536] > 10 * bandwidth[8]
+    assert bandwidth[1 << 20] > bandwidth[1024]
+    # ... then plateaus: quadrupling a large message no longer quadruples the bandwidth.
+    assert bandwidth[4 << 20] < 2 * bandwidth[1 << 20]
+    # Raw samples are kept and the statistics derive from them.
+    m = next(m for m in ms if m.metric == "latency" and m.parameters["size"] == 8)
+    assert m.statistics is not None and len(m.samples) == m.statistics.count >= 5
+    assert m.parameters["pair"] == "intra-node"
+    assert m.parameters["oversubscribed"] is ((os.cpu_count() or 1) < 2)
+
+
+def test_alltoall_time_grows_with_ranks(tmp_path: Path, store: Store) -> None:
+    _, ms = run_suite(
+        tmp_path,
+        store,
+        """
+name = "a2a"
+[[benchmark]]
+name = "mpibench"
+patterns = ["alltoall"]
+sizes = [1024, 65536]
+ranks = [2, 4]
+budget_s = 0.2
+min_samples = 5
+""",
+    )
+    for size in (1024, 65536):
+        assert value(ms, "alltoall", "time", size, 4) > value(ms, "alltoall", "time", size, 2)
+    m = next(m for m in ms if m.parameters["ranks"] == 4)
+    assert m.statistics is not None
+    assert m.statistics.extra["t_min"] <= m.statistics.extra["t_avg"] <= m.value * (1 + 1e-9)
+
+
+def test_every_pattern_runs_on_four_ranks(tmp_path: Path, store: Store) -> None:
+    run_id, ms = run_suite(
+        tmp_path,
+        store,
+        f"""
+name = "all"
+[[benchmark]]
+name = "mpibench"
+patterns = {ALL_PATTERNS}
+sizes = [8, 4096]
+ranks = [4]
+budget_s = 0.02
+warmup_s = 0.005
+min_samples = 3
+""",
+    )
+    assert {m.parameters["pattern"] for m in ms} == set(ALL_PATTERNS)
+    assert all(m.value > 0 for m in ms)
+    assert all(m.parameters["ranks"] == 4 for m in ms)
+    executions = store.executions(run_id)
+    assert len(executions) == len(ALL_PATTERNS)
+    assert all(e.status == ExecutionStatus.OK for e in executions)

@@ -1,0 +1,617 @@
+"""The results store on SQLite files: round trips, dedupe, versioning, durability, concurrency."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+import hpceval
+from hpceval import store as store_module
+from hpceval.errors import UserError
+from hpceval.model import (
+    Environment,
+    ExecutionRecord,
+    ExecutionStatus,
+    Measurement,
+    Origin,
+    Statistics,
+    Status,
+)
+from hpceval.store import (
+    INDEXED_FACTS,
+    SCHEMA_VERSION,
+    CaseStatus,
+    Store,
+    database_url,
+    environments,
+    open_store,
+)
+
+CASES = [
+    ("pingpong/2x1", "mpibench", {"pattern": "pingpong", "ranks": 2}),
+    ("allreduce/2x1", "mpibench", {"pattern": "allreduce", "ranks": 2}),
+]
+
+
+class FakeClock:
+    """A clock that moves one second per reading."""
+
+    def __init__(self, start: float = 1_700_000_000.0):
+        self.now = start
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "results.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    with open_store(str(db_path), clock=FakeClock()) as opened:
+        yield opened
+
+
+def new_run(store: Store, *, host: str = "node1", pid: int = 4242) -> int:
+    platform_id = store.add_platform("laptop", {"launcher": "local", "slots": 4})
+    environment_id = store.add_environment(
+        Environment(facts={"cpu": {"model": "Test CPU"}}, fingerprint="env-1")
+    )
+    return store.create_run(
+        suite_name="smoke",
+        suite_config={"benchmarks": ["mpibench"], "budget_s": 1.0},
+        platform_id=platform_id,
+        environment_id=environment_id,
+        launcher="local",
+        cases=CASES,
+        hpceval_version=hpceval.__version__,
+        git_revision="abc123",
+        origin=Origin.MEASURED,
+        host=host,
+        pid=pid,
+    )
+
+
+def latency(value: float = 1.5, **details: Any) -> Measurement:
+    return Measurement(
+        benchmark="mpibench",
+        metric="latency",
+        value=value,
+        unit="us",
+        parameters={"pattern": "pingpong", "size": 8, "ranks": 2},
+        samples=(value,),
+        details=details,
+    )
+
+
+def test_measurement_round_trips_exactly(store: Store) -> None:
+    run_id = new_run(store)
+    samples = (0.1 + 0.2, 1e-300, 5e-324, 1.7976931348623157e308, 3.0)
+    stats = Statistics(
+        count=5,
+        minimum=min(samples),
+        maximum=max(samples),
+        median=0.30000000000000004,
+        mean=0.1 + 0.2,
+        stdev=0.0,
+        ci_low=0.25,
+        ci_high=0.35,
+        confidence=0.99,
+        extra={"outliers": 1.0, "upper": math.inf, "lower": -math.inf},
+    )
+    original = Measurement(
+        benchmark="mpibench",
+        metric="bandwidth",
+        value=0.1 + 0.2,
+        unit="MB/s",
+        parameters={"pattern": "pingpong", "size": 1 << 22, "eager": True, "scale": 0.5},
+        samples=samples,
+        statistics=stats,
+        statistic="median",
+        origin=Origin.SIMULATED,
+        details={"loops": 256, "stop": "ci", "rates": [1.5, math.inf], "nested": {"a": None}},
+    )
+    execution_id = store.start_execution(run_id, "pingpong/2x1", "mpibench", ["mpibench"], {}, 1.0)
+    stored_id = store.add_measurement(
+        run_id, execution_id, "pingpong/2x1", "size=4194304", original
+    )
+
+    (stored,) = store.measurements(run_id)
+    assert stored.id == stored_id
+    assert (stored.run_id, stored.execution_id) == (run_id, execution_id)
+    assert (stored.case_key, stored.point_key) == ("pingpong/2x1", "size=4194304")
+    assert stored.measurement == original
+    assert stored.measurement.samples == samples
+    assert all(type(sample) is float for sample in stored.measurement.samples)
+    assert stored.measurement.origin is Origin.SIMULATED
+    assert isinstance(stored.measurement.statistics, Statistics)
+
+
+def test_nan_survives_the_round_trip(store: Store) -> None:
+    run_id = new_run(store)
+    original = Measurement(
+        benchmark="mpibench",
+        metric="latency",
+        value=2.0,
+        unit="us",
+        samples=(2.0,),
+        statistics=Statistics(2, 1.0, 3.0, 2.0, 2.0, math.nan, math.nan, math.nan),
+        details={"skew": math.nan},
+    )
+    store.add_measurement(run_id, None, "pingpong/2x1", "p", original)
+    (stored,) = store.measurements(run_id)
+    assert stored.measurement.statistics is not None
+    assert math.isnan(stored.measurement.statistics.stdev)
+    assert math.isnan(stored.measurement.details["skew"])
+    assert stored.execution_id is None
+
+
+def test_measurement_without_statistics_stays_none(store: Store) -> None:
+    run_id = new_run(store)
+    store.add_measurement(run_id, None, "pingpong/2x1", "p", latency())
+    (stored,) = store.measurements(run_id)
+    assert stored.measurement == latency()
+    assert stored.measurement.statistics is None
+
+
+def test_measurements_filter_by_run_benchmark_and_metric(store: Store) -> None:
+    first, second = new_run(store), new_run(store)
+    store.add_measurement(first, None, "pingpong/2x1", "a", latency(1.0))
+    store.add_measurement(second, None, "pingpong/2x1", "a", latency(2.0))
+    bandwidth = Measurement(benchmark="mpibench", metric="bandwidth", value=9.0, unit="MB/s")
+    store.add_measurement(second, None, "pingpong/2x1", "a", bandwidth)
+
+    assert [s.measurement.value for s in store.measurements()] == [1.0, 2.0, 9.0]
+    assert [s.measurement.value for s in store.measurements(second)] == [2.0, 9.0]
+    assert [s.measurement.value for s in store.measurements(metric="latency")] == [1.0, 2.0]
+    assert store.measurements(second, benchmark="mpibench", metric="bandwidth")[0].id == 3
+    assert store.measurements(benchmark="osu") == []
+
+
+def test_platform_is_deduplicated_on_name_and_config(store: Store) -> None:
+    first = store.add_platform("cloud", {"nodes": 2, "launcher": {"name": "srun", "args": []}})
+    # Same content, other key order: same canonical JSON, same row.
+    again = store.add_platform("cloud", {"launcher": {"args": [], "name": "srun"}, "nodes": 2})
+    other_config = store.add_platform("cloud", {"nodes": 4, "launcher": {"name": "srun"}})
+    other_name = store.add_platform("cloud-b", {"nodes": 2, "launcher": {"name": "srun"}})
+    assert first == again
+    assert len({first, other_config, other_name}) == 3
+    assert store.platform_config(first) == (
+        "cloud",
+        {"nodes": 2, "launcher": {"name": "srun", "args": []}},
+    )
+
+
+def test_environment_is_deduplicated_on_fingerprint(store: Store) -> None:
+    facts = {
+        "cpu": {"model": "AMD EPYC 7763"},
+        "virtualization": {"kind": "kvm", "vm": True},
+        "mpi": {"implementation": "Open MPI", "version": "4.1.4"},
+        "hpceval": {"version": "0.1.0"},
+    }
+    first = store.add_environment(Environment(facts=facts, fingerprint="f1"))
+    assert store.add_environment(Environment(facts=facts, fingerprint="f1")) == first
+    second = store.add_environment(Environment(facts={"cpu": {}}, fingerprint="f2"))
+    assert second != first
+    assert store.environment(first) == facts
+
+    # The indexed columns hold the facts named by INDEXED_FACTS (missing ones are NULL).
+    columns = [environments.c[column] for column in INDEXED_FACTS]
+    with store._engine.connect() as conn:
+        rows = conn.execute(sa.select(*columns).order_by(environments.c.id)).all()
+    assert [tuple(row) for row in rows] == [
+        ("AMD EPYC 7763", "kvm", "Open MPI", "4.1.4", "0.1.0"),
+        (None, None, None, None, None),
+    ]
+
+
+def test_run_row_and_cases(store: Store) -> None:
+    run_id = new_run(store)
+    run = store.run(run_id)
+    assert run.id == run_id
+    assert run.platform_name == "laptop"
+    assert run.status is Status.RUNNING
+    assert run.origin is Origin.MEASURED
+    assert run.suite_config == {"benchmarks": ["mpibench"], "budget_s": 1.0}
+    assert (run.host, run.pid, run.git_revision, run.ended, run.note) == (
+        "node1",
+        4242,
+        "abc123",
+        None,
+        None,
+    )
+    assert len(run.uid) == 36
+    assert [(c.ordinal, c.case_key, c.benchmark, c.status) for c in store.cases(run_id)] == [
+        (0, "pingpong/2x1", "mpibench", CaseStatus.PENDING),
+        (1, "allreduce/2x1", "mpibench", CaseStatus.PENDING),
+    ]
+    assert store.cases(run_id)[1].description == {"pattern": "allreduce", "ranks": 2}
+
+    store.set_case_status(run_id, "allreduce/2x1", "done")
+    store.set_case_status(run_id, "pingpong/2x1", CaseStatus.FAILED)
+    assert [c.status for c in store.cases(run_id)] == [CaseStatus.FAILED, CaseStatus.DONE]
+    with pytest.raises(ValueError, match="no case 'bcast/2x1'"):
+        store.set_case_status(run_id, "bcast/2x1", "done")
+    with pytest.raises(ValueError):
+        store.set_case_status(run_id, "pingpong/2x1", "finished")
+
+
+def test_duplicate_case_keys_are_refused(store: Store) -> None:
+    with pytest.raises(ValueError, match="duplicate case keys"):
+        store.create_run(
+            suite_name="s",
+            suite_config={},
+            platform_id=store.add_platform("p", {}),
+            environment_id=store.add_environment(Environment(facts={}, fingerprint="e")),
+            launcher="local",
+            cases=[CASES[0], CASES[0]],
+            hpceval_version="0.1.0",
+            git_revision=None,
+            origin=Origin.MEASURED,
+            host="h",
+            pid=1,
+        )
+    assert store.runs() == []
+
+
+def test_unknown_run_is_a_user_error(store: Store) -> None:
+    with pytest.raises(UserError) as caught:
+        store.run(7)
+    assert str(caught.value) == f"no run with id 7 in {store.url}"
+    with pytest.raises(UserError, match="no run with id 7"):
+        store.set_run_status(7, Status.COMPLETED)
+
+
+def test_runs_newest_first_and_latest_run(store: Store) -> None:
+    assert store.latest_run() is None
+    first, second = new_run(store), new_run(store)
+    store.set_run_status(first, Status.INTERRUPTED)
+    assert [run.id for run in store.runs()] == [second, first]
+    assert store.latest_run() == store.run(second)
+    latest_interrupted = store.latest_run(statuses={Status.INTERRUPTED, Status.FAILED})
+    assert latest_interrupted is not None
+    assert latest_interrupted.id == first
+    assert store.latest_run(statuses=[Status.COMPLETED]) is None
+
+
+def test_run_status_ended_and_claim(store: Store) -> None:
+    run_id = new_run(store)
+    store.set_run_status(run_id, Status.COMPLETED, ended=123.0)
+    assert (store.run(run_id).status, store.run(run_id).ended) == (Status.COMPLETED, 123.0)
+
+    store.set_run_status(run_id, Status.INTERRUPTED)  # ended defaults to now (the fake clock)
+    interrupted = store.run(run_id)
+    assert interrupted.ended is not None
+    assert interrupted.ended > interrupted.started
+
+    store.claim_run(run_id, host="node2", pid=99)
+    claimed = store.run(run_id)
+    assert (claimed.status, claimed.host, claimed.pid, claimed.ended) == (
+        Status.RUNNING,
+        "node2",
+        99,
+        None,
+    )
+    with pytest.raises(UserError, match="still running \\(pid 99 on node2\\)"):
+        store.claim_run(run_id, host="node3", pid=100)
+    with pytest.raises(UserError, match="no run with id 999"):
+        store.claim_run(999, host="node3", pid=100)
+
+
+def test_execution_start_and_finish(store: Store) -> None:
+    run_id = new_run(store)
+    execution_id = store.start_execution(
+        run_id, "pingpong/2x1", "mpibench", ["mpirun", "-n", "2", "mpibench"], {"X": "1"}, 10.0
+    )
+    (running,) = store.executions(run_id)
+    assert (running.id, running.status, running.ended, running.argv) == (
+        execution_id,
+        "running",
+        None,
+        ("mpirun", "-n", "2", "mpibench"),
+    )
+    record = ExecutionRecord(
+        case_key="pingpong/2x1",
+        benchmark="mpibench",
+        argv=("mpirun", "-n", "2", "mpibench"),
+        env={"X": "1"},
+        status=ExecutionStatus.FAILED,
+        exit_code=2,
+        started=10.0,
+        ended=12.5,
+        stdout_tail='{"record":"error"}\n',
+        stderr_tail="mpibench: error: too few ranks\n",
+        error="mpibench: error: too few ranks",
+    )
+    store.finish_execution(execution_id, record)
+    (finished,) = store.executions(run_id)
+    assert finished.status is ExecutionStatus.FAILED
+    assert (finished.exit_code, finished.started, finished.ended) == (2, 10.0, 12.5)
+    assert (finished.stdout_tail, finished.stderr_tail, finished.error) == (
+        record.stdout_tail,
+        record.stderr_tail,
+        record.error,
+    )
+    assert finished.env == {"X": "1"}
+    with pytest.raises(ValueError, match="no execution"):
+        store.finish_execution(execution_id + 1, record)
+
+
+def test_measurement_of_an_unknown_case_is_refused(store: Store) -> None:
+    run_id = new_run(store)
+    with pytest.raises(sa.exc.IntegrityError):
+        store.add_measurement(run_id, None, "no-such-case", "p", latency())
+
+
+def test_completed_points(store: Store) -> None:
+    run_id = new_run(store)
+    other_run = new_run(store)
+    assert store.completed_points(run_id) == set()
+    store.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency())
+    # Two metrics of one point count once.
+    store.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency(2.0))
+    store.add_measurement(run_id, None, "allreduce/2x1", "size=4", latency())
+    store.add_measurement(other_run, None, "pingpong/2x1", "size=8", latency())
+    assert store.completed_points(run_id) == {
+        ("pingpong/2x1", "size=0"),
+        ("allreduce/2x1", "size=4"),
+    }
+
+
+def test_mark_dead_runs_interrupted(store: Store) -> None:
+    dead = new_run(store, host="node1", pid=100)
+    alive = new_run(store, host="node1", pid=200)
+    elsewhere = new_run(store, host="node2", pid=100)
+    finished = store.start_execution(dead, "pingpong/2x1", "mpibench", ["a"], {}, 5e9)
+    store.finish_execution(
+        finished,
+        ExecutionRecord(
+            "pingpong/2x1", "mpibench", ("a",), {}, ExecutionStatus.OK, 0, 5e9, 5e9 + 3
+        ),
+    )
+    hanging = store.start_execution(dead, "allreduce/2x1", "mpibench", ["b"], {}, 5e9 + 4)
+    live_execution = store.start_execution(alive, "pingpong/2x1", "mpibench", ["c"], {}, 5e9)
+
+    marked = store.mark_dead_runs_interrupted(host="node1", is_alive=lambda pid: pid == 200)
+
+    assert marked == [dead]
+    assert store.run(dead).status is Status.INTERRUPTED
+    assert store.run(dead).ended == 5e9 + 4  # the last sign of life, not the time found
+    assert store.run(alive).status is Status.RUNNING
+    assert store.run(elsewhere).status is Status.RUNNING  # another host's pids mean nothing here
+    by_id = {e.id: e for e in store.executions(dead)}
+    assert by_id[finished].status is ExecutionStatus.OK
+    assert by_id[hanging].status is ExecutionStatus.INTERRUPTED
+    assert by_id[hanging].ended == 5e9 + 4
+    assert "process 100 on node1" in by_id[hanging].error
+    assert store.executions(alive)[0].id == live_execution
+    assert store.executions(alive)[0].status == "running"
+    # Once interrupted, a run is no longer a candidate.
+    assert store.mark_dead_runs_interrupted(host="node1", is_alive=lambda pid: False) == [alive]
+
+
+def test_open_store_defaults_to_hpceval_db_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_store(None) as opened:
+        assert opened.url == "sqlite:///hpceval.db"
+    assert (tmp_path / "hpceval.db").is_file()
+
+
+def test_database_urls() -> None:
+    assert database_url(None).render_as_string() == "sqlite:///hpceval.db"
+    assert database_url("/data/r.db").render_as_string() == "sqlite:////data/r.db"
+    assert database_url("sqlite:///r.db").database == "r.db"
+    for plain in ("postgresql://u:secret@db.example/hpc", "postgres://u:secret@db.example/hpc"):
+        url = database_url(plain)
+        assert url.drivername == "postgresql+psycopg"
+        assert (url.host, url.database, url.password) == ("db.example", "hpc", "secret")
+    assert database_url("postgresql+psycopg://h/d").drivername == "postgresql+psycopg"
+    with pytest.raises(UserError, match="unsupported database"):
+        database_url("mysql://h/d")
+
+
+def test_sqlite_is_in_wal_mode_with_foreign_keys(store: Store, db_path: Path) -> None:
+    with store._engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_reopening_keeps_the_data(db_path: Path) -> None:
+    with open_store(str(db_path)) as first:
+        run_id = new_run(first)
+        first.add_measurement(run_id, None, "pingpong/2x1", "p", latency())
+    with open_store(f"sqlite:///{db_path}") as second:
+        assert second.measurements(run_id)[0].measurement == latency()
+
+
+def set_schema_version(path: Path, version: int) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE schema_info SET version = ?", (version,))
+
+
+def test_newer_schema_version_is_refused(db_path: Path) -> None:
+    open_store(str(db_path)).close()
+    set_schema_version(db_path, SCHEMA_VERSION + 1)
+    expected = (
+        f"sqlite:///{db_path}: schema version {SCHEMA_VERSION + 1} is newer than this hpceval"
+        f" supports ({SCHEMA_VERSION}); upgrade hpceval"
+    )
+    with pytest.raises(UserError) as caught:
+        open_store(str(db_path))
+    assert str(caught.value) == expected
+
+
+def test_older_schema_version_without_migration_is_refused(db_path: Path) -> None:
+    open_store(str(db_path)).close()
+    set_schema_version(db_path, SCHEMA_VERSION - 1)
+    with pytest.raises(UserError, match=f"schema version {SCHEMA_VERSION - 1} is older"):
+        open_store(str(db_path))
+
+
+def test_older_schema_version_is_migrated_in_order(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_store(str(db_path)).close()
+    set_schema_version(db_path, SCHEMA_VERSION - 1)
+    applied: list[int] = []
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION - 1, lambda conn: applied.append(1))
+    open_store(str(db_path)).close()
+    assert applied == [1]
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT version FROM schema_info").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, just notes\n" * 100)
+    with pytest.raises(UserError, match=r"notes\.txt: file is not a database"):
+        open_store(str(notes))
+    assert notes.read_text() == "not a database, just notes\n" * 100
+
+
+def test_an_sqlite_database_of_another_program_is_refused(tmp_path: Path) -> None:
+    foreign = tmp_path / "other.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE things (id INTEGER)")
+    with pytest.raises(UserError, match="not an hpceval results database"):
+        open_store(str(foreign))
+
+
+def test_create_false_refuses_a_missing_database(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"missing\.db: no such results database"):
+        open_store(str(tmp_path / "missing.db"), create=False)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        open_store(str(tmp_path / "nowhere" / "r.db"))
+
+
+def test_unreachable_postgresql_server_is_a_one_line_user_error() -> None:
+    # Port 1 on the loopback interface: nothing listens there, so the connection is refused.
+    with pytest.raises(UserError) as caught:
+        open_store("postgresql://nobody:secret@127.0.0.1:1/hpceval")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "secret" not in message
+    assert "127.0.0.1" in message
+
+
+def test_a_committed_measurement_is_visible_to_another_connection(db_path: Path) -> None:
+    with open_store(str(db_path)) as writer, open_store(str(db_path)) as reader:
+        run_id = new_run(writer)
+        assert reader.completed_points(run_id) == set()
+        writer.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency())
+        # Another Store (its own connection pool) and plain sqlite3 both see it at once.
+        assert reader.completed_points(run_id) == {("pingpong/2x1", "size=0")}
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("SELECT count(*) FROM measurements").fetchone() == (1,)
+
+
+def write_points(path: str, run_id: int, writer: str, count: int, start: Any) -> None:
+    """Child process: `count` measurements for points named after `writer`."""
+    with open_store(path) as child_store:
+        start.wait()
+        for index in range(count):
+            child_store.add_measurement(
+                run_id,
+                None,
+                "pingpong/2x1",
+                f"{writer}-{index}",
+                latency(float(index) + 0.5, writer=writer, index=index),
+            )
+
+
+def test_two_processes_write_concurrently(db_path: Path) -> None:
+    per_writer = 200
+    with open_store(str(db_path)) as parent:
+        run_id = new_run(parent)
+    context = multiprocessing.get_context("spawn")
+    # Both writers have the database open before either writes, so their writes contend
+    # (how they interleave is up to SQLite's busy handler: often in long bursts).
+    start = context.Barrier(2)
+    writers = [
+        context.Process(target=write_points, args=(str(db_path), run_id, name, per_writer, start))
+        for name in ("a", "b")
+    ]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(timeout=120)
+    assert [process.exitcode for process in writers] == [0, 0]
+
+    with open_store(str(db_path)) as parent:
+        stored = parent.measurements(run_id)
+    assert len(stored) == 2 * per_writer
+    for name in ("a", "b"):
+        mine = [s for s in stored if s.point_key.startswith(f"{name}-")]
+        assert [s.measurement.details["index"] for s in mine] == list(range(per_writer))
+        for s in mine:
+            index = s.measurement.details["index"]
+            assert s.point_key == f"{name}-{index}"
+            assert s.measurement.details["writer"] == name
+            assert s.measurement.value == index + 0.5
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from hpceval.model import Measurement
+    from hpceval.store import open_store
+
+    store = open_store(sys.argv[1])
+    run_id = int(sys.argv[2])
+    index = 0
+    while True:
+        store.add_measurement(
+            run_id, None, "pingpong/2x1", f"size={index}",
+            Measurement(benchmark="mpibench", metric="latency", value=1.0, unit="us"),
+        )
+        print(index, flush=True)  # reported only once add_measurement has returned
+        index += 1
+    """
+)
+
+
+def test_kill_9_loses_no_committed_measurement(db_path: Path) -> None:
+    with open_store(str(db_path)) as parent:
+        run_id = new_run(parent)
+    source_root = str(Path(hpceval.__file__).parents[1])
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [source_root, os.environ.get("PYTHONPATH")])),
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(db_path), str(run_id)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    assert child.stdout is not None
+    reported = [int(child.stdout.readline()) for _ in range(50)]
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+
+    with open_store(str(db_path)) as parent:
+        completed = parent.completed_points(run_id)
+    assert {("pingpong/2x1", f"size={index}") for index in reported} <= completed
