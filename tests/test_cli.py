@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -222,7 +223,7 @@ def _count_points(db: Path) -> int:
 
 
 @requires_mpi
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupt_and_resume_loses_and_repeats_nothing(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
@@ -245,8 +246,8 @@ def test_interrupt_and_resume_loses_and_repeats_nothing(
         pytest.fail("the campaign did not complete 5 points in time")
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
-    if sig == signal.SIGINT:
-        assert proc.returncode == 128 + signal.SIGINT, stderr
+    if sig != signal.SIGKILL:
+        assert proc.returncode == 128 + sig, stderr
         assert "hpceval run --resume" in stderr
     before = _count_points(db)
     assert before >= 5
@@ -275,3 +276,61 @@ def test_interrupt_and_resume_loses_and_repeats_nothing(
     now = {(m.case_key, m.point_key, m.measurement.metric): m.id for m in ms}
     assert all(now[k] == v for k, v in kept.items())
     assert all(c.status == "done" for c in store.cases(run.id))
+
+
+FAKE_MPIRUN = """#!/bin/sh
+# Stands in for mpirun to make the benchmark misbehave in controlled ways.
+if [ "$1" = "--version" ]; then echo "mpirun (Open MPI) 4.1.4"; exit 0; fi
+case "$FAKE_MPIRUN_MODE" in
+  crash)
+    echo '{"record":"header","program":"mpibench","version":"1.0","nranks":2,"hosts":["h","h"]}'
+    echo "Segmentation fault (core dumped)" >&2
+    exit 139 ;;
+  nonsense)
+    echo '{"record":"header","program":"mpibench","version":"1.0","nranks":2,"hosts":["h","h"]}'
+    echo '{"record":"point","pattern":"pingpong","size":8,"samples":2,"loops":1,'\\
+'"t_max_us":[1.0,-3.0],"t_min_us":[1,1],"t_avg_us":[1,1]}'
+    sleep 30 ;;
+esac
+"""
+
+
+@requires_mpi
+@pytest.mark.parametrize(
+    ("mode", "cause"),
+    [
+        ("crash", "exited with status 139: Segmentation fault (core dumped)"),
+        # The pingpong case sees a negative time, the pingping case a point of another pattern.
+        ("nonsense", "non-positive times|expected 'pingping'"),
+    ],
+)
+def test_crashing_or_nonsense_benchmark_is_a_recorded_failure(
+    tmp_path: Path, mode: str, cause: str
+) -> None:
+    fake = write(tmp_path / "mpirun", FAKE_MPIRUN)
+    fake.chmod(0o755)
+    platform = write(
+        tmp_path / "p.toml",
+        f"name='fake'\n[launcher]\nkind='local'\nmpirun='{fake}'\n"
+        f"env={{FAKE_MPIRUN_MODE='{mode}'}}\n",
+    )
+    suite = write(
+        tmp_path / "s.toml",
+        "name='s'\n[[benchmark]]\nname='mpibench'\npatterns=['pingpong','pingping']\n"
+        "sizes=[8]\nranks=[2]\n",
+    )
+    start = time.monotonic()
+    proc = hpceval("run", "--platform", str(platform), "--suite", str(suite), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert time.monotonic() - start < 25, "a nonsense point must stop the execution at once"
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    executions = store.executions(run.id)
+    assert len(executions) == 2  # the campaign went on after the first failure
+    for e in executions:
+        assert e.status == "failed"
+        assert re.search(cause.replace("(", r"\(").replace(")", r"\)"), e.error), e.error
+    if mode == "crash":
+        assert "Segmentation fault" in executions[0].stderr_tail
+    assert store.measurements(run.id) == []
+    assert {c.status for c in store.cases(run.id)} == {"failed"}

@@ -123,7 +123,7 @@ class RichReporter:
         assert self.task is not None
         self.progress.update(
             self.task,
-            case=f"{self.case_index} {case.key}",
+            case=f"{self.case_index} {case_label(case)}",
             points=f"{self.points_done}/{self.points_total} points",
         )
 
@@ -138,10 +138,11 @@ class RichReporter:
         self._update(case)
 
     def case_finished(self, case: Case, status: ExecutionStatus, error: str) -> None:
+        label = case_label(case)
         if status is ExecutionStatus.OK:
-            self.console.print(f"[green]✓[/] {case.key}", highlight=False)
+            self.console.print(f"[green]✓[/] {label}", highlight=False)
         else:
-            self.console.print(f"[red]✗ {case.key}: {status.value}: {error}[/]", highlight=False)
+            self.console.print(f"[red]✗ {label}: {status.value}: {error}[/]", highlight=False)
 
     def end(self) -> None:
         self.progress.stop()
@@ -209,7 +210,7 @@ def _summary(store: Store, run_id: int, result: CampaignResult) -> Table:
     for o in result.outcomes:
         ms = by_case.get(o.case.key, [])
         t.add_row(
-            o.case.key,
+            case_label(o.case),
             "[green]ok[/]" if o.status is ExecutionStatus.OK else f"[red]{o.status.value}[/]",
             f"{len({m.parameters.get('size') for m in ms})}/{len(o.case.points)}",
             _headline(ms) if o.status is ExecutionStatus.OK else o.error[:80],
@@ -218,11 +219,20 @@ def _summary(store: Store, run_id: int, result: CampaignResult) -> Table:
     return t
 
 
+def case_label(case: Case) -> str:
+    """`pingpong np=2 1x2x1 intra-node`: the case key without benchmark and planned binding."""
+    parts = [p for p in case.key.split(":")[1:] if not p.startswith("bind=")]
+    return " ".join(p.removeprefix("pair=") for p in parts)
+
+
 def _headline(ms: Sequence[Any]) -> str:
     from hpceval.show import format_size, format_value
 
     parts = []
-    times = [m for m in ms if m.metric in ("latency", "time")]
+    # A 0-byte collective returns at once in most MPIs: quote the smallest real message.
+    times = [
+        m for m in ms if m.metric == "latency" or (m.metric == "time" and m.parameters["size"] > 0)
+    ] or [m for m in ms if m.metric == "time"]
     if times:
         smallest = min(times, key=lambda m: m.parameters["size"])
         parts.append(

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from rich.table import Table
 
 from hpceval.analysis.statistics import quality_warnings
-from hpceval.benchmarks.mpibench import COLLECTIVES, RINGS
+from hpceval.benchmarks.mpibench import COLLECTIVES, PATTERNS, RINGS
 from hpceval.model import Measurement
 from hpceval.store import RunRow, StoredMeasurement
 
@@ -63,7 +63,11 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
         key = (pattern, str(m.parameters.get("pair", "")), _placement(m))
         groups[key][int(m.parameters["size"])][m.metric] = m
     tables = []
-    for (pattern, pair, placement), by_size in sorted(groups.items()):
+
+    def order(key: tuple[str, str, str]) -> tuple[int, str, str]:
+        return (PATTERNS.index(key[0]) if key[0] in PATTERNS else len(PATTERNS), key[1], key[2])
+
+    for (pattern, pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
         kind = "HPCC ring" if pattern in RINGS else "point-to-point"
         title = f"{pattern} ({kind}{', ' + pair if pair else ''}, {placement})"
         t = Table(title=title, title_justify="left", min_width=70)
@@ -105,7 +109,7 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
             column += "*"
         groups[pattern][int(m.parameters["size"])][column] = m
     tables = []
-    for pattern in sorted(groups):
+    for pattern in sorted(groups, key=PATTERNS.index):
         by_size = groups[pattern]
         columns = sorted(
             {c for row in by_size.values() for c in row}, key=lambda c: int(c.split()[0])

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -41,6 +41,8 @@ Pattern = Literal[
     "natural_ring",
     "random_ring",
 ]
+# The order of IMB's and HPCC's reports, used for display.
+PATTERNS: tuple[str, ...] = get_args(Pattern)
 PAIR_PATTERNS = frozenset({"pingpong", "pingping"})
 POINT_TO_POINT = frozenset({"pingpong", "pingping", "sendrecv", "exchange"})
 RINGS = frozenset({"natural_ring", "random_ring"})

@@ -1,0 +1,249 @@
+/* Shared pieces of hpceval's NPB kernels: see npb_common.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "npb_common.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const char *current_kernel = "npb";
+
+/* ------------------------------------------------------------------ errors -- */
+
+/* JSON string body: quotes and backslashes escaped, control characters (newlines in MPI
+ * version strings) folded to spaces so that every record stays on one line. */
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc(c, out);
+        } else if (c < 0x20) {
+            fputc(' ', out);
+        } else {
+            fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* %.17g round-trips a double; JSON has no NaN/inf, so those become null. */
+static void json_double(FILE *out, double v)
+{
+    if (isfinite(v)) fprintf(out, "%.17g", v);
+    else fputs("null", out);
+}
+
+void npb_fail(const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    int rank = 0, initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    printf("{\"record\":\"error\",\"rank\":%d,\"message\":", rank);
+    json_string(stdout, message);
+    printf("}\n");
+    fflush(stdout);
+    fprintf(stderr, "npb-%s: error: %s\n", current_kernel, message);
+    fflush(stderr);
+    if (initialized) MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+void *npb_alloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p == NULL) npb_fail("cannot allocate %zu bytes for %s", bytes, what);
+    return p;
+}
+
+/* --------------------------------------------------------------- arguments -- */
+
+void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_options *opt)
+{
+    current_kernel = kernel;
+    opt->class_name = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) {
+            const char *c = argv[++i];
+            if (strlen(c) != 1 || strchr("SWABCD", c[0]) == NULL)
+                npb_fail("invalid class '%s' (one of S, W, A, B, C, D)", c);
+            opt->class_name = c[0];
+        } else {
+            npb_fail("unknown argument '%s' (usage: npb-%s --class S|W|A|B|C|D)", argv[i], kernel);
+        }
+    }
+    if (opt->class_name == 0) npb_fail("missing --class (S, W, A, B, C or D)");
+}
+
+/* ---------------------------------------------------------------- generator -- */
+
+/* Multiplication modulo 2^46 with doubles only: both factors are split into 23-bit halves
+ * so that every partial product is exact in a 53-bit mantissa. */
+static const double two_m23 = 1.0 / 8388608.0;         /* 2^-23 */
+static const double two_23 = 8388608.0;                /* 2^23 */
+static const double two_m46 = 1.0 / 70368744177664.0;  /* 2^-46 */
+static const double two_46 = 70368744177664.0;         /* 2^46 */
+
+static double mul_mod_2_46(double a, double x)
+{
+    double a_hi = (double)(long long)(two_m23 * a);
+    double a_lo = a - two_23 * a_hi;
+    double x_hi = (double)(long long)(two_m23 * x);
+    double x_lo = x - two_23 * x_hi;
+    /* (a_hi*x_lo + a_lo*x_hi) mod 2^23, shifted up by 23 bits, plus a_lo*x_lo, mod 2^46. */
+    double cross = a_hi * x_lo + a_lo * x_hi;
+    double cross_hi = (double)(long long)(two_m23 * cross);
+    double cross_mod = cross - two_23 * cross_hi;
+    double sum = two_23 * cross_mod + a_lo * x_lo;
+    double sum_hi = (double)(long long)(two_m46 * sum);
+    return sum - two_46 * sum_hi;
+}
+
+double randlc(double *x, double a)
+{
+    *x = mul_mod_2_46(a, *x);
+    return two_m46 * *x;
+}
+
+void vranlc(int n, double *x, double a, double *y)
+{
+    double seed = *x;
+    for (int i = 0; i < n; ++i) {
+        seed = mul_mod_2_46(a, seed);
+        y[i] = two_m46 * seed;
+    }
+    *x = seed;
+}
+
+double npb_jump_multiplier(double a, long long exponent)
+{
+    /* Square-and-multiply in the generator's arithmetic. */
+    double result = 1.0, base = a;
+    while (exponent > 0) {
+        if (exponent & 1) result = mul_mod_2_46(base, result);
+        base = mul_mod_2_46(base, base);
+        exponent >>= 1;
+    }
+    return result;
+}
+
+int npb_is_power_of_two(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+int npb_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ------------------------------------------------------------------ output -- */
+
+void npb_print_header(const char *kernel, char class_name, const char *problem_json)
+{
+    int rank, nranks, len;
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    char name[MPI_MAX_PROCESSOR_NAME] = {0};
+    NPB_CHECK_MPI(MPI_Get_processor_name(name, &len));
+    char *names = NULL;
+    if (rank == 0) names = npb_alloc((size_t)nranks * MPI_MAX_PROCESSOR_NAME, "host names");
+    NPB_CHECK_MPI(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME,
+                             MPI_CHAR, 0, MPI_COMM_WORLD));
+    if (rank != 0) return;
+    char library[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int version, subversion;
+    NPB_CHECK_MPI(MPI_Get_library_version(library, &len));
+    NPB_CHECK_MPI(MPI_Get_version(&version, &subversion));
+    printf("{\"record\":\"header\",\"program\":\"npb\",\"version\":\"%s\",\"kernel\":\"%s\","
+           "\"class\":\"%c\",\"nranks\":%d,\"threads\":%d,\"mpi_library\":",
+           NPB_PROTOCOL_VERSION, kernel, class_name, nranks, npb_threads());
+    json_string(stdout, library);
+    printf(",\"mpi_standard\":\"%d.%d\",\"hosts\":[", version, subversion);
+    for (int r = 0; r < nranks; ++r) {
+        if (r) putchar(',');
+        json_string(stdout, names + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+    }
+    printf("],\"problem\":%s}\n", problem_json);
+    fflush(stdout);
+    free(names);
+}
+
+void npb_add_quantity(struct npb_result *result, const char *name, double computed,
+                      double reference, double tolerance)
+{
+    if (result->nquantities >= NPB_MAX_QUANTITIES) npb_fail("too many verification quantities");
+    struct npb_quantity *q = &result->quantities[result->nquantities++];
+    snprintf(q->name, sizeof q->name, "%s", name);
+    q->computed = computed;
+    q->reference = reference;
+    q->tolerance = tolerance;
+}
+
+static double relative_error(const struct npb_quantity *q)
+{
+    double scale = fabs(q->reference) > 0.0 ? fabs(q->reference) : 1.0;
+    return fabs(q->computed - q->reference) / scale;
+}
+
+void npb_print_result(struct npb_result *result)
+{
+    int rank, nranks;
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    int passed = result->verified;
+    for (int i = 0; i < result->nquantities; ++i) {
+        double e = relative_error(&result->quantities[i]);
+        if (!(isfinite(e) && e <= result->quantities[i].tolerance)) passed = 0;
+    }
+    result->verified = passed;
+    if (rank != 0) return;
+    printf("{\"record\":\"result\",\"kernel\":\"%s\",\"class\":\"%c\",\"nranks\":%d,\"threads\":%d,"
+           "\"time_s\":",
+           result->kernel, result->class_name, nranks, npb_threads());
+    json_double(stdout, result->time_s);
+    printf(",\"mops_total\":");
+    json_double(stdout, result->mops_total);
+    printf(",\"mops_per_process\":");
+    json_double(stdout, result->mops_total / nranks);
+    printf(",\"iterations\":%d,\"verified\":%s,\"verification\":[", result->iterations,
+           passed ? "true" : "false");
+    for (int i = 0; i < result->nquantities; ++i) {
+        const struct npb_quantity *q = &result->quantities[i];
+        double e = relative_error(q);
+        printf("%s{\"quantity\":", i ? "," : "");
+        json_string(stdout, q->name);
+        printf(",\"computed\":");
+        json_double(stdout, q->computed);
+        printf(",\"reference\":");
+        json_double(stdout, q->reference);
+        printf(",\"rel_error\":");
+        json_double(stdout, e);
+        printf(",\"tolerance\":");
+        json_double(stdout, q->tolerance);
+        printf(",\"passed\":%s}", isfinite(e) && e <= q->tolerance ? "true" : "false");
+    }
+    printf("]");
+    if (result->note) {
+        printf(",\"note\":");
+        json_string(stdout, result->note);
+    }
+    printf("}\n{\"record\":\"end\",\"status\":\"%s\"}\n", passed ? "ok" : "verification_failed");
+    fflush(stdout);
+}

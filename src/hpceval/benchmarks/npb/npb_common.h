@@ -1,0 +1,85 @@
+/* Shared pieces of hpceval's NAS Parallel Benchmark kernels (NPB 3.x definitions).
+ *
+ * Every kernel is one C file plus this module: argument parsing, the NPB linear
+ * congruential generator, error handling that aborts all ranks, and the JSON-lines output
+ * protocol (docs/npb.md) that hpceval parses. */
+#ifndef HPCEVAL_NPB_COMMON_H
+#define HPCEVAL_NPB_COMMON_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#define NPB_PROTOCOL_VERSION "1.0"
+#define NPB_MAX_QUANTITIES 64
+
+/* The NPB generator: x_{k+1} = a * x_k mod 2^46, returns x_{k+1} * 2^-46. */
+#define NPB_A 1220703125.0 /* 5^13 */
+#define NPB_SEED 314159265.0
+
+struct npb_options {
+    char class_name; /* S, W, A, B, C or D */
+};
+
+/* One verified quantity: what the kernel computed, the official reference and the
+ * tolerance on the relative error. */
+struct npb_quantity {
+    char name[48];
+    double computed;
+    double reference;
+    double tolerance;
+};
+
+struct npb_result {
+    const char *kernel; /* "ep", "is", "cg", "mg", "ft" */
+    char class_name;
+    double time_s;      /* the kernel's official timed section, max over ranks */
+    double mops_total;  /* official operation count / time / 1e6 */
+    int iterations;
+    int verified;       /* 1 when every quantity (and any kernel-specific check) passed */
+    int nquantities;
+    struct npb_quantity quantities[NPB_MAX_QUANTITIES];
+    const char *note;   /* optional: why verification failed beyond the quantities */
+};
+
+/* Parses --class X (and nothing else); every rank calls it and fails identically. */
+void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_options *opt);
+
+/* Aborts every rank with a one-line message: {"record":"error",...} on stdout from the
+ * calling rank, "npb-<kernel>: error: ..." on stderr, then MPI_Abort(MPI_COMM_WORLD, 2). */
+void npb_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#define NPB_CHECK_MPI(call)                                                                  \
+    do {                                                                                     \
+        int npb_rc_ = (call);                                                                \
+        if (npb_rc_ != MPI_SUCCESS) npb_fail("%s:%d: %s failed (MPI error %d)", __FILE__,      \
+                                             __LINE__, #call, npb_rc_);                      \
+    } while (0)
+
+/* malloc that aborts all ranks, naming what it was for and how much it asked. */
+void *npb_alloc(size_t bytes, const char *what);
+
+/* The NPB generator (randlc) and its vector form (vranlc): exact 46-bit arithmetic in
+ * doubles, as NPB defines them, so that every kernel draws the reference sequence. */
+double randlc(double *x, double a);
+void vranlc(int n, double *x, double a, double *y);
+
+/* a^exponent in the generator's arithmetic: the multiplier that jumps `exponent` steps. */
+double npb_jump_multiplier(double a, long long exponent);
+
+int npb_is_power_of_two(int n);
+int npb_threads(void); /* OpenMP threads per rank (1 without OpenMP) */
+
+/* Rank 0 prints the header record (kernel, class, ranks, threads, MPI library, hosts and
+ * the problem size as a JSON object given by `problem_json`, e.g. "{\"na\":1400}"). */
+void npb_print_header(const char *kernel, char class_name, const char *problem_json);
+
+/* Rank 0 prints the result record, then the end record. The verification status is
+ * computed here from the quantities (|computed - reference| <= tolerance * |reference|)
+ * combined with result->verified for kernel-specific checks. */
+void npb_print_result(struct npb_result *result);
+
+/* Adds a quantity to a result (aborts past NPB_MAX_QUANTITIES). */
+void npb_add_quantity(struct npb_result *result, const char *name, double computed,
+                      double reference, double tolerance);
+
+#endif
