@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -27,10 +28,24 @@ def cache_root() -> Path:
     return Path(base) / "hpceval"
 
 
+def host_cpu_signature() -> str:
+    """The CPU model and feature flags: what `-march=native` compiles for."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine()
+    keep = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags", "Features"))]
+    return platform.machine() + "\n" + "\n".join(sorted(set(keep)))
+
+
 def build_key(
     sources: Sequence[Path], compiler_identity: str, cflags: Sequence[str], ldflags: Sequence[str]
 ) -> str:
     h = hashlib.sha256()
+    if any(f.endswith("=native") for f in cflags):
+        # A cache shared between machines (an NFS home) must not hand a binary built for
+        # another CPU to this one: it would die of SIGILL.
+        h.update(host_cpu_signature().encode() + b"\0")
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
     h.update(compiler_identity.encode() + b"\0")
@@ -42,6 +57,7 @@ def compile_program(
     name: str,
     sources: Sequence[Path],
     *,
+    depends: Sequence[Path] = (),
     compiler: str,
     compiler_identity: str,
     cflags: Sequence[str],
@@ -49,7 +65,8 @@ def compile_program(
     cache: Path | None = None,
 ) -> Path:
     """Return the cached executable, compiling it first if needed."""
-    key = build_key(sources, compiler_identity, cflags, ldflags)
+    # Headers are not compiled but change the program: they are part of the key.
+    key = build_key([*sources, *depends], compiler_identity, cflags, ldflags)
     target_dir = (cache or cache_root()) / "build" / f"{name}-{key}"
     exe = target_dir / name
     if exe.is_file() and os.access(exe, os.X_OK):
@@ -65,7 +82,8 @@ def compile_program(
             argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
         )
         if proc.returncode != 0:
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), "")
+            # gcc/clang diagnostics read "file:line:col: error: cause".
+            first = next((ln for ln in proc.stderr.splitlines() if ": error:" in ln), "")
             first = first or (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(
                 f"building {name} failed ({' '.join(argv[:1] + list(cflags))}): {first}"

@@ -7,13 +7,8 @@ campaign killed in any way (Ctrl-C, SIGTERM, kill -9) loses nothing it completed
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import ctypes
-import os
-import queue
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,15 +16,15 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, Protocol
 
-from hpceval.benchmarks import Case, ParsedPoint, Program, get_benchmark
+from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
 from hpceval.config import Loaded, PlatformConfig, SuiteConfig
 from hpceval.errors import BenchmarkFailure, ConfigError, UserError
+from hpceval.execute import KILL_GRACE_S, StartFailed
 from hpceval.launch import Command, Launcher
 from hpceval.model import ExecutionRecord, ExecutionStatus, Placement
 from hpceval.store import Store
 
 TAIL_BYTES = 8192
-KILL_GRACE_S = 3.0
 POLL_S = 0.1
 
 
@@ -135,46 +130,8 @@ class CampaignResult:
         return [o for o in self.outcomes if o.status is not ExecutionStatus.OK]
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if hpceval dies (even by kill -9), so no orphan mpirun lingers."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM the whole process group (mpirun and its ranks), SIGKILL after a grace period."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
-        if proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=wait_s)
-
-
-def _read_lines(stream: Any, sink: queue.Queue[str | None]) -> None:
-    for line in stream:
-        sink.put(line)
-    sink.put(None)
-
-
-def _keep_tail(stream: Any, tail: collections.deque[str]) -> None:
-    for line in stream:
-        tail.append(line)
-
-
-def _tail(lines: Sequence[str] | collections.deque[str]) -> str:
-    text = "".join(lines)
+def _tail(text: str) -> str:
     return text[-TAIL_BYTES:]
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
 
 
 class Campaign:
@@ -226,14 +183,43 @@ class Campaign:
                     outcome = self._run_case(run_id, case, points)
                     result.outcomes.append(outcome)
                     result.benchmark_seconds += outcome.wall_s
-                    self.reporter.case_finished(case, outcome.status, outcome.error)
                     if outcome.status is ExecutionStatus.INTERRUPTED:
                         raise Interrupted(self._signal or signal.SIGINT)
+                    self.reporter.case_finished(case, outcome.status, outcome.error)
         finally:
             self.reporter.end()
         return result
 
     def _run_case(self, run_id: int, case: Case, points: Sequence[str]) -> CaseOutcome:
+        """All executions of a case: one for every point, or one for all of them."""
+        bench = get_benchmark(case.benchmark)
+        if bench.points_per_execution is None:
+            chunks = [list(points)]
+        else:
+            n = bench.points_per_execution
+            chunks = [list(points[i : i + n]) for i in range(0, len(points), n)]
+        status, error, done, wall = ExecutionStatus.OK, "", 0, 0.0
+        for chunk in chunks:
+            if self._signal is not None:
+                status, error = ExecutionStatus.INTERRUPTED, "interrupted"
+                break
+            status, error, chunk_done, chunk_wall = self._execute(run_id, case, chunk)
+            done += chunk_done
+            wall += chunk_wall
+            if status is not ExecutionStatus.OK:
+                # A failed repetition would fail again: the case is over; an interrupted
+                # one stays pending for --resume.
+                break
+        if status is ExecutionStatus.OK:
+            self.store.set_case_status(run_id, case.key, "done")
+        elif status is not ExecutionStatus.INTERRUPTED:
+            self.store.set_case_status(run_id, case.key, "failed")
+        return CaseOutcome(case, status, error, done, wall)
+
+    def _execute(
+        self, run_id: int, case: Case, points: Sequence[str]
+    ) -> tuple[ExecutionStatus, str, int, float]:
+        """One execution measuring `points` of `case`: (status, error, points done, wall s)."""
         bench = get_benchmark(case.benchmark)
         program = self.programs[case.benchmark]
         command: Command = self.launcher.command(
@@ -244,13 +230,14 @@ class Campaign:
             case,
             placement=command.placement,
             parameters={**case.parameters, "oversubscribed": command.oversubscribed},
+            points=tuple(points),
         )
         started = self.clock()
         execution_id = self.store.start_execution(
             run_id, case.key, case.benchmark, command.argv, dict(command.env), started
         )
         status, error, exit_code, stdout_lines, stderr_tail, done = self._supervise(
-            run_id, execution_id, effective, bench, command, points
+            run_id, execution_id, effective, bench, command
         )
         if status is ExecutionStatus.OK:
             try:
@@ -269,51 +256,26 @@ class Campaign:
                 exit_code=exit_code,
                 started=started,
                 ended=ended,
-                stdout_tail=_tail(stdout_lines),
+                stdout_tail=_tail("".join(stdout_lines)),
                 stderr_tail=_tail(stderr_tail),
                 error=error,
             ),
         )
-        if status is ExecutionStatus.OK:
-            self.store.set_case_status(run_id, case.key, "done")
-        elif status is not ExecutionStatus.INTERRUPTED:
-            self.store.set_case_status(run_id, case.key, "failed")
-        return CaseOutcome(case, status, error, done, ended - started)
+        return status, error, done, ended - started
 
     def _supervise(
         self,
         run_id: int,
         execution_id: int,
         case: Case,
-        bench: Any,
+        bench: Benchmark,
         command: Command,
-        points: Sequence[str],
-    ) -> tuple[ExecutionStatus, str, int | None, list[str], collections.deque[str], int]:
+    ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""
-        env = {**os.environ, **command.env}
         try:
-            proc = subprocess.Popen(
-                list(command.argv),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-                start_new_session=True,  # Ctrl-C reaches hpceval only; it stops the group
-                preexec_fn=_die_with_parent,
-            )
-        except OSError as e:
-            error = f"cannot start {command.argv[0]}: {e.strerror}"
-            return ExecutionStatus.FAILED, error, None, [], collections.deque(), 0
-        lines: queue.Queue[str | None] = queue.Queue()
-        stderr_tail: collections.deque[str] = collections.deque(maxlen=200)
-        readers = [
-            threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True),
-            threading.Thread(target=_keep_tail, args=(proc.stderr, stderr_tail), daemon=True),
-        ]
-        for t in readers:
-            t.start()
+            running = self.launcher.executor().start(command.argv, command.env)
+        except StartFailed as e:
+            return ExecutionStatus.FAILED, str(e), None, [], "", 0
         stdout_lines: list[str] = []
         deadline = time.monotonic() + case.time_limit_s
         status, error, done = ExecutionStatus.OK, "", 0
@@ -328,13 +290,13 @@ class Campaign:
                     error = f"exceeded its time limit of {case.time_limit_s:g} s"
                     break
                 try:
-                    line = lines.get(timeout=POLL_S)
-                except queue.Empty:
+                    line = running.next_line(timeout=POLL_S)
+                except TimeoutError:
                     continue
                 if line is None:
                     break
                 stdout_lines.append(line)
-                parsed: ParsedPoint | None = bench.parse_line(line, case)
+                parsed = bench.parse_line(line, case)
                 if parsed is None:
                     continue
                 for m in parsed.measurements:
@@ -344,22 +306,12 @@ class Campaign:
         except BenchmarkFailure as e:
             status, error = ExecutionStatus.FAILED, str(e)
         finally:
-            if status is not ExecutionStatus.OK or proc.poll() is None:
-                if status is ExecutionStatus.OK:
-                    # Output ended but the process lingers: give it the grace period to exit.
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(timeout=KILL_GRACE_S)
-                _kill_group(proc)
-            for t in readers:
-                t.join(timeout=KILL_GRACE_S)
-        exit_code = proc.wait()
+            # Output ended: give the program the grace period to exit by itself.
+            exit_code = running.wait(timeout=KILL_GRACE_S) if status is ExecutionStatus.OK else None
+            if exit_code is None:
+                running.stop()
+                exit_code = running.wait()
         if status is ExecutionStatus.OK and exit_code != 0:
             status = ExecutionStatus.FAILED
-            if exit_code < 0:
-                error = f"killed by {signal.Signals(-exit_code).name}"
-            else:
-                error = f"exited with status {exit_code}"
-            cause = _last_line("".join(stderr_tail))
-            if cause:
-                error += f": {cause}"
-        return status, error, exit_code, stdout_lines, stderr_tail, done
+            error = running.explain_failure(exit_code if exit_code is not None else -9)
+        return status, error, exit_code, stdout_lines, running.stderr_tail(), done

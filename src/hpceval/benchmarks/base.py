@@ -56,16 +56,20 @@ class ParsedPoint:
 
 @dataclass(frozen=True)
 class Program:
-    """A built executable and how it was built (recorded as provenance)."""
+    """A built executable (or several, by name) and how it was built (provenance)."""
 
     path: Path
     compiler: str
     cflags: tuple[str, ...]
+    executables: Mapping[str, Path] = field(default_factory=dict)
 
 
 class Benchmark(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    # How many points one execution measures: None = all the case's points in one run of
+    # the program (mpibench: one size per point); 1 = a run per point (NPB repetitions).
+    points_per_execution: ClassVar[int | None] = None
 
     @abstractmethod
     def validate_options(self, options: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
+from hpceval.execute import Executor, LocalExecutor
 from hpceval.model import Origin, Placement
 
 
@@ -62,6 +63,10 @@ class Launcher(ABC):
     @abstractmethod
     def command(self, placement: Placement, program: Sequence[str]) -> Command:
         """The argv + environment that starts `program` on `placement`."""
+
+    def executor(self) -> Executor:
+        """How commands are started: a local child process unless a scheduler is involved."""
+        return LocalExecutor()
 
     def preflight(self) -> None:  # noqa: B027 - optional hook, most launchers need nothing
         """Checks before a campaign starts (hosts reachable, daemons up); raise UserError."""

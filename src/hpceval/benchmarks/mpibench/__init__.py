@@ -7,7 +7,6 @@ cases, builds the program, and turns its lines into Measurements.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field, model_validator
 
 from hpceval.analysis.statistics import describe
-from hpceval.benchmarks import register
+from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.build import compile_program
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
@@ -322,34 +321,11 @@ class Mpibench(Benchmark):
 
 
 def decode_record(line: str) -> dict[str, Any] | None:
-    """One JSON-lines record; None for blank or foreign lines (MPI warnings on stdout)."""
-    text = line.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BenchmarkFailure(f"mpibench printed a malformed record: {e}") from None
-    if not isinstance(record, dict) or "record" not in record:
-        raise BenchmarkFailure("mpibench printed a record without a type")
-    return record
+    return records.decode_record(line, "mpibench")
 
 
 def check_header(record: Mapping[str, Any], case: Case) -> None:
-    if record.get("program") != "mpibench":
-        raise BenchmarkFailure(f"unexpected program {record.get('program')!r} in header")
-    if str(record.get("version", "")).split(".")[0] != PROTOCOL_VERSION.split(".")[0]:
-        raise BenchmarkFailure(f"mpibench protocol {record.get('version')} is not supported")
-    if record.get("nranks") != case.placement.ranks:
-        raise BenchmarkFailure(
-            f"mpibench ran on {record.get('nranks')} ranks, expected {case.placement.ranks}"
-        )
-    hosts = record.get("hosts") or []
-    distinct = len(set(hosts))
-    if distinct != case.placement.nodes:
-        raise BenchmarkFailure(
-            f"placement check: ranks ran on {distinct} host(s), expected {case.placement.nodes}"
-        )
+    records.check_program_header(record, "mpibench", PROTOCOL_VERSION, case.placement)
 
 
 def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[float, ...]:

@@ -1,0 +1,397 @@
+"""`npb`: hpceval's own NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (C + MPI + OpenMP).
+
+The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
+A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
+run each. The result is trusted only after its verification passed, cross-checked here
+against the official reference values shipped in verification.toml.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from hpceval.analysis.statistics import describe
+from hpceval.benchmarks import records, register
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.build import compile_program
+from hpceval.config import PlatformConfig, StrictModel
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.units import MOPS, SECOND
+
+HERE = Path(__file__).parent
+KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
+CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
+PROTOCOL_VERSION = "1.0"
+# -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
+NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-std=c11")
+# Rough seconds of one class-S/W/A/B run on one core of a current x86 machine, to weigh
+# the progress bar and set a default time limit; generous on purpose.
+SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
+
+Kernel = Literal["ep", "is", "cg", "mg", "ft"]
+ClassName = Literal["S", "W", "A", "B", "C", "D"]
+
+
+@cache
+def reference() -> Mapping[str, Any]:
+    """The official NPB 3.4 class sizes and verification values."""
+    with (HERE / "verification.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def problem_size(kernel: str, class_name: str) -> list[float]:
+    ref = reference()[kernel]
+    if kernel == "ep":
+        return [float(ref["m"][class_name])]
+    return [float(v) for v in ref["size"][class_name]]
+
+
+def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
+    """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
+    if ranks < 1:
+        return f"{ranks} is not a valid rank count"
+    if kernel == "ep":
+        return None
+    if ranks & (ranks - 1):
+        return f"{kernel} needs a power-of-two number of ranks, got {ranks}"
+    size = problem_size(kernel, class_name)
+    if kernel == "ft":
+        ny, nz = int(size[1]), int(size[2])
+        if ranks > min(ny, nz):
+            return f"ft class {class_name} runs on at most {min(ny, nz)} ranks, got {ranks}"
+    if kernel == "is":
+        buckets = 2 ** int(size[2])
+        if ranks > buckets:
+            return f"is class {class_name} runs on at most {buckets} ranks, got {ranks}"
+    if kernel == "mg":
+        n = int(size[0])
+        if ranks > n**3 // 8:
+            return f"mg class {class_name} runs on at most {n**3 // 8} ranks, got {ranks}"
+    return None
+
+
+def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
+    """Estimated bytes one rank needs (the kernels distribute their data over the ranks)."""
+    size = problem_size(kernel, class_name)
+    if kernel == "ep":
+        return 4 * 2**16 * 8 + (1 << 20)  # batch buffers per thread plus slack
+    if kernel == "is":
+        keys = 2 ** int(size[0])
+        max_key = 2 ** int(size[1])
+        # keys, received keys (with imbalance), ranking buffer over this rank's key range
+        return int(4 * keys / ranks * 3.5 + 4 * max_key / ranks * 2 + (1 << 20))
+    if kernel == "cg":
+        na, nonzer = int(size[0]), int(size[1])
+        nonzeros = na * (nonzer + 1) ** 2
+        # values (8 B) and column indices (4 B), doubled for makea's temporaries, plus vectors
+        return int(12 * nonzeros / ranks * 2.2 + 8 * na * 8 / math.sqrt(ranks) + (1 << 20))
+    if kernel == "mg":
+        n = int(size[0])
+        # u, v, r on all levels: the finest level dominates, the coarser add 1/7, ghost cells
+        return int(3 * 8 * n**3 / ranks * 8 / 7 * 1.1 + (1 << 20))
+    if kernel == "ft":
+        n = int(size[0]) * int(size[1]) * int(size[2])
+        # three complex arrays and the exponent table, plus the transpose buffer
+        return int((3 * 16 + 8 + 16) * n / ranks + (1 << 20))
+    raise ValueError(kernel)
+
+
+def available_memory_per_node(platform: PlatformConfig) -> int | None:
+    """Bytes a node offers: the platform's figure, else this machine's available memory."""
+    if platform.memory_gb_per_node is not None:
+        return int(platform.memory_gb_per_node * 1e9)
+    if platform.launcher.kind != "local":
+        return None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
+    """The official operation count over time (NPB's Mop/s), for cross-checking the program."""
+    size = problem_size(kernel, class_name)
+    if kernel == "ep":
+        return 2 ** (size[0] + 1) / seconds / 1e6
+    if kernel == "is":
+        iterations = int(reference()["is"]["iterations"])
+        return iterations * 2 ** size[0] / seconds / 1e6
+    if kernel == "cg":
+        na, nz, niter = size[0], size[1], size[2]
+        ops = 2 * niter * na * (3 + nz * (nz + 1) + 25 * (5 + nz * (nz + 1)) + 3)
+        return 1e-6 * ops / seconds
+    if kernel == "mg":
+        n, nit = size[0], size[1]
+        return 58e-6 * nit * n**3 / seconds
+    if kernel == "ft":
+        n = size[0] * size[1] * size[2]
+        niter = size[3]
+        ln = math.log(n)
+        return 1e-6 * n * (14.8157 + 7.19641 * ln + (5.23518 + 7.21113 * ln) * niter) / seconds
+    raise ValueError(kernel)
+
+
+class NpbOptions(StrictModel):
+    kernels: list[Kernel] = Field(min_length=1)
+    classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
+    ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    ranks_per_node: list[int] | None = None
+    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
+    repeat: int = Field(1, ge=1, le=100)
+    time_limit_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> NpbOptions:
+        for kernel in self.kernels:
+            for class_name in self.classes:
+                for r in self.ranks:
+                    if why := rank_rule_error(kernel, class_name, r):
+                        raise ValueError(f"ranks: {why}")
+        for t in self.threads_per_rank:
+            if t < 1:
+                raise ValueError(f"threads_per_rank: {t} is not a valid thread count")
+        return self
+
+
+def point_key(rep: int) -> str:
+    return f"rep={rep}"
+
+
+def placements(
+    options: NpbOptions, ranks: int, threads: int, platform: PlatformConfig
+) -> list[Placement]:
+    from hpceval.benchmarks.mpibench import MpibenchOptions, placements_for
+
+    # The same placement rules as the communication benchmarks.
+    shim = MpibenchOptions(
+        patterns=["barrier"], ranks=[ranks], ranks_per_node=options.ranks_per_node,
+        threads_per_rank=[threads], binding=options.binding,
+    )  # fmt: skip
+    return placements_for(ranks, threads, shim, platform)
+
+
+@register
+class Npb(Benchmark):
+    name = "npb"
+    description = "NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (NPB 3.x definitions)"
+    points_per_execution = 1
+
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        NpbOptions.model_validate(options)
+
+    def cases(
+        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+    ) -> list[Case]:
+        opts = NpbOptions.model_validate(options)
+        available = available_memory_per_node(platform)
+        cases = []
+        for kernel in opts.kernels:
+            for class_name in opts.classes:
+                for ranks in opts.ranks:
+                    for threads in opts.threads_per_rank:
+                        for placement in placements(opts, ranks, threads, platform):
+                            need = (
+                                memory_per_rank(kernel, class_name, ranks)
+                                * placement.ranks_per_node
+                            )
+                            if available is not None and need > available:
+                                raise UserError(
+                                    f"{kernel} class {class_name} on {ranks} ranks needs about "
+                                    f"{need / 1e9:.1f} GB per node, the node has "
+                                    f"{available / 1e9:.1f} GB available"
+                                )
+                            estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks)
+                            limit = opts.time_limit_s or max(120.0, 10 * estimate)
+                            params: dict[str, ParamValue] = {"kernel": kernel, "class": class_name}
+                            key = ":".join(
+                                [self.name, kernel, class_name, f"np={ranks}", placement.label(),
+                                 f"bind={placement.binding}"]
+                            )  # fmt: skip
+                            cases.append(
+                                Case(
+                                    key=key,
+                                    benchmark=self.name,
+                                    placement=placement,
+                                    parameters=params,
+                                    points=tuple(point_key(i + 1) for i in range(opts.repeat)),
+                                    time_limit_s=limit,
+                                    options={
+                                        "memory_per_rank_bytes": memory_per_rank(
+                                            kernel, class_name, ranks
+                                        )
+                                    },
+                                    estimate_s=estimate * opts.repeat,
+                                )
+                            )
+        return cases
+
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        # The kernels are compute benchmarks: they get NPB_CFLAGS, not the platform's -O2.
+        flags = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
+        executables = {}
+        for kernel in KERNELS:
+            executables[kernel] = compile_program(
+                f"npb-{kernel}",
+                [HERE / f"{kernel}.c", HERE / "npb_common.c"],
+                depends=[HERE / "npb_common.h"],
+                compiler=compiler,
+                compiler_identity=compiler_identity,
+                cflags=[*flags, f"-I{HERE}"],
+                ldflags=["-lm"],
+            )
+        return Program(executables["ep"].parent, compiler, flags, executables)
+
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        kernel = str(case.parameters["kernel"])
+        return [str(program.executables[kernel]), "--class", str(case.parameters["class"])]
+
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        record = decode_record(line)
+        if record is None:
+            return None
+        kind = record.get("record")
+        if kind == "error":
+            raise BenchmarkFailure(f"npb-{case.parameters['kernel']}: {record.get('message')}")
+        if kind == "header":
+            check_header(record, case)
+            return None
+        if kind != "result":
+            return None
+        return result_measurements(record, case)
+
+    def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
+        records = [r for r in map(decode_record, stdout.splitlines()) if r is not None]
+        for r in records:
+            if r.get("record") == "error":
+                raise BenchmarkFailure(f"npb-{case.parameters['kernel']}: {r.get('message')}")
+        results = [r for r in records if r.get("record") == "result"]
+        if len(results) != 1:
+            raise BenchmarkFailure(f"expected one result record, got {len(results)}")
+        check_verification(results[0], case)
+        ends = [r for r in records if r.get("record") == "end"]
+        if not ends or ends[-1].get("status") != "ok":
+            raise BenchmarkFailure("the kernel's output has no successful end record")
+
+
+def decode_record(line: str) -> dict[str, Any] | None:
+    return records.decode_record(line, "npb")
+
+
+def check_header(record: Mapping[str, Any], case: Case) -> None:
+    records.check_program_header(record, "npb", PROTOCOL_VERSION, case.placement)
+    for field, expected in (
+        ("kernel", case.parameters["kernel"]),
+        ("class", case.parameters["class"]),
+        ("threads", case.placement.threads_per_rank),
+    ):
+        if record.get(field) != expected:
+            raise BenchmarkFailure(
+                f"npb header says {field} {record.get(field)!r}, expected {expected!r}"
+            )
+
+
+def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, float]]:
+    """quantity name -> (reference, tolerance) from the official values, for cross-checking."""
+    ref = reference()[kernel]
+    out: dict[str, tuple[float, float]] = {}
+    if kernel == "cg":
+        out["zeta"] = (ref["zeta"][class_name], ref["tolerance"])
+    elif kernel == "mg":
+        out["rnm2"] = (ref["rnm2"][class_name], ref["tolerance"])
+    elif kernel == "ep":
+        out["sx"] = (ref["sx"][class_name], ref["tolerance"])
+        out["sy"] = (ref["sy"][class_name], ref["tolerance"])
+    elif kernel == "ft":
+        for i, (re_, im) in enumerate(ref["checksums"][class_name]):
+            out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
+            out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
+    return out
+
+
+def verification_table(record: Mapping[str, Any]) -> str:
+    rows = record.get("verification") or []
+    return "; ".join(
+        f"{q.get('quantity')}: computed {q.get('computed')!r}, reference {q.get('reference')!r}"
+        for q in rows
+        if not q.get("passed")
+    )
+
+
+def check_verification(record: Mapping[str, Any], case: Case) -> None:
+    """The program's verdict, and its reference values against the official ones."""
+    kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
+    rows = {str(q.get("quantity")): q for q in record.get("verification") or []}
+    if not record.get("verified"):
+        detail = verification_table(record) or str(record.get("note") or "no detail")
+        raise BenchmarkFailure(f"{kernel} class {class_name} failed verification: {detail}")
+    for name, (ref, tol) in official_references(kernel, class_name).items():
+        q = rows.get(name)
+        if q is None:
+            raise BenchmarkFailure(f"{kernel} class {class_name}: quantity {name} was not verified")
+        if not math.isclose(float(q["reference"]), ref, rel_tol=1e-13):
+            raise BenchmarkFailure(
+                f"{kernel} class {class_name}: the program's reference for {name} "
+                f"({q['reference']!r}) is not the official {ref!r}"
+            )
+        computed = float(q["computed"])
+        if not (math.isfinite(computed) and abs(computed - ref) <= tol * abs(ref)):
+            raise BenchmarkFailure(
+                f"{kernel} class {class_name} failed verification: {name}: computed "
+                f"{computed!r}, reference {ref!r}"
+            )
+
+
+def result_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
+    check_verification(record, case)
+    kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
+    try:
+        seconds = float(record["time_s"])
+        mops = float(record["mops_total"])
+    except (KeyError, TypeError, ValueError):
+        raise BenchmarkFailure("result record without time_s and mops_total") from None
+    if not (math.isfinite(seconds) and seconds > 0 and math.isfinite(mops) and mops > 0):
+        raise BenchmarkFailure(f"nonsense timing: time {seconds!r} s, {mops!r} Mop/s")
+    expected = mops_formula(kernel, class_name, seconds)
+    if not math.isclose(mops, expected, rel_tol=1e-6):
+        raise BenchmarkFailure(
+            f"{kernel} class {class_name}: {mops:.6g} Mop/s does not follow the official "
+            f"operation count ({expected:.6g} Mop/s for {seconds:.6g} s)"
+        )
+    params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
+    details = {
+        "iterations": record.get("iterations"),
+        "verification": record.get("verification"),
+    }
+    (point,) = case.points
+    per_process = mops / case.placement.ranks
+    out = tuple(
+        Measurement(
+            benchmark="npb",
+            metric=metric,
+            value=value,
+            unit=unit,
+            parameters=params,
+            samples=(value,),
+            statistics=describe([value]),
+            statistic="single run",
+            details=details,
+        )
+        for metric, value, unit in (
+            ("time", seconds, SECOND),
+            ("mops_total", mops, MOPS),
+            ("mops_per_process", per_process, MOPS),
+        )
+    )
+    return ParsedPoint(point, out)
