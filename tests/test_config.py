@@ -97,6 +97,8 @@ def test_suite_errors_name_file_and_field(
         ("name='x'\n[launcher]\nkind='teleport'\n", "launcher.kind"),
         ("name='x'\nnodes=2\nhosts=['a']\n", "hosts"),
         ("name='x'\n[launcher]\nmpirunn='x'\n", "launcher.mpirunn"),
+        ("name='x'\n[interconnect]\nkind='carrier-pigeon'\n", "interconnect.kind"),
+        ("name='x'\n[price]\ncurrency='EUR'\n", "price.per_node_hour"),
     ],
 )
 def test_platform_errors_name_file_and_field(tmp_path: Path, body: str, field: str) -> None:
@@ -104,6 +106,16 @@ def test_platform_errors_name_file_and_field(tmp_path: Path, body: str, field: s
     with pytest.raises(ConfigError) as info:
         load_platform(str(f))
     assert str(info.value).startswith(f"{f}: {field}:"), str(info.value)
+
+
+def test_platform_interconnect_shorthand_and_price(tmp_path: Path) -> None:
+    f = write(
+        tmp_path / "p.toml",
+        "name='x'\ninterconnect='10 GbE'\n[price]\nper_node_hour=2.4\nsource='EC2 2012'\n",
+    )
+    p = load_platform(str(f)).config
+    assert p.interconnect.name == "10 GbE"
+    assert p.price is not None and p.price.per_node_hour == 2.4 and p.price.currency == "USD"
 
 
 def test_sizes() -> None:

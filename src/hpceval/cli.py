@@ -335,7 +335,8 @@ def run(
         )
     campaign = Campaign(store, launcher, programs, RichReporter(err))
     try:
-        result = campaign.execute(run_id, work)
+        with launcher.session():
+            result = campaign.execute(run_id, work)
     except Interrupted as e:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         err.print(

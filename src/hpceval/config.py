@@ -31,7 +31,11 @@ class StrictModel(BaseModel):
 # --------------------------------------------------------------------------- platforms
 
 
-class LauncherConfig(StrictModel):
+class LauncherConfig(BaseModel):
+    """The common launcher settings; each launcher kind validates its own extra keys
+    (`Launcher.options_model`), so a typo is an error naming `launcher.<key>`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
     kind: str = "local"
     mpirun: str = "mpirun"
     mpicc: str = "mpicc"
@@ -39,6 +43,29 @@ class LauncherConfig(StrictModel):
     env: dict[str, str] = Field(default_factory=dict)
     # Allow more ranks on a node than it has cores (needed for 4 ranks on a 2-core machine).
     oversubscribe: bool = True
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class InterconnectConfig(StrictModel):
+    """What connects the nodes; the fields the analysis groups and explains results by."""
+
+    name: str = ""
+    kind: Literal[
+        "shared-memory", "ethernet", "infiniband", "omni-path", "aries", "slingshot", "other"
+    ] = "other"
+    gbps: float | None = Field(None, gt=0)
+    # The I/O virtualization path: it explains most of the network overhead (methodology §6).
+    io_path: Literal["native", "sr-iov", "paravirtual", "emulated"] | None = None
+
+
+class PriceConfig(StrictModel):
+    per_node_hour: float = Field(ge=0)
+    currency: str = "USD"
+    pricing: Literal["on-demand", "reserved", "spot", "academic", "on-premise"] = "on-demand"
+    source: str = ""
+    date: str = ""
 
 
 class PlatformConfig(StrictModel):
@@ -51,8 +78,15 @@ class PlatformConfig(StrictModel):
     cores_per_node: int | Literal["auto"] = "auto"
     sockets_per_node: int | None = Field(None, ge=1)
     memory_gb_per_node: float | None = Field(None, gt=0)
-    interconnect: str = ""
+    interconnect: InterconnectConfig = InterconnectConfig()
+    price: PriceConfig | None = None
     cflags: list[str] = Field(default_factory=lambda: ["-O2"])
+
+    @field_validator("interconnect", mode="before")
+    @classmethod
+    def _interconnect_text(cls, v: object) -> object:
+        # `interconnect = "10 GbE"` is shorthand for a table with just the name.
+        return {"name": v} if isinstance(v, str) else v
 
     @field_validator("cores_per_node")
     @classmethod
@@ -186,14 +220,21 @@ def load_platform(name_or_file: str) -> Loaded[PlatformConfig]:
             source=source,
             field="hosts",
         )
-    from hpceval.launch import launcher_names
+    from hpceval.launch import get_launcher_class
 
-    if platform.launcher.kind not in launcher_names():
-        raise ConfigError(
-            f"unknown launcher {platform.launcher.kind!r} (known: {', '.join(launcher_names())})",
-            source=source,
-            field="launcher.kind",
-        )
+    try:
+        launcher_cls = get_launcher_class(platform.launcher.kind)
+    except UserError as e:
+        raise ConfigError(str(e), source=source, field="launcher.kind") from e
+    try:
+        launcher_cls.validate_options(platform.launcher.options())
+    except ValidationError as e:
+        field, msg = validation_message(e)
+        raise ConfigError(msg, source=source, field=f"launcher.{field}") from e
+    except ValueError as e:
+        if m := _FIELD_PREFIX.match(str(e)):
+            raise ConfigError(m.group(2), source=source, field=f"launcher.{m.group(1)}") from e
+        raise ConfigError(str(e), source=source, field="launcher") from e
     return Loaded(platform, source, raw)
 
 

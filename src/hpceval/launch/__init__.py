@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from hpceval.errors import UserError
 from hpceval.launch.base import Command, Launcher, MpiRuntime
 
@@ -28,7 +31,13 @@ def get_launcher_class(name: str) -> type[Launcher]:
         ) from None
 
 
-# Registration happens on import of each launcher module.
-from hpceval.launch import local as _local  # noqa: E402,F401
+def _import_all() -> None:
+    """Every module of this package registers its launcher: adding one is adding a module."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base":
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_all()
 
 __all__ = ["Command", "Launcher", "MpiRuntime", "get_launcher_class", "launcher_names", "register"]

@@ -6,11 +6,15 @@ launcher is a small registered class; adding one is adding a module (see `__init
 
 from __future__ import annotations
 
+import contextlib
 import os
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
@@ -55,6 +59,21 @@ class Launcher(ABC):
     name: ClassVar[str]
     # Measurements taken through this launcher are labelled with this origin.
     origin: ClassVar[Origin] = Origin.MEASURED
+    # The launcher's own keys in the platform's [launcher] table (None: it has none).
+    options_model: ClassVar[type[BaseModel] | None] = None
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> BaseModel | None:
+        """Validate the launcher-specific keys; pydantic.ValidationError names the bad one."""
+        if cls.options_model is None:
+            if options:
+                raise ValueError(f"{next(iter(options))}: unknown field")
+            return None
+        return cls.options_model.model_validate(dict(options))
+
+    def options(self) -> Any:
+        """The validated launcher-specific options (an instance of options_model)."""
+        return self.validate_options(self.platform.launcher.options())
 
     def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
         self.platform = platform
@@ -63,6 +82,13 @@ class Launcher(ABC):
     @abstractmethod
     def command(self, placement: Placement, program: Sequence[str]) -> Command:
         """The argv + environment that starts `program` on `placement`."""
+
+    def session(self) -> AbstractContextManager[None]:
+        """What must exist while a campaign runs (an emulated cluster's namespaces...).
+
+        Entered around the whole campaign and left on every exit path, also after an error
+        or an interruption. Most launchers need nothing."""
+        return contextlib.nullcontext()
 
     def executor(self) -> Executor:
         """How commands are started: a local child process unless a scheduler is involved."""
