@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
