@@ -8,6 +8,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -34,7 +35,9 @@ from hpceval.campaign import (
     plan_cases,
 )
 from hpceval.config import (
+    Loaded,
     PlatformConfig,
+    SuiteConfig,
     load_platform,
     load_suite,
     shipped_names,
@@ -248,6 +251,94 @@ def _headline(ms: Sequence[Any]) -> str:
     return "; ".join(parts)
 
 
+@dataclass
+class Prepared:
+    """A campaign ready to go: validated, built, with the work still to do."""
+
+    platform: PlatformConfig
+    toolchain: MpiToolchain
+    launcher: Launcher
+    programs: dict[str, Program]
+    environment: Environment
+    work: list[tuple[Case, list[str]]]
+
+
+def _prepare(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
+    """Toolchain, launcher, placements, builds and provenance: all before anything is written."""
+    toolchain, launcher = _toolchain_and_launcher(platform)
+    _check_commands(launcher, cases)
+    launcher.preflight()
+    programs = _build_programs(cases, platform, toolchain)
+    environment = _environment(toolchain, programs)
+    return Prepared(platform, toolchain, launcher, programs, environment, [])
+
+
+def _start_new_run(
+    prepared: Prepared,
+    store: Store,
+    suite: Loaded[SuiteConfig],
+    platform: Loaded[PlatformConfig],
+    cases: Sequence[Case],
+) -> int:
+    env = prepared.environment
+    run_id = store.create_run(
+        suite_name=suite.config.name,
+        suite_config=suite.raw,
+        platform_id=store.add_platform(platform.config.name, platform.raw),
+        environment_id=store.add_environment(env),
+        launcher=prepared.launcher.name,
+        cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
+        hpceval_version=__version__,
+        git_revision=(env.facts.get("hpceval") or {}).get("revision"),
+        origin=prepared.launcher.origin,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+    )
+    prepared.work = [(c, list(c.points)) for c in cases]
+    err.print(
+        f"run {run_id}: suite {suite.config.name!r} on platform {platform.config.name!r}: "
+        f"{len(cases)} cases, {sum(len(c.points) for c in cases)} points → {store.url}",
+        highlight=False,
+    )
+    return run_id
+
+
+def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
+    """The planned cases of a run that are still pending, with the points they still lack."""
+    completed = store.completed_points(run_id)
+    work: list[tuple[Case, list[str]]] = []
+    for row in store.cases(run_id):
+        if row.status != "pending":
+            continue
+        case = case_from_description(row.case_key, row.benchmark, row.description)
+        remaining = [p for p in case.points if (case.key, p) not in completed]
+        if remaining:
+            work.append((case, remaining))
+        else:  # every point was stored just before the interruption
+            store.set_case_status(run_id, case.key, "done")
+    return work
+
+
+def _prepare_resume(store: Store) -> tuple[int, Prepared]:
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+    row = store.latest_run(statuses=[Status.INTERRUPTED])
+    if row is None:
+        raise UserError(f"{store.url}: no interrupted run to resume")
+    _, platform_raw = store.platform_config(row.platform_id)
+    work = _remaining_work(store, row.id)
+    prepared = _prepare(PlatformConfig.model_validate(platform_raw), [c for c, _ in work])
+    prepared.work = work
+    if (
+        work
+        and fingerprint(store.environment(row.environment_id)) != prepared.environment.fingerprint
+    ):
+        raise UserError(
+            f"run {row.id} was measured in another environment (hardware, MPI, compiler or "
+            "hpceval changed); start a new run instead of resuming"
+        )
+    return row.id, prepared
+
+
 @app.command()
 @user_errors
 def run(
@@ -266,77 +357,31 @@ def run(
     ] = False,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
-    host = socket.gethostname()
     if resume:
         store = open_store(db, create=False)
-        store.mark_dead_runs_interrupted(host=host, is_alive=_is_alive)
-        row = store.latest_run(statuses=[Status.INTERRUPTED])
-        if row is None:
-            raise UserError(f"{store.url}: no interrupted run to resume")
-        _, platform_raw = store.platform_config(row.platform_id)
-        platform_cfg = PlatformConfig.model_validate(platform_raw)
-        toolchain, launcher = _toolchain_and_launcher(platform_cfg)
-        completed = store.completed_points(row.id)
-        work: list[tuple[Case, list[str]]] = []
-        for c in store.cases(row.id):
-            if c.status != "pending":
-                continue
-            case = case_from_description(c.case_key, c.benchmark, c.description)
-            remaining = [p for p in case.points if (case.key, p) not in completed]
-            if remaining:
-                work.append((case, remaining))
-            else:
-                store.set_case_status(row.id, case.key, "done")
-        programs = _build_programs([c for c, _ in work], platform_cfg, toolchain)
-        env = _environment(toolchain, programs)
-        if work and fingerprint(store.environment(row.environment_id)) != env.fingerprint:
-            raise UserError(
-                f"run {row.id} was measured in another environment (hardware, MPI or compiler "
-                "changed); start a new run instead of resuming"
-            )
-        launcher.preflight()
-        store.claim_run(row.id, host=host, pid=os.getpid())
-        run_id = row.id
-        left = sum(len(p) for _, p in work)
-        err.print(f"resuming run {run_id}: {left} points in {len(work)} cases left")
+        run_id, prepared = _prepare_resume(store)
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
         cases = plan_cases(suite_loaded, platform_loaded.config)
-        toolchain, launcher = _toolchain_and_launcher(platform_loaded.config)
-        _check_commands(launcher, cases)
-        launcher.preflight()
-        programs = _build_programs(cases, platform_loaded.config, toolchain)
-        env = _environment(toolchain, programs)
-        # Everything is validated and built: only now is anything written.
+        prepared = _prepare(platform_loaded.config, cases)
         store = open_store(db)
-        store.mark_dead_runs_interrupted(host=host, is_alive=_is_alive)
-        platform_id = store.add_platform(platform_loaded.config.name, platform_loaded.raw)
-        env_id = store.add_environment(env)
-        run_id = store.create_run(
-            suite_name=suite_loaded.config.name,
-            suite_config=suite_loaded.raw,
-            platform_id=platform_id,
-            environment_id=env_id,
-            launcher=launcher.name,
-            cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
-            hpceval_version=__version__,
-            git_revision=(env.facts.get("hpceval") or {}).get("git_revision"),
-            origin=launcher.origin,
-            host=host,
-            pid=os.getpid(),
-        )
-        work = [(c, list(c.points)) for c in cases]
-        err.print(
-            f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
-            f"{platform_loaded.config.name!r}: {len(cases)} cases, "
-            f"{sum(len(c.points) for c in cases)} points → {store.url}",
-            highlight=False,
-        )
-    campaign = Campaign(store, launcher, programs, RichReporter(err))
+    launcher = prepared.launcher
+    campaign = Campaign(store, launcher, prepared.programs, RichReporter(err))
     try:
+        # The launcher's session (an emulated cluster) exists before the run is recorded,
+        # so a session that cannot start leaves no run behind.
         with launcher.session():
-            result = campaign.execute(run_id, work)
+            if resume:
+                store.claim_run(run_id, host=socket.gethostname(), pid=os.getpid())
+                left = sum(len(p) for _, p in prepared.work)
+                err.print(
+                    f"resuming run {run_id}: {left} points in {len(prepared.work)} cases left"
+                )
+            else:
+                store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+                run_id = _start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+            result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         err.print(
@@ -399,7 +444,7 @@ def runs(db: DbOption = None) -> None:
 
     store = open_store(db, create=False)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-    out.print(runs_table(store.runs()))
+    out.print(runs_table((r, store.cases(r.id)) for r in store.runs()))
 
 
 # --------------------------------------------------------------------------- catalogue

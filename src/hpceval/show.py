@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -10,7 +11,7 @@ from rich.table import Table
 from hpceval.analysis.statistics import quality_warnings
 from hpceval.benchmarks.mpibench import COLLECTIVES, PATTERNS, RINGS
 from hpceval.model import Measurement
-from hpceval.store import RunRow, StoredMeasurement
+from hpceval.store import CaseRow, RunRow, StoredMeasurement
 
 
 def format_size(n: int) -> str:
@@ -132,15 +133,20 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
     return tables
 
 
-def runs_table(runs: Iterable[RunRow]) -> Table:
+def runs_table(runs: Iterable[tuple[RunRow, Sequence[CaseRow]]]) -> Table:
+    """One row per run: what ran where, how it ended, how many cases are done or failed."""
     t = Table(title="runs", title_justify="left")
-    for col in ("id", "suite", "platform", "status", "started", "cases"):
-        t.add_column(col)
-    import datetime as dt
-
-    for r in runs:
+    for col in ("id", "suite", "platform", "launcher", "status", "started", "wall", "cases"):
+        t.add_column(col, justify="right" if col in ("id", "wall") else "left")
+    for r, cases in runs:
         started = dt.datetime.fromtimestamp(r.started).strftime("%Y-%m-%d %H:%M:%S")
-        t.add_row(str(r.id), r.suite_name, r.platform_name, r.status, started, "")
+        wall = f"{r.ended - r.started:.0f} s" if r.ended is not None else ""
+        done = sum(1 for c in cases if c.status == "done")
+        failed = sum(1 for c in cases if c.status == "failed")
+        summary = f"{done}/{len(cases)} done" + (f", {failed} failed" if failed else "")
+        t.add_row(
+            str(r.id), r.suite_name, r.platform_name, r.launcher, r.status, started, wall, summary
+        )
     return t
 
 
