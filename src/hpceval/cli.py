@@ -181,7 +181,8 @@ def _build_programs(
 
 
 def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Environment:
-    flags = sorted({f for p in programs.values() for f in p.cflags})
+    # Each program has its own flags (communication: -O2; NPB kernels: -O3 -march=native).
+    flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items())]
     return collect_environment(toolchain, cflags=flags)
 
 
