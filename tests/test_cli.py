@@ -334,3 +334,27 @@ def test_crashing_or_nonsense_benchmark_is_a_recorded_failure(
         assert "Segmentation fault" in executions[0].stderr_tail
     assert store.measurements(run.id) == []
     assert {c.status for c in store.cases(run.id)} == {"failed"}
+
+
+NPB_OFFICIAL = Path(__file__).parent / "data" / "npb-official"
+
+
+def test_import_npb_official_outputs(tmp_path: Path) -> None:
+    good = NPB_OFFICIAL / "npb3.2-mpi-cg.A.2.txt"
+    bad = NPB_OFFICIAL / "npb3.3.1-omp-cg.S.t1-unsuccessful.txt"
+    proc = hpceval("import", "npb", str(good), str(bad), "--platform", "cluster-a", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # one file failed its verification
+    assert "imported 1 verified NPB results, 1 failed verification" in proc.stdout
+    shown = hpceval("show", cwd=tmp_path, check=True).stdout
+    assert "NPB kernels" in shown and "606.3" in shown
+    assert "verification UNSUCCESSFUL" in shown
+    # An imported run is not a campaign: there is nothing to resume.
+    assert "no interrupted run" in one_line_error(hpceval("run", "--resume", cwd=tmp_path))
+
+
+def test_import_refuses_a_file_that_is_not_npb_output(tmp_path: Path) -> None:
+    notes = write(tmp_path / "notes.txt", "hello\n")
+    line = one_line_error(hpceval("import", "npb", str(notes), "--platform", "x", cwd=tmp_path))
+    assert "notes.txt: not an NPB output" in line
+    store = open_store(str(tmp_path / "hpceval.db"))
+    assert store.runs() == []

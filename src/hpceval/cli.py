@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -58,7 +59,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 P = ParamSpec("P")
@@ -322,7 +323,11 @@ def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
 
 def _prepare_resume(store: Store) -> tuple[int, Prepared]:
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-    row = store.latest_run(statuses=[Status.INTERRUPTED])
+    # Imports are not campaigns: there is nothing to re-run for them.
+    row = next(
+        (r for r in store.runs() if r.status is Status.INTERRUPTED and r.launcher != "import"),
+        None,
+    )
     if row is None:
         raise UserError(f"{store.url}: no interrupted run to resume")
     _, platform_raw = store.platform_config(row.platform_id)
@@ -413,7 +418,7 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
-    from hpceval.show import collective_tables, point_to_point_tables
+    from hpceval.show import collective_tables, npb_tables, point_to_point_tables
 
     store = open_store(db, create=False)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
@@ -430,7 +435,7 @@ def show(
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
-    for table in point_to_point_tables(ms) + collective_tables(ms):
+    for table in point_to_point_tables(ms) + collective_tables(ms) + npb_tables(ms):
         out.print(table)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
@@ -508,6 +513,50 @@ def build(
             cflags=loaded.config.cflags,
         )
         out.print(f"{name}: {program.path}", highlight=False)
+
+
+import_app = typer.Typer(
+    help="Bring results of other tools (official NPB binaries...) into the database.",
+    no_args_is_help=True,
+)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("npb")
+@user_errors
+def import_npb_command(
+    files: Annotated[list[Path], typer.Argument(help="Standard outputs of NPB runs (cg.C.x ...).")],
+    platform: Annotated[
+        str, typer.Option("--platform", "-p", help="Name of the platform the runs were made on.")
+    ],
+    db: DbOption = None,
+    note: Annotated[str | None, typer.Option(help="A note stored with the run.")] = None,
+) -> None:
+    """Import outputs of official NPB binaries (MPI or OpenMP) as measurements.
+
+    Every file is parsed first: one that is not an NPB output, or was cut off before its
+    summary, stops the import before anything is written. A run that did not verify is
+    recorded as a failed execution, never as a number.
+    """
+    from hpceval.importers import import_npb
+
+    for f in files:
+        if not f.is_file():
+            raise UserError(f"{f}: no such file")
+    store = open_store(db)
+    run_id = import_npb(store, files, platform_name=platform, note=note)
+    executions = store.executions(run_id)
+    failed = [e for e in executions if e.status != ExecutionStatus.OK]
+    out.print(
+        f"run {run_id}: imported {len(executions) - len(failed)} verified NPB results"
+        + (f", {len(failed)} failed verification" if failed else "")
+        + f" into {store.url}",
+        highlight=False,
+    )
+    for e in failed:
+        out.print(f"[red]{e.argv[-1]}: {e.error}[/]", highlight=False)
+    if failed:
+        raise typer.Exit(1)
 
 
 def version_callback(value: bool) -> None:

@@ -52,6 +52,47 @@ def _flags(m: Measurement, target_rci: float | None) -> str:
     return "⚠" if quality_warnings(m.statistics, target_rci=target_rci) else ""
 
 
+def npb_tables(measurements: Sequence[Measurement]) -> list[Table]:
+    """NPB kernels: one row per kernel, class and placement; repetitions summarized."""
+    rows: dict[tuple[str, str, int, int, int], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for m in measurements:
+        if m.benchmark != "npb":
+            continue
+        p = m.parameters
+        key = (
+            str(p["kernel"]),
+            str(p["class"]),
+            int(p.get("ranks", 1)),
+            int(p.get("threads_per_rank", 1)),
+            int(p.get("nodes", 1)),
+        )
+        rows[key][m.metric].append(m.value)
+    if not rows:
+        return []
+    t = Table(title="NPB kernels (verified runs; best of the repetitions)", title_justify="left")
+    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", "time s", "Mop/s",
+                "Mop/s/process"):  # fmt: skip
+        t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
+    order = {k: i for i, k in enumerate(("ep", "is", "cg", "mg", "ft"))}
+    for key in sorted(rows, key=lambda k: (order.get(k[0], 99), k[0], k[1], k[2], k[3])):
+        values = rows[key]
+        times = values.get("time", [])
+        t.add_row(
+            key[0].upper(),
+            key[1],
+            str(key[2]),
+            str(key[3]),
+            str(key[4]),
+            str(len(times)),
+            format_value(min(times)) if times else "",
+            format_value(max(values.get("mops_total", [0.0]))),
+            format_value(max(values.get("mops_per_process", [0.0]))),
+        )
+    return [t]
+
+
 def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
     """One table per pattern, pair and placement: latency and bandwidth by message size."""
     groups: dict[tuple[str, str, str], dict[int, dict[str, Measurement]]] = defaultdict(
@@ -59,7 +100,7 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
     )
     for m in measurements:
         pattern = str(m.parameters.get("pattern"))
-        if pattern in COLLECTIVES:
+        if m.benchmark != "mpibench" or pattern in COLLECTIVES:
             continue
         key = (pattern, str(m.parameters.get("pair", "")), _placement(m))
         groups[key][int(m.parameters["size"])][m.metric] = m
@@ -103,7 +144,7 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
     groups: dict[str, dict[int, dict[str, Measurement]]] = defaultdict(lambda: defaultdict(dict))
     for m in measurements:
         pattern = str(m.parameters.get("pattern"))
-        if pattern not in COLLECTIVES or m.metric != "time":
+        if m.benchmark != "mpibench" or pattern not in COLLECTIVES or m.metric != "time":
             continue
         column = f"{m.parameters['ranks']} ranks"
         if m.parameters.get("oversubscribed"):

@@ -1,0 +1,702 @@
+"""Tests of hpceval.importers.npb: official NPB outputs parsed and imported into a store.
+
+The captures in tests/data/npb-official/ are published outputs of official NPB programs
+(sources in its README.md); the expected values below are read off those texts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpceval.errors import UserError
+from hpceval.importers import NpbOutputError, NpbReport, import_npb, parse_npb_output
+from hpceval.model import ExecutionStatus, Origin, Status
+from hpceval.store import CaseStatus, Store, open_store
+
+DATA = Path(__file__).parent / "data" / "npb-official"
+HPCC_OUTPUT = Path(__file__).parent / "data" / "hpcc" / "hpccoutf-2ranks.txt"
+
+OMP_OPTIONS = {
+    "F77": "gfortran",
+    "FLINK": "$(F77)",
+    "F_LIB": "(none)",
+    "F_INC": "(none)",
+    "FFLAGS": "-O -ff2c",
+    "FLINKFLAGS": "-fopenmp -O -ff2c",
+    "RAND": "randi8",
+}
+
+
+@dataclass(frozen=True)
+class Expected:
+    benchmark: str
+    npb_class: str
+    size: str
+    iterations: int
+    time_s: float
+    mops_total: float
+    per_process: float | None  # printed Mop/s/process
+    per_thread: float | None  # printed Mop/s/thread
+    processes: int | None
+    threads: int | None
+    version: str
+    compile_date: str | None
+    compiler: str | None
+    flags: str | None
+    verification: str = "SUCCESSFUL"
+
+
+def omp_331(
+    benchmark: str, size: str, iterations: int, time_s: float, mops: float, **changes: Any
+) -> Expected:
+    """A run of the NPB 3.3.1 OpenMP build of the captures (gfortran, 1 thread, class S)."""
+    fields: dict[str, Any] = {
+        "benchmark": benchmark,
+        "npb_class": "S",
+        "size": size,
+        "iterations": iterations,
+        "time_s": time_s,
+        "mops_total": mops,
+        "per_process": None,
+        "per_thread": mops,
+        "processes": None,
+        "threads": 1,
+        "version": "3.3.1",
+        "compile_date": "27 Jun 2017",
+        "compiler": "gfortran",
+        "flags": "-O -ff2c",
+    }
+    return Expected(**(fields | changes))
+
+
+def mpi(
+    benchmark: str, npb_class: str, size: str, iterations: int, time_s: float, **changes: Any
+) -> Expected:
+    """A run of an MPI build: no thread count printed, Mop/s per process."""
+    fields: dict[str, Any] = {
+        "benchmark": benchmark,
+        "npb_class": npb_class,
+        "size": size,
+        "iterations": iterations,
+        "time_s": time_s,
+        "per_thread": None,
+        "threads": None,
+        "compiler": None,
+        "flags": None,
+    }
+    return Expected(**(fields | changes))
+
+
+EXPECTED: dict[str, Expected] = {
+    "npb3.3.1-omp-cg.S.t1.txt": omp_331("CG", "1400", 15, 1.85, 35.96),
+    "npb3.3.1-omp-ep.S.t1.txt": omp_331("EP", "33554432", 0, 21.52, 1.56),
+    "npb3.3.1-omp-ft.S.t1.txt": omp_331("FT", "64x  64x  64", 6, 3.18, 55.67),
+    "npb3.3.1-omp-is.S.t1.txt": omp_331("IS", "65536", 10, 0.07, 10.04, compiler="cc", flags="-O"),
+    "npb3.3.1-omp-mg.S.t1.txt": omp_331("MG", "32x  32x  32", 4, 0.15, 49.18),
+    "npb3.3.1-omp-bt.S.t1.txt": omp_331("BT", "12x  12x  12", 60, 3.32, 68.68),
+    "npb3.3.1-omp-cg.S.t1-unsuccessful.txt": omp_331(
+        "CG", "1400", 15, 1.86, 35.86, verification="UNSUCCESSFUL"
+    ),
+    "npb3.2-mpi-cg.A.1.txt": mpi(
+        "CG",
+        "A",
+        "14000",
+        15,
+        3.02,
+        mops_total=495.93,
+        per_process=495.93,
+        processes=1,
+        version="3.2",
+        compile_date="11 Jun 2007",
+    ),
+    "npb3.2-mpi-cg.A.2.txt": mpi(
+        "CG",
+        "A",
+        "14000",
+        15,
+        2.47,
+        mops_total=606.32,
+        per_process=303.16,
+        processes=2,
+        version="3.2",
+        compile_date="11 Jun 2007",
+    ),
+    "npb2.3-mpi-mg.B.4.txt": mpi(
+        "MG",
+        "B",
+        "256x256x256",
+        20,
+        47.19,
+        mops_total=412.43,
+        per_process=103.11,
+        processes=4,
+        version="2.3",
+        compile_date="13 Dec 2007",
+        compiler="mpif77",
+        flags="-O3",
+    ),
+    "npb2.3-mpi-ep.S.1.txt": mpi(
+        "EP",
+        "S",
+        "33554432",
+        0,
+        4.76,
+        mops_total=7.05,
+        per_process=7.05,
+        processes=1,
+        version="2.3",
+        compile_date="01 Sep 2005",
+        compiler="f77",
+        flags="-O3 -Wno-globals",
+    ),
+}
+VERIFIED_FILES = sorted(name for name, e in EXPECTED.items() if e.verification == "SUCCESSFUL")
+TRUNCATED_FILES = ("npb3.3-mpi-ft.S.4-segv.txt", "npb2.3-mpi-ft.C.128-mpi-error.txt")
+
+
+def parse(name: str) -> NpbReport:
+    return parse_npb_output((DATA / name).read_text(), name)
+
+
+def edited(name: str, old: str, new: str) -> str:
+    """A capture with one exact passage replaced (to test what NPB versions print differently)."""
+    text = (DATA / name).read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {name}"
+    return text.replace(old, new)
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+
+
+def test_every_capture_is_covered() -> None:
+    captures = {path.name for path in DATA.glob("*.txt")}
+    rejected = {*TRUNCATED_FILES, "npb3.3.1-omp-ua.S.t1.txt"}
+    assert captures == set(EXPECTED) | rejected
+    assert len(captures) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_parses_capture(name: str) -> None:
+    expected = EXPECTED[name]
+    report = parse(name)
+    assert report.source == name
+    assert report.benchmark == expected.benchmark
+    assert report.kernel == expected.benchmark.lower()
+    assert report.npb_class == expected.npb_class
+    assert report.size == expected.size
+    assert report.iterations == expected.iterations
+    assert report.time_s == expected.time_s
+    assert report.mops_total == expected.mops_total
+    assert report.mops_per_process == expected.per_process
+    assert report.mops_per_thread == expected.per_thread
+    assert report.total_processes == expected.processes
+    assert report.total_threads == expected.threads
+    assert report.verification == expected.verification
+    assert report.verified is (expected.verification == "SUCCESSFUL")
+    assert report.version == expected.version
+    assert report.compile_date == expected.compile_date
+    assert report.compiler == expected.compiler
+    assert report.flags == expected.flags
+    assert report.run_date is None  # none of these versions prints one
+    assert report.other_fields == {}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_ranks_and_threads(name: str) -> None:
+    expected = EXPECTED[name]
+    report = parse(name)
+    assert report.ranks == (expected.processes or 1)
+    assert report.threads_per_rank == (expected.threads or 1)
+    assert report.programming_model == ("mpi" if expected.processes else "openmp")
+
+
+def test_operation_types_and_headers() -> None:
+    assert parse("npb3.3.1-omp-ep.S.t1.txt").operation_type == "Random numbers generated"
+    assert parse("npb3.3.1-omp-is.S.t1.txt").operation_type == "keys ranked"
+    assert parse("npb3.3.1-omp-cg.S.t1.txt").operation_type == "floating point"
+    cg = parse("npb3.2-mpi-cg.A.1.txt")
+    # The Open MPI warning printed before the header does not disturb the parse.
+    assert cg.header == "NAS Parallel Benchmarks 3.2 -- CG Benchmark"
+    assert parse("npb3.3.1-omp-mg.S.t1.txt").header == (
+        "NAS Parallel Benchmarks (NPB3.3-OMP) - MG Benchmark"
+    )
+
+
+def test_compile_options_kept_in_order() -> None:
+    omp = parse("npb3.3.1-omp-cg.S.t1.txt")
+    assert omp.compile_options == OMP_OPTIONS
+    assert list(omp.compile_options) == list(OMP_OPTIONS)
+    assert parse("npb3.3.1-omp-is.S.t1.txt").compile_options == {
+        "CC": "cc",
+        "CLINK": "$(CC)",
+        "C_LIB": "-lm",
+        "C_INC": "(none)",
+        "CFLAGS": "-O",
+        "CLINKFLAGS": "-O",
+    }
+    assert parse("npb2.3-mpi-mg.B.4.txt").compile_options == {
+        "MPIF77": "mpif77",
+        "FLINK": "mpif77",
+        "FMPI_LIB": "-L~/MyMPI/lib -lmpi_f77",
+        "FMPI_INC": "-I~/MyMPI/include",
+        "FFLAGS": "-O3",
+        "FLINKFLAGS": "(none)",
+        "RAND": "(none)",
+    }
+    # Its poster cut the output after the compile date.
+    assert parse("npb3.2-mpi-cg.A.2.txt").compile_options == {}
+
+
+def test_cg_verification_lines() -> None:
+    report = parse("npb3.3.1-omp-cg.S.t1.txt")
+    assert report.verification_lines == (
+        "VERIFICATION SUCCESSFUL",
+        "Zeta is     0.8597177507865E+01",
+        "Error is    0.1033104665906E-14",
+    )
+    assert report.verification_values == {"zeta": 8.597177507865, "error": 1.033104665906e-15}
+    mpi = parse("npb3.2-mpi-cg.A.2.txt")
+    assert mpi.verification_values == {"zeta": 17.130235054, "error": 5.22633719989e-14}
+
+
+def test_failed_cg_verification_lines() -> None:
+    report = parse("npb3.3.1-omp-cg.S.t1-unsuccessful.txt")
+    assert not report.verified
+    assert report.verification_lines == (
+        "VERIFICATION FAILED",
+        "Zeta                 0.8597178614061E+01",
+        "The correct zeta is  0.8597177507865E+01",
+    )
+    assert report.verification_values == {
+        "zeta": 8.597178614061,
+        "zeta_reference": 8.597177507865,
+    }
+
+
+def test_mg_verification_lines() -> None:
+    assert parse("npb3.3.1-omp-mg.S.t1.txt").verification_values == {
+        "l2_norm": 5.307707005735e-05,
+        "error": 1.659688947021e-13,
+    }
+    assert parse("npb2.3-mpi-mg.B.4.txt").verification_lines == (
+        "VERIFICATION SUCCESSFUL",
+        "L2 Norm is   0.180056440136E-05",
+        "Error is     0.351679609371E-16",
+    )
+
+
+def test_ft_checksums() -> None:
+    report = parse("npb3.3.1-omp-ft.S.t1.txt")
+    assert report.verification_lines[0] == (
+        "T =    1     Checksum =    5.546087004964D+02    4.845363331978D+02"
+    )
+    assert report.verification_lines[-2:] == ("Result verification successful", "class = S")
+    values = report.verification_values
+    assert len(values) == 12  # real and imaginary part at each of the 6 iterations
+    assert values["checksum_1_real"] == 554.6087004964
+    assert values["checksum_6_imag"] == 493.2597244941
+
+
+def test_ep_sums() -> None:
+    omp = parse("npb3.3.1-omp-ep.S.t1.txt")
+    assert omp.verification_values == {
+        "gaussian_pairs": 13176389.0,
+        "sx": -3247.83465203474,
+        "sy": -6958.407078382301,
+    }
+    mpi = parse("npb2.3-mpi-ep.S.1.txt")
+    assert mpi.verification_values["sx"] == -3247.83465203475
+    assert mpi.verification_values["sy"] == -6958.407078382243
+
+
+def test_bt_comparison_tables_kept() -> None:
+    lines = parse("npb3.3.1-omp-bt.S.t1.txt").verification_lines
+    assert lines[0] == "Verification being performed for class S"
+    assert lines[1] == "Comparison of RMS-norms of residual"
+    assert lines[2] == "1 0.1703428370954E+00 0.1703428370954E+00 0.7201925617357E-13"
+    assert lines[-1] == "Verification Successful"
+    assert len(lines) == 1 + 2 * (1 + 5) + 1
+
+
+def test_is_prints_no_verification_lines() -> None:
+    report = parse("npb3.3.1-omp-is.S.t1.txt")
+    assert report.verification_lines == ()
+    assert report.verified
+
+
+# Variations across NPB versions, made by editing a real capture into the form that the NPB
+# sources print (the format statements quoted in each test).
+
+
+def test_npb34_mpi_active_processes() -> None:
+    # NPB 3.4 print_results.f90: ' Active processes= ', 12x, i12 (no space before "=").
+    text = edited(
+        "npb3.2-mpi-cg.A.2.txt",
+        " Compiled procs  =                        2\n",
+        " Active processes=                        2\n",
+    )
+    report = parse_npb_output(text, "cg.A.x")
+    assert report.total_processes == 2
+    assert report.active_processes == 2
+    assert report.compiled_processes is None
+
+
+def test_compiled_procs_kept() -> None:
+    assert parse("npb2.3-mpi-mg.B.4.txt").compiled_processes == 4
+
+
+def test_multizone_hybrid_threads() -> None:
+    # NPB3.4-MZ-MPI print_results.f: Total processes, Total threads (all processes
+    # together), then ' Mop/s/', 'thread ', '   = '.
+    text = edited(
+        "npb3.3.1-omp-bt.S.t1.txt",
+        " Total threads   =                        1\n"
+        " Avail threads   =                        1\n"
+        " Mop/s total     =                    68.68\n"
+        " Mop/s/thread    =                    68.68\n",
+        " Total processes =                        2\n"
+        " Total threads   =                        8\n"
+        " Mop/s total     =                    68.68\n"
+        " Mop/s/thread    =                     8.59\n",
+    ).replace(" BT Benchmark Completed.", " BT-MZ Benchmark Completed.")
+    report = parse_npb_output(text, "bt-mz.S.x")
+    assert report.benchmark == "BT-MZ"
+    assert report.kernel == "bt-mz"
+    assert report.programming_model == "mpi+openmp"
+    assert report.ranks == 2
+    assert report.threads_per_rank == 4
+    assert report.mops_per_thread == 8.59
+
+
+def test_run_date_and_unknown_labels_kept() -> None:
+    text = edited(
+        "npb3.3.1-omp-ep.S.t1.txt",
+        " Compile date    =              27 Jun 2017\n",
+        " Compile date    =              27 Jun 2017\n"
+        " Run date        =              28 Jun 2017\n"
+        " Compiler ver    =                    6.3.0\n",
+    )
+    report = parse_npb_output(text, "ep.S.x")
+    assert report.run_date == "28 Jun 2017"
+    assert report.other_fields == {"Compiler ver": "6.3.0"}
+
+
+def test_crlf_line_ends() -> None:
+    text = (DATA / "npb3.2-mpi-cg.A.2.txt").read_text().replace("\n", "\r\n")
+    report = parse_npb_output(text, "cg.A.2")
+    assert report.mops_per_process == 303.16
+    assert report.verified
+
+
+def test_version_from_header_when_not_in_summary() -> None:
+    text = edited("npb2.3-mpi-ep.S.1.txt", " Version         =                      2.3\n", "")
+    assert parse_npb_output(text, "ep.S.1").version == "2.3"
+
+
+def test_verification_not_performed() -> None:
+    text = edited(
+        "npb3.3.1-omp-is.S.t1.txt",
+        " Verification    =               SUCCESSFUL\n",
+        " Verification    =            NOT PERFORMED\n",
+    )
+    report = parse_npb_output(text, "is.U.x")
+    assert report.verification == "NOT PERFORMED"
+    assert not report.verified
+
+
+# Errors
+
+
+def assert_one_line_error(error: pytest.ExceptionInfo[NpbOutputError], source: str) -> str:
+    message = str(error.value)
+    assert message.startswith(f"{source}: ")
+    assert "\n" not in message
+    assert isinstance(error.value, UserError)
+    assert isinstance(error.value, ValueError)
+    return message
+
+
+@pytest.mark.parametrize("name", TRUNCATED_FILES)
+def test_truncated_output_is_refused(name: str) -> None:
+    with pytest.raises(NpbOutputError) as error:
+        parse(name)
+    message = assert_one_line_error(error, name)
+    assert "truncated" in message
+    assert "'FT Benchmark Completed'" in message
+
+
+def test_not_npb_output_is_refused() -> None:
+    with pytest.raises(NpbOutputError) as error:
+        parse_npb_output(HPCC_OUTPUT.read_text(), "hpccoutf.txt")
+    assert "not an NPB output" in assert_one_line_error(error, "hpccoutf.txt")
+
+
+def test_empty_file_is_refused() -> None:
+    with pytest.raises(NpbOutputError, match=r"empty\.txt: not an NPB output"):
+        parse_npb_output("", "empty.txt")
+
+
+def test_binary_is_refused() -> None:
+    with pytest.raises(NpbOutputError, match=r"cg\.C\.x: is a binary file"):
+        parse_npb_output("\x7fELF\x02\x01\x01\0\0\0", "cg.C.x")
+
+
+def test_unsupported_benchmark_is_refused() -> None:
+    with pytest.raises(NpbOutputError) as error:
+        parse("npb3.3.1-omp-ua.S.t1.txt")
+    message = assert_one_line_error(error, "npb3.3.1-omp-ua.S.t1.txt")
+    assert "UA is not a benchmark hpceval imports" in message
+
+
+def test_two_runs_in_one_file_are_refused() -> None:
+    text = (DATA / "npb3.2-mpi-cg.A.1.txt").read_text() + (
+        DATA / "npb3.2-mpi-cg.A.2.txt"
+    ).read_text()
+    with pytest.raises(NpbOutputError, match="holds 2 NPB summaries"):
+        parse_npb_output(text, "both.txt")
+
+
+def test_missing_summary_field_is_refused() -> None:
+    text = edited("npb3.3.1-omp-mg.S.t1.txt", " Mop/s total     =                    49.18\n", "")
+    with pytest.raises(NpbOutputError) as error:
+        parse_npb_output(text, "mg.S.x")
+    assert "the MG summary lacks 'Mop/s total'" in assert_one_line_error(error, "mg.S.x")
+
+
+def test_fortran_field_overflow_is_refused() -> None:
+    text = edited(
+        "npb3.3.1-omp-mg.S.t1.txt",
+        " Mop/s total     =                    49.18\n",
+        " Mop/s total     =             ************\n",
+    )
+    with pytest.raises(NpbOutputError, match=r"'Mop/s total' is '\*+' \(a Fortran field"):
+        parse_npb_output(text, "mg.S.x")
+
+
+# --------------------------------------------------------------------------------------------
+# Import
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "x.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    with open_store(str(db_path)) as opened:
+        yield opened
+
+
+def test_import_stores_runs_executions_and_measurements(store: Store) -> None:
+    files = [DATA / name for name in sorted(EXPECTED)]
+    run_id = import_npb(
+        store, files, platform_name="cluster-a", note="from the 2017 campaign", clock=FakeClock()
+    )
+
+    run = store.run(run_id)
+    assert run.suite_name == "import:npb"
+    assert run.launcher == "import"
+    assert run.origin is Origin.MEASURED
+    assert run.status is Status.COMPLETED
+    assert run.ended is not None
+    assert run.note == "from the 2017 campaign"
+    assert run.platform_name == "cluster-a"
+    assert store.platform_config(run.platform_id) == (
+        "cluster-a",
+        {"name": "cluster-a", "imported": True},
+    )
+
+    cases = store.cases(run_id)
+    assert [c.description["file"] for c in cases] == [str(f) for f in files]
+    keys = [c.case_key for c in cases]
+    assert "npb3.2-mpi-cg.A.2.txt:cg.A:np=2:threads=1" in keys
+    assert "npb3.3.1-omp-is.S.t1.txt:is.S:np=1:threads=1" in keys
+    assert {c.benchmark for c in cases} == {"npb"}
+    statuses = {c.description["file"]: c.status for c in cases}
+    assert statuses[str(DATA / "npb3.3.1-omp-cg.S.t1-unsuccessful.txt")] is CaseStatus.FAILED
+    assert sum(s is CaseStatus.DONE for s in statuses.values()) == len(VERIFIED_FILES)
+
+    executions = store.executions(run_id)
+    assert len(executions) == len(files)
+    for execution, path in zip(executions, files, strict=True):
+        assert execution.argv == ("import", str(path))
+        assert execution.env == {}
+        assert execution.exit_code is None
+        assert execution.ended is not None and execution.ended >= execution.started
+        assert execution.stdout_tail == path.read_text()[-8192:]
+    by_file = {e.argv[1]: e for e in executions}
+    failed = by_file[str(DATA / "npb3.3.1-omp-cg.S.t1-unsuccessful.txt")]
+    assert failed.status is ExecutionStatus.FAILED
+    assert failed.error == "verification UNSUCCESSFUL"
+    assert "The correct zeta is" in failed.stdout_tail
+    ok = [e for e in executions if e is not failed]
+    assert all(e.status is ExecutionStatus.OK and e.error == "" for e in ok)
+
+    stored = store.measurements(run_id)
+    assert len(stored) == 3 * len(VERIFIED_FILES)
+    assert not [s for s in stored if s.execution_id == failed.id]
+    assert {s.measurement.metric for s in stored} == {"time", "mops_total", "mops_per_process"}
+
+
+def test_import_measurement_values(store: Store) -> None:
+    files = [DATA / "npb3.2-mpi-cg.A.2.txt", DATA / "npb3.3.1-omp-ft.S.t1.txt"]
+    run_id = import_npb(store, files, platform_name="p", clock=FakeClock())
+    stored = store.measurements(run_id)
+    assert {s.measurement.benchmark for s in stored} == {"npb"}
+    got = {
+        (f"npb.{s.measurement.parameters['kernel']}", s.measurement.metric): s for s in stored
+    }
+    assert set(got) == {
+        (benchmark, metric)
+        for benchmark in ("npb.cg", "npb.ft")
+        for metric in ("time", "mops_total", "mops_per_process")
+    }
+    cg_case = "npb3.2-mpi-cg.A.2.txt:cg.A:np=2:threads=1"
+    for (benchmark, metric), unit, value in [
+        (("npb.cg", "time"), "s", 2.47),
+        (("npb.cg", "mops_total"), "Mop/s", 606.32),
+        (("npb.cg", "mops_per_process"), "Mop/s", 303.16),
+        (("npb.ft", "time"), "s", 3.18),
+        (("npb.ft", "mops_total"), "Mop/s", 55.67),
+        # One OpenMP process: its Mop/s per process is the total (per thread is in details).
+        (("npb.ft", "mops_per_process"), "Mop/s", 55.67),
+    ]:
+        m = got[(benchmark, metric)].measurement
+        assert m.unit == unit
+        assert m.value == value
+        assert m.samples == (value,)
+        assert m.statistics is not None
+        assert m.statistics.count == 1 and m.statistics.mean == value
+        assert m.statistic == "mean"
+        assert m.origin is Origin.MEASURED
+    assert got[("npb.cg", "time")].case_key == cg_case
+    assert got[("npb.cg", "time")].point_key == "class=A"
+
+    cg = got[("npb.cg", "mops_total")].measurement
+    assert cg.parameters == {
+        "kernel": "cg",
+        "class": "A",
+        "ranks": 2,
+        "threads_per_rank": 1,
+        "source": "official NPB 3.2",
+        "file": "npb3.2-mpi-cg.A.2.txt",
+    }
+    assert cg.details["npb_version"] == "3.2"
+    assert cg.details["programming_model"] == "mpi"
+    assert cg.details["compiled_processes"] == 2
+    assert cg.details["verification_values"] == {
+        "zeta": 17.130235054,
+        "error": 5.22633719989e-14,
+    }
+    ft = got[("npb.ft", "time")].measurement
+    assert ft.parameters == {
+        "kernel": "ft",
+        "class": "S",
+        "ranks": 1,
+        "threads_per_rank": 1,
+        "source": "official NPB 3.3.1",
+        "file": "npb3.3.1-omp-ft.S.t1.txt",
+    }
+    assert ft.details["compiler"] == "gfortran"
+    assert ft.details["flags"] == "-O -ff2c"
+    assert ft.details["compile_options"] == OMP_OPTIONS
+    assert ft.details["compile_date"] == "27 Jun 2017"
+    assert ft.details["run_date"] is None
+    assert ft.details["mops_per_thread"] == 55.67
+    assert ft.details["total_threads"] == 1
+    assert ft.details["programming_model"] == "openmp"
+
+
+def test_import_environment_records_the_builds(store: Store, db_path: Path) -> None:
+    files = [DATA / "npb3.3.1-omp-cg.S.t1.txt", DATA / "npb3.3.1-omp-mg.S.t1.txt"]
+    files.append(DATA / "npb2.3-mpi-mg.B.4.txt")
+    run_id = import_npb(store, files, platform_name="p", clock=FakeClock())
+    facts = store.environment(store.run(run_id).environment_id)
+    builds = facts["npb"]["builds"]
+    # The two OpenMP outputs come from the same build: it is recorded once.
+    assert len(builds) == 2
+    assert {b["npb_version"] for b in builds} == {"3.3.1", "2.3"}
+    assert {b["compiler"] for b in builds} == {"gfortran", "mpif77"}
+    assert {b["flags"] for b in builds} == {"-O -ff2c", "-O3"}
+    canonical = json.dumps(dict(facts), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    expected_fingerprint = hashlib.sha256(canonical.encode()).hexdigest()
+    # Importing the same files again reuses the platform and the environment rows.
+    again = import_npb(store, list(reversed(files)), platform_name="p", clock=FakeClock())
+    assert store.run(again).environment_id == store.run(run_id).environment_id
+    assert store.run(again).platform_id == store.run(run_id).platform_id
+    # The Store API does not expose fingerprints: read the database file itself.
+    with contextlib.closing(sqlite3.connect(db_path)) as connection:
+        stored = connection.execute("SELECT fingerprint FROM environments").fetchall()
+    assert stored == [(expected_fingerprint,)]
+
+
+def test_bad_file_aborts_before_anything_is_written(store: Store) -> None:
+    files = [DATA / "npb3.3.1-omp-cg.S.t1.txt", DATA / "npb3.3-mpi-ft.S.4-segv.txt"]
+    with pytest.raises(UserError) as error:
+        import_npb(store, files, platform_name="p", clock=FakeClock())
+    message = str(error.value)
+    assert message.startswith(f"{DATA / 'npb3.3-mpi-ft.S.4-segv.txt'}: truncated")
+    assert "\n" not in message
+    assert store.runs() == []
+    assert store.measurements() == []
+
+
+def test_missing_file_aborts_with_its_name(store: Store, tmp_path: Path) -> None:
+    missing = tmp_path / "cg.C.16.out"
+    with pytest.raises(UserError, match=f"^{missing}: cannot read it"):
+        import_npb(store, [DATA / "npb3.3.1-omp-cg.S.t1.txt", missing], platform_name="p")
+    assert store.runs() == []
+
+
+def test_no_files_is_an_error(store: Store) -> None:
+    with pytest.raises(UserError, match="no NPB output files"):
+        import_npb(store, [], platform_name="p")
+
+
+def test_same_file_name_in_two_directories(store: Store, tmp_path: Path) -> None:
+    copies = []
+    for directory in ("node1", "node2"):
+        (tmp_path / directory).mkdir()
+        copies.append(tmp_path / directory / "cg.out")
+        shutil.copy(DATA / "npb3.2-mpi-cg.A.2.txt", copies[-1])
+    run_id = import_npb(store, copies, platform_name="p", clock=FakeClock())
+    assert [c.case_key for c in store.cases(run_id)] == [
+        "cg.out:cg.A:np=2:threads=1",
+        "cg.out:cg.A:np=2:threads=1#2",
+    ]
+    assert len(store.measurements(run_id)) == 6
+
+
+def test_only_failed_runs_give_no_measurements(store: Store) -> None:
+    run_id = import_npb(
+        store,
+        [DATA / "npb3.3.1-omp-cg.S.t1-unsuccessful.txt"],
+        platform_name="p",
+        clock=FakeClock(),
+    )
+    assert store.run(run_id).status is Status.COMPLETED
+    assert store.measurements(run_id) == []
+    [execution] = store.executions(run_id)
+    assert execution.status is ExecutionStatus.FAILED
+    assert execution.error == "verification UNSUCCESSFUL"
