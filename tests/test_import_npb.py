@@ -564,9 +564,7 @@ def test_import_measurement_values(store: Store) -> None:
     run_id = import_npb(store, files, platform_name="p", clock=FakeClock())
     stored = store.measurements(run_id)
     assert {s.measurement.benchmark for s in stored} == {"npb"}
-    got = {
-        (f"npb.{s.measurement.parameters['kernel']}", s.measurement.metric): s for s in stored
-    }
+    got = {(f"npb.{s.measurement.parameters['kernel']}", s.measurement.metric): s for s in stored}
     assert set(got) == {
         (benchmark, metric)
         for benchmark in ("npb.cg", "npb.ft")

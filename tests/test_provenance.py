@@ -406,3 +406,27 @@ def test_this_machine() -> None:
     assert any("no MPI toolchain given" in note for note in first.facts["notes"])
     # No timestamps or other changing values: two collections agree.
     assert first.fingerprint == second.fingerprint
+
+
+def test_fingerprint_ignores_virtual_interfaces() -> None:
+    from hpceval.provenance import fingerprint
+
+    base = {
+        "cpu": {"model": "x"},
+        "network": {"interfaces": [{"name": "eth0", "type": "physical"}]},
+    }
+    with_veth = {
+        "cpu": {"model": "x"},
+        "network": {
+            "interfaces": [
+                {"name": "eth0", "type": "physical"},
+                {"name": "hpce0br", "type": "virtual"},
+            ]
+        },
+    }
+    assert fingerprint(base) == fingerprint(with_veth)
+    other_nic = {
+        "cpu": {"model": "x"},
+        "network": {"interfaces": [{"name": "eth1", "type": "physical"}]},
+    }
+    assert fingerprint(base) != fingerprint(other_nic)

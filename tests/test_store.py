@@ -1,4 +1,8 @@
-"""The results store on SQLite files: round trips, dedupe, versioning, durability, concurrency."""
+"""The results store: round trips, dedupe, versioning, durability, concurrency.
+
+Tests taking the `store` or `database` fixture run twice: on an SQLite file and on a real
+PostgreSQL server (tests/postgres_server.py); the others are about SQLite files.
+"""
 
 from __future__ import annotations
 
@@ -34,10 +38,13 @@ from hpceval.store import (
     SCHEMA_VERSION,
     CaseStatus,
     Store,
+    StoreUnavailable,
     database_url,
     environments,
     open_store,
 )
+
+pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
 
 CASES = [
     ("pingpong/2x1", "mpibench", {"pattern": "pingpong", "ranks": 2}),
@@ -61,9 +68,18 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "results.db"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, db_path: Path) -> str:
+    """An empty results database: an SQLite file, or a database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(db_path)
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    with open_store(str(db_path), clock=FakeClock()) as opened:
+def store(database: str) -> Iterator[Store]:
+    with open_store(database, clock=FakeClock()) as opened:
         yield opened
 
 
@@ -427,8 +443,8 @@ def test_database_urls() -> None:
         database_url("mysql://h/d")
 
 
-def test_sqlite_is_in_wal_mode_with_foreign_keys(store: Store, db_path: Path) -> None:
-    with store._engine.connect() as conn:
+def test_sqlite_is_in_wal_mode_with_foreign_keys(db_path: Path) -> None:
+    with open_store(str(db_path)) as store, store._engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
@@ -477,6 +493,144 @@ def test_older_schema_version_is_migrated_in_order(
     assert applied == [1]
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT version FROM schema_info").fetchall() == [(SCHEMA_VERSION,)]
+
+
+# --- schema upgrades, on SQLite and PostgreSQL -------------------------------------------------
+# A synthetic future: this hpceval is made to expect schema version CURRENT + 2, with two
+# registered migrations, and meets a database of the current version (so, older).
+
+
+def schema_version_of(url: str) -> int:
+    engine = sa.create_engine(database_url(url))
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT version FROM schema_info")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def run_columns(url: str) -> list[str]:
+    engine = sa.create_engine(database_url(url))
+    try:
+        return [column["name"] for column in sa.inspect(engine).get_columns("runs")]
+    finally:
+        engine.dispose()
+
+
+def add_site_column(conn: sa.Connection) -> None:
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN site TEXT"))
+    conn.execute(sa.text("UPDATE runs SET site = 'site-' || host"))
+
+
+def test_an_older_database_is_upgraded_in_order_in_one_transaction(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(database) as old:
+        run_id = new_run(old)
+        old.add_measurement(run_id, None, "pingpong/2x1", "size=8", latency(2.5))
+        assert old.upgraded_from is None
+    applied: list[int] = []
+
+    def second(conn: sa.Connection) -> None:
+        # Sees the first step's work: both run in the same transaction, in order.
+        sites = conn.execute(sa.text("SELECT site FROM runs")).scalars().all()
+        applied.append(2)
+        assert sites == ["site-node1"]
+        conn.execute(sa.text("CREATE INDEX ix_runs_site ON runs (site)"))
+
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setitem(
+        store_module.MIGRATIONS,
+        SCHEMA_VERSION,
+        lambda conn: (applied.append(1), add_site_column(conn)),
+    )
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION + 1, second)
+    with open_store(database) as upgraded:
+        assert upgraded.upgraded_from == SCHEMA_VERSION
+        assert upgraded.measurements(run_id)[0].measurement == latency(2.5)  # data kept
+    assert applied == [1, 2]
+    assert schema_version_of(database) == SCHEMA_VERSION + 2
+    assert "site" in run_columns(database)
+    with open_store(database) as again:  # already upgraded: nothing runs twice
+        assert again.upgraded_from is None
+    assert applied == [1, 2]
+
+
+def test_a_failing_upgrade_leaves_the_database_as_it_was(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_store(database).close()
+
+    def broken(conn: sa.Connection) -> None:
+        raise RuntimeError("cannot convert the samples\nsecond line")
+
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION, add_site_column)
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION + 1, broken)
+    with pytest.raises(UserError) as caught:
+        open_store(database)
+    assert str(caught.value).endswith(
+        f": upgrading the schema from version {SCHEMA_VERSION + 1} to {SCHEMA_VERSION + 2} "
+        f"failed (cannot convert the samples); the database was left unchanged at version "
+        f"{SCHEMA_VERSION}"
+    )
+    # The first step's new column was rolled back with everything else.
+    assert "site" not in run_columns(database)
+    assert schema_version_of(database) == SCHEMA_VERSION
+
+
+def test_an_older_database_without_migration_or_a_newer_one_is_refused(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_store(database).close()
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(UserError, match=f"no migration from version {SCHEMA_VERSION}; open it"):
+        open_store(database)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
+    with pytest.raises(UserError, match=f"schema version {SCHEMA_VERSION} is newer than"):
+        open_store(database)
+    assert schema_version_of(database) == SCHEMA_VERSION
+
+
+def test_text_with_nul_characters_is_stored(store: Store) -> None:
+    # PostgreSQL text cannot hold NUL; a crashed program's output may contain some.
+    run_id = new_run(store)
+    execution_id = store.start_execution(run_id, "pingpong/2x1", "mpibench", ["a"], {}, 1.0)
+    store.finish_execution(
+        execution_id,
+        ExecutionRecord(
+            "pingpong/2x1", "mpibench", ("a",), {}, ExecutionStatus.FAILED, 139, 1.0, 2.0,
+            stdout_tail="core\x00dump", stderr_tail="\x00", error="crashed\x00",
+        ),
+    )  # fmt: skip
+    (execution,) = store.executions(run_id)
+    assert (execution.stdout_tail, execution.stderr_tail, execution.error) == (
+        "core\ufffddump",
+        "\ufffd",
+        "crashed\ufffd",
+    )
+
+
+def test_a_database_locked_too_long_is_a_one_line_user_error(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    with open_store(str(db_path)) as store:
+        run_id = new_run(store)
+        store.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency())
+        blocker = sqlite3.connect(db_path, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(StoreUnavailable) as caught:
+                store.add_measurement(run_id, None, "pingpong/2x1", "size=8", latency())
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert str(caught.value) == (
+            f"sqlite:///{db_path}: the results database is unavailable (database is locked);"
+            " what was committed before is kept"
+        )
+        assert store.completed_points(run_id) == {("pingpong/2x1", "size=0")}
 
 
 def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:

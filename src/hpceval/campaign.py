@@ -273,7 +273,7 @@ class Campaign:
     ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""
         try:
-            running = self.launcher.executor().start(command.argv, command.env)
+            running = self.launcher.executor(case.time_limit_s).start(command.argv, command.env)
         except StartFailed as e:
             return ExecutionStatus.FAILED, str(e), None, [], "", 0
         stdout_lines: list[str] = []
@@ -285,7 +285,10 @@ class Campaign:
                     status = ExecutionStatus.INTERRUPTED
                     error = f"interrupted by {signal.Signals(self._signal).name}"
                     break
-                if time.monotonic() > deadline:
+                if running.queued():
+                    # Waiting in a scheduler's queue is not running: the limit starts later.
+                    deadline = time.monotonic() + case.time_limit_s
+                elif time.monotonic() > deadline:
                     status = ExecutionStatus.TIMEOUT
                     error = f"exceeded its time limit of {case.time_limit_s:g} s"
                     break
@@ -300,6 +303,9 @@ class Campaign:
                 if parsed is None:
                     continue
                 for m in parsed.measurements:
+                    if self.launcher.origin is not m.origin:
+                        # Numbers of an emulated cluster are labelled so wherever they go.
+                        m = replace(m, origin=self.launcher.origin)
                     self.store.add_measurement(run_id, execution_id, case.key, parsed.point_key, m)
                 done += 1
                 self.reporter.point_done(case, parsed.point_key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -35,6 +36,7 @@ from hpceval.campaign import (
     case_from_description,
     plan_cases,
 )
+from hpceval.cli_db import db_app
 from hpceval.config import (
     Loaded,
     PlatformConfig,
@@ -47,7 +49,7 @@ from hpceval.errors import UserError
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.model import Environment, ExecutionStatus, Status
 from hpceval.provenance import collect_environment, fingerprint, summarize
-from hpceval.store import Store, open_store
+from hpceval.store import Store, StoreUnavailable, open_store
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
 app = typer.Typer(
@@ -71,7 +73,7 @@ DbOption = Annotated[
         "--db",
         envvar="HPCEVAL_DB",
         help="Results database: a SQLite file path or URL, or postgresql://… "
-        "[default: ./hpceval.db]",
+        "\\[default: ./hpceval.db]",
     ),
 ]
 
@@ -395,6 +397,14 @@ def run(
             "Continue with: hpceval run --resume[/]"
         )
         raise typer.Exit(128 + e.signum) from None
+    except StoreUnavailable as e:
+        # Best effort: the database is most likely still gone; then the next command finds
+        # this process dead and marks the run interrupted.
+        with contextlib.suppress(StoreUnavailable):
+            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        raise UserError(
+            f"{e}; when it is back, continue with: hpceval run --resume --db {store.url}"
+        ) from None
     store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
     out.print(_summary(store, run_id, result))
     out.print(
@@ -557,6 +567,25 @@ def import_npb_command(
         out.print(f"[red]{e.argv[-1]}: {e.error}[/]", highlight=False)
     if failed:
         raise typer.Exit(1)
+
+
+app.add_typer(db_app, name="db")
+
+netns_app = typer.Typer(
+    help="The emulated clusters of the netns launcher (network namespaces).",
+    no_args_is_help=True,
+)
+app.add_typer(netns_app, name="netns")
+
+
+@netns_app.command("cleanup")
+@user_errors
+def netns_cleanup() -> None:
+    """Remove emulated clusters left over by a dead hpceval (namespaces, veths, bridges)."""
+    from hpceval.launch.netns import cleanup_netns
+
+    removed = cleanup_netns()
+    out.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)
 
 
 def version_callback(value: bool) -> None:

@@ -42,6 +42,10 @@ class Running(Protocol):
 
     def stderr_tail(self) -> str: ...
 
+    def queued(self) -> bool:
+        """True while waiting in a scheduler's queue (the time limit starts when it leaves)."""
+        ...
+
     def explain_failure(self, exit_code: int) -> str:
         """One line: why a non-zero exit status happened."""
         ...
@@ -145,6 +149,9 @@ class LocalProcess:
 
     def stderr_tail(self) -> str:
         return "".join(self.tail)
+
+    def queued(self) -> bool:
+        return False
 
     def explain_failure(self, exit_code: int) -> str:
         return describe_exit(exit_code, self.stderr_tail())

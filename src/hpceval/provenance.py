@@ -844,8 +844,23 @@ def collect_environment(
 
 
 def fingerprint(facts: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of `facts` without its volatile keys."""
+    """sha256 of the canonical JSON of `facts` without its volatile keys.
+
+    Virtual network interfaces (veths, bridges, tunnels) are left out: containers and
+    emulated clusters create and delete them all the time, and they say nothing of the
+    machine; a fingerprint that followed them would refuse every --resume on a busy host.
+    """
     stable = {key: value for key, value in facts.items() if key not in VOLATILE_KEYS}
+    network = stable.get("network")
+    if isinstance(network, Mapping) and isinstance(network.get("interfaces"), list):
+        stable["network"] = {
+            **network,
+            "interfaces": [
+                i
+                for i in network["interfaces"]
+                if not (isinstance(i, Mapping) and i.get("type") == "virtual")
+            ],
+        }
     canonical = json.dumps(stable, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -9,21 +9,31 @@ The schema carries a version (`SCHEMA_VERSION`, kept in `schema_info`). A databa
 newer hpceval, or an older one without a migration in `MIGRATIONS`, is refused with a
 `UserError`; it is never read as if it had this version's layout.
 
+A database that goes away (server stopped, connection lost, SQLite locked too long) makes any
+Store method raise StoreUnavailable, a one-line UserError; what was committed stays committed.
+
+Runs move between databases and files as RunBundles (export_run / import_run; the file format
+is hpceval.transfer's): ids are remapped, platforms and environments reused by content, and a
+run is recognised by its uid, so importing it twice adds nothing.
+
 Times are Unix seconds (`time.time()`) stored as floats, everywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import math
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
@@ -63,6 +73,42 @@ class CaseStatus(StrEnum):
     PENDING = "pending"
     DONE = "done"
     FAILED = "failed"
+
+
+class StoreUnavailable(UserError):
+    """The database went away or cannot be written (server stopped, connection lost, disk full,
+    SQLite locked beyond its busy timeout). What was committed before stays committed."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _outage_is_a_user_error(
+    method: Callable[Concatenate[Store, _P], _R],
+) -> Callable[Concatenate[Store, _P], _R]:
+    """A lost connection or an unusable database ends the command with one line, not a traceback.
+
+    Only operational failures: an IntegrityError or a ProgrammingError is a bug and propagates.
+    """
+
+    def wrapper(self: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sa.exc.DBAPIError as exc:
+            lost = exc.connection_invalidated or isinstance(
+                exc, sa.exc.OperationalError | sa.exc.InterfaceError
+            )
+            if not lost:
+                raise
+            raise StoreUnavailable(
+                f"the results database is unavailable ({_first_line(exc.orig or exc)}); "
+                "what was committed before is kept",
+                source=self.url,
+            ) from None
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
 
 
 # Facts of an Environment copied into their own indexed columns, so that runs can be selected
@@ -275,6 +321,12 @@ def database_url(url_or_path: str | None) -> URL:
     )
 
 
+def shown_url(url: URL) -> str:
+    """`url` as users write it: postgresql://… (the driver is hpceval's business), no password."""
+    plain = url.set(drivername="postgresql") if url.drivername == "postgresql+psycopg" else url
+    return plain.render_as_string(hide_password=True)
+
+
 def open_store(
     url_or_path: str | None = None,
     *,
@@ -288,7 +340,7 @@ def open_store(
     commands that only read, so that a typo does not leave an empty database behind).
     """
     url = database_url(url_or_path)
-    shown = url.render_as_string(hide_password=True)
+    shown = shown_url(url)
     is_sqlite = url.get_backend_name() == "sqlite"
     # Errors about an SQLite database name its file, as the user typed it.
     source = url.database if is_sqlite and url.database else shown
@@ -305,14 +357,16 @@ def open_store(
             "PostgreSQL needs psycopg: pip install 'hpceval[postgres]'", source=shown
         ) from None
     try:
-        _prepare_schema(engine, shown, create=create, clock=clock)
+        upgraded_from = _prepare_schema(engine, shown, create=create, clock=clock)
     except sa.exc.DBAPIError as exc:
         engine.dispose()
         raise UserError(_first_line(exc.orig or exc), source=source) from None
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine, shown, clock=clock)
+    store = Store(engine, shown, clock=clock)
+    store.upgraded_from = upgraded_from
+    return store
 
 
 class Store:
@@ -323,6 +377,8 @@ class Store:
 
     def __init__(self, engine: Engine, url: str, *, clock: Callable[[], float] = time.time):
         self.url = url
+        # The schema version this database had before open_store migrated it (None: it did not).
+        self.upgraded_from: int | None = None
         self._engine = engine
         self._writer = _writer(engine)
         self._clock = clock
@@ -338,17 +394,18 @@ class Store:
 
     # --- writes ---------------------------------------------------------------------------
 
+    @_outage_is_a_user_error
     def add_platform(self, name: str, config: Mapping[str, Any]) -> int:
         """The id of this (name, config), added if new."""
         encoded = _to_json(config)
-        canonical = json.dumps(encoded, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        config_hash = hashlib.sha256(canonical.encode()).hexdigest()
+        config_hash = platform_config_hash(encoded)
         return self._insert_or_get(
             platforms,
             {"name": name, "config": encoded, "config_hash": config_hash},
             (platforms.c.name == name) & (platforms.c.config_hash == config_hash),
         )
 
+    @_outage_is_a_user_error
     def add_environment(self, env: Environment) -> int:
         """The id of this environment, added if its fingerprint is new."""
         values: dict[str, Any] = {"fingerprint": env.fingerprint, "facts": _to_json(env.facts)}
@@ -358,6 +415,7 @@ class Store:
             environments, values, environments.c.fingerprint == env.fingerprint
         )
 
+    @_outage_is_a_user_error
     def create_run(
         self,
         *,
@@ -418,6 +476,7 @@ class Store:
                 )
         return run_id
 
+    @_outage_is_a_user_error
     def set_run_status(self, run_id: int, status: Status, *, ended: float | None = None) -> None:
         """Set a run's status; a run that stops running gets `ended` (default: now)."""
         if status is Status.RUNNING:
@@ -431,6 +490,7 @@ class Store:
             if result.rowcount == 0:
                 raise self._no_run(run_id)
 
+    @_outage_is_a_user_error
     def claim_run(self, run_id: int, *, host: str, pid: int) -> None:
         """Make this process the owner of a run being resumed: running again, on host/pid.
 
@@ -454,6 +514,7 @@ class Store:
                     source=self.url,
                 )
 
+    @_outage_is_a_user_error
     def start_execution(
         self,
         run_id: int,
@@ -479,6 +540,7 @@ class Store:
                 )
             )
 
+    @_outage_is_a_user_error
     def finish_execution(self, execution_id: int, record: ExecutionRecord) -> None:
         with self._writer.begin() as conn:
             result = conn.execute(
@@ -495,9 +557,9 @@ class Store:
                     exit_code=record.exit_code,
                     started=record.started,
                     ended=record.ended,
-                    stdout_tail=record.stdout_tail,
-                    stderr_tail=record.stderr_tail,
-                    error=record.error,
+                    stdout_tail=_text(record.stdout_tail),
+                    stderr_tail=_text(record.stderr_tail),
+                    error=_text(record.error),
                 )
             )
             if result.rowcount == 0:
@@ -506,6 +568,7 @@ class Store:
                     f" in {self.url}"
                 )
 
+    @_outage_is_a_user_error
     def set_case_status(self, run_id: int, case_key: str, status: str) -> None:
         """Set a case's status: a CaseStatus value (pending, done, failed)."""
         checked = CaseStatus(status)
@@ -518,6 +581,7 @@ class Store:
             if result.rowcount == 0:
                 raise ValueError(f"run {run_id} in {self.url} has no case {case_key!r}")
 
+    @_outage_is_a_user_error
     def add_measurement(
         self,
         run_id: int,
@@ -551,6 +615,7 @@ class Store:
                 )
             )
 
+    @_outage_is_a_user_error
     def mark_dead_runs_interrupted(
         self, *, host: str, is_alive: Callable[[int], bool]
     ) -> list[int]:
@@ -601,6 +666,7 @@ class Store:
 
     # --- reads ----------------------------------------------------------------------------
 
+    @_outage_is_a_user_error
     def run(self, run_id: int) -> RunRow:
         with self._engine.connect() as conn:
             row = conn.execute(_run_query().where(runs.c.id == run_id)).one_or_none()
@@ -608,12 +674,14 @@ class Store:
             raise self._no_run(run_id)
         return _run_row(row)
 
+    @_outage_is_a_user_error
     def runs(self) -> list[RunRow]:
         """All runs, newest first."""
         with self._engine.connect() as conn:
             rows = conn.execute(_run_query().order_by(*_NEWEST_FIRST)).all()
         return [_run_row(row) for row in rows]
 
+    @_outage_is_a_user_error
     def latest_run(self, *, statuses: Collection[Status] | None = None) -> RunRow | None:
         """The newest run, or the newest with one of `statuses`; None if there is none."""
         query = _run_query().order_by(*_NEWEST_FIRST).limit(1)
@@ -623,6 +691,7 @@ class Store:
             row = conn.execute(query).one_or_none()
         return None if row is None else _run_row(row)
 
+    @_outage_is_a_user_error
     def cases(self, run_id: int) -> list[CaseRow]:
         """A run's cases in the suite's order."""
         with self._engine.connect() as conn:
@@ -643,6 +712,7 @@ class Store:
             for row in rows
         ]
 
+    @_outage_is_a_user_error
     def executions(self, run_id: int) -> list[ExecutionRow]:
         """A run's executions in the order they were started."""
         with self._engine.connect() as conn:
@@ -672,6 +742,7 @@ class Store:
             for row in rows
         ]
 
+    @_outage_is_a_user_error
     def measurements(
         self,
         run_id: int | None = None,
@@ -691,6 +762,7 @@ class Store:
             rows = conn.execute(query).all()
         return [_stored_measurement(row) for row in rows]
 
+    @_outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:
         """(case_key, point_key) pairs of a run that have at least one measurement."""
         with self._engine.connect() as conn:
@@ -701,6 +773,7 @@ class Store:
             ).all()
         return {(row.case_key, row.point_key) for row in rows}
 
+    @_outage_is_a_user_error
     def environment(self, environment_id: int) -> Mapping[str, Any]:
         """The facts of an environment."""
         with self._engine.connect() as conn:
@@ -712,6 +785,7 @@ class Store:
         result: Mapping[str, Any] = _from_json(facts)
         return result
 
+    @_outage_is_a_user_error
     def platform_config(self, platform_id: int) -> tuple[str, Mapping[str, Any]]:
         """A platform's name and configuration."""
         with self._engine.connect() as conn:
@@ -721,6 +795,89 @@ class Store:
         if row is None:
             raise UserError(f"no platform with id {platform_id}", source=self.url)
         return row.name, _from_json(row.config)
+
+    # --- portable runs (see RunBundle; hpceval.transfer writes them to files) -------------
+
+    @_outage_is_a_user_error
+    def select_runs(self, selection: Sequence[str] | None = None) -> list[int]:
+        """Ids of the runs named by id, uid or a unique uid prefix (8+ characters); all runs,
+        oldest first, when `selection` is None. An unknown name is a UserError."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(sa.select(runs.c.id, runs.c.uid).order_by(runs.c.id)).all()
+        if selection is None:
+            return [row.id for row in rows]
+        ids = {row.id for row in rows}
+        chosen: list[int] = []
+        for name in selection:
+            name = name.strip()
+            if name.isdigit() and int(name) in ids:
+                matches = [int(name)]
+            else:
+                prefix = len(name) >= 8
+                matches = [
+                    row.id
+                    for row in rows
+                    if row.uid == name or (prefix and row.uid.startswith(name))
+                ]
+            if len(matches) != 1:
+                cause = "no run" if not matches else f"{len(matches)} runs"
+                raise UserError(f"{cause} with id or uid {name!r}", source=self.url)
+            if matches[0] not in chosen:
+                chosen.append(matches[0])
+        return chosen
+
+    @_outage_is_a_user_error
+    def export_run(self, run_id: int) -> RunBundle:
+        """A run with everything attached, read from one consistent state of the database
+        (a campaign may be writing it meanwhile)."""
+        with self._snapshot() as conn:
+            bundle = _read_bundle(conn, run_id)
+        if bundle is None:
+            raise self._no_run(run_id)
+        return bundle
+
+    @_outage_is_a_user_error
+    def import_run(self, bundle: RunBundle) -> ImportOutcome:
+        """Add a run from another database or an export file, all of it or nothing.
+
+        Its platform and environment are reused when one with the same identity is here; new
+        ids are given to the run, its executions and measurements. A run already here (same
+        uid) is never duplicated: see ImportAction for what happens to it.
+        """
+        for attempt in range(2):
+            try:
+                with self._writer.begin() as conn:
+                    return _import_bundle(conn, bundle)
+            except sa.exc.IntegrityError as exc:
+                # PostgreSQL: another process added this run, platform or environment between
+                # our look and our insert; the second attempt finds it.
+                if attempt:
+                    raise UserError(
+                        f"run {bundle.uid} cannot be imported ({_first_line(exc.orig or exc)})",
+                        source=self.url,
+                    ) from None
+        raise AssertionError("unreachable")
+
+    def compact(self) -> None:
+        """SQLite: fold the write-ahead log into the file and leave WAL mode, so that the file
+        alone holds everything (to be copied elsewhere). open_store turns WAL on again."""
+        if self._engine.dialect.name != "sqlite":
+            return
+        self._engine.dispose()  # a pooled connection would keep the log open
+        with self._engine.connect() as conn:
+            raw: Any = conn.connection.driver_connection
+            raw.execute("PRAGMA journal_mode = DELETE")
+        self._engine.dispose()
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[Connection]:
+        """A read transaction that sees one state of the database throughout."""
+        with self._engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            # SQLite (WAL): a transaction's reads all see the state of its first read.
+            with conn.begin():
+                yield conn
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -746,6 +903,426 @@ class Store:
 
 
 _NEWEST_FIRST: Final = (runs.c.started.desc(), runs.c.id.desc())
+
+
+# --------------------------------------------------------------------------- portable runs
+# A run travels between databases and export files as a RunBundle: every column of the run and
+# of what belongs to it, except those that only mean something inside one database (ids and
+# references by id). A bundle names its platform by (name, config_hash), its environment by
+# fingerprint, and a measurement its execution by its index in the bundle's executions.
+# Values are as stored: JSON columns keep the _to_json encoding, so nothing is re-encoded.
+
+LOCAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
+    platforms.name: frozenset({"id"}),
+    # The indexed facts are derived from `facts` (INDEXED_FACTS), and derived again on import.
+    environments.name: frozenset({"id", *INDEXED_FACTS}),
+    runs.name: frozenset({"id", "platform_id", "environment_id"}),
+    run_cases.name: frozenset({"run_id"}),
+    executions.name: frozenset({"id", "run_id"}),
+    measurements.name: frozenset({"id", "run_id", "execution_id"}),
+}
+BUNDLE_TABLES: Final = (platforms, environments, runs, run_cases, executions, measurements)
+EXECUTION_INDEX: Final = "execution"  # a bundle measurement's reference to its execution
+
+# What a later copy of a run may change: a resumed run gets a new owner, status and end time
+# (and its cases a new status). Every other column of a run is fixed when it is created.
+MUTABLE_RUN_COLUMNS: Final = frozenset({"status", "ended", "host", "pid", "note"})
+
+_FINALITY: Final = {
+    Status.RUNNING.value: 0,
+    Status.INTERRUPTED.value: 1,
+    Status.FAILED.value: 2,
+    Status.COMPLETED.value: 2,
+}
+
+
+def portable_columns(table: sa.Table) -> list[sa.Column[Any]]:
+    """The columns of `table` that a RunBundle carries, in the table's order."""
+    local = LOCAL_COLUMNS[table.name]
+    return [column for column in table.columns if column.name not in local]
+
+
+def platform_config_hash(encoded_config: Any) -> str:
+    """sha256 of the canonical JSON of a platform's (encoded) configuration."""
+    canonical = json.dumps(
+        encoded_config, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunBundle:
+    """One run with everything attached, independent of any database's ids."""
+
+    platform: Mapping[str, Any]  # portable columns of each table (see LOCAL_COLUMNS)
+    environment: Mapping[str, Any]
+    run: Mapping[str, Any]
+    cases: Sequence[Mapping[str, Any]]  # in the suite's order
+    executions: Sequence[Mapping[str, Any]]  # in the order they were started
+    measurements: Sequence[Mapping[str, Any]]  # in the order they were stored, + EXECUTION_INDEX
+
+    @property
+    def uid(self) -> str:
+        return str(self.run["uid"])
+
+
+class ImportAction(StrEnum):
+    IMPORTED = "imported"  # the run was not here: added
+    SKIPPED = "skipped"  # already here, with everything this copy holds
+    UPDATED = "updated"  # here, and this copy is a later state of it (resumed since): completed
+    CONFLICT = "conflict"  # here, and the copies disagree: left unchanged
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    uid: str
+    action: ImportAction
+    run_id: int  # the run's id in the database imported into
+    detail: str
+    executions_added: int = 0
+    measurements_added: int = 0
+
+
+def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measurement:
+    """The Measurement of a stored measurements row (checks unit, value and statistics)."""
+    statistics = values["statistics"]
+    return Measurement(
+        benchmark=values["benchmark"],
+        metric=values["metric"],
+        value=values["value"],
+        unit=values["unit"],
+        parameters=_from_json(values["parameters"]),
+        samples=tuple(float(sample) for sample in _from_json(values["samples"])),
+        statistics=None if statistics is None else Statistics.from_dict(_from_json(statistics)),
+        statistic=values["statistic"],
+        origin=Origin(values["origin"]),
+        details=_from_json(values["details"]),
+    )
+
+
+def _portable(table: sa.Table, row: sa.Row[Any]) -> dict[str, Any]:
+    values = row._mapping
+    return {column.name: values[column.name] for column in portable_columns(table)}
+
+
+def _read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
+    run = conn.execute(sa.select(runs).where(runs.c.id == run_id)).one_or_none()
+    if run is None:
+        return None
+    platform = conn.execute(sa.select(platforms).where(platforms.c.id == run.platform_id)).one()
+    environment = conn.execute(
+        sa.select(environments).where(environments.c.id == run.environment_id)
+    ).one()
+    case_rows = conn.execute(
+        sa.select(run_cases).where(run_cases.c.run_id == run_id).order_by(run_cases.c.ordinal)
+    ).all()
+    execution_rows = conn.execute(
+        sa.select(executions).where(executions.c.run_id == run_id).order_by(executions.c.id)
+    ).all()
+    measurement_rows = conn.execute(
+        sa.select(measurements).where(measurements.c.run_id == run_id).order_by(measurements.c.id)
+    ).all()
+    index = {row.id: position for position, row in enumerate(execution_rows)}
+    bundled: list[dict[str, Any]] = []
+    for row in measurement_rows:
+        if row.execution_id is not None and row.execution_id not in index:
+            raise ValueError(
+                f"measurement {row.id} of run {run_id} belongs to execution {row.execution_id}"
+                " of another run"
+            )
+        position = None if row.execution_id is None else index[row.execution_id]
+        bundled.append({**_portable(measurements, row), EXECUTION_INDEX: position})
+    return RunBundle(
+        platform=_portable(platforms, platform),
+        environment=_portable(environments, environment),
+        run=_portable(runs, run),
+        cases=[_portable(run_cases, row) for row in case_rows],
+        executions=[_portable(executions, row) for row in execution_rows],
+        measurements=bundled,
+    )
+
+
+def _id_of(
+    conn: Connection, table: sa.Table, values: Mapping[str, Any], identity: sa.ColumnElement[bool]
+) -> int:
+    existing = conn.execute(sa.select(table.c.id).where(identity)).scalar_one_or_none()
+    if existing is not None:
+        return int(existing)
+    return _inserted_id(conn.execute(table.insert().values(**values)))
+
+
+def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
+    existing = conn.execute(
+        sa.select(runs.c.id).where(runs.c.uid == bundle.uid)
+    ).scalar_one_or_none()
+    if existing is not None:
+        here = _read_bundle(conn, existing)
+        assert here is not None
+        return _reconcile(conn, int(existing), here, bundle)
+    platform = bundle.platform
+    platform_id = _id_of(
+        conn,
+        platforms,
+        platform,
+        (platforms.c.name == platform["name"])
+        & (platforms.c.config_hash == platform["config_hash"]),
+    )
+    facts = _from_json(bundle.environment["facts"])
+    environment = {
+        **bundle.environment,
+        **{column: _fact(facts, path) for column, path in INDEXED_FACTS.items()},
+    }
+    environment_id = _id_of(
+        conn,
+        environments,
+        environment,
+        environments.c.fingerprint == bundle.environment["fingerprint"],
+    )
+    run_id = _inserted_id(
+        conn.execute(
+            runs.insert().values(
+                **bundle.run, platform_id=platform_id, environment_id=environment_id
+            )
+        )
+    )
+    if bundle.cases:
+        conn.execute(run_cases.insert(), [{**case, "run_id": run_id} for case in bundle.cases])
+    execution_ids = _insert_executions(conn, run_id, bundle.executions)
+    _insert_measurements(conn, run_id, bundle.measurements, lambda index: execution_ids[index])
+    return ImportOutcome(
+        uid=bundle.uid,
+        action=ImportAction.IMPORTED,
+        run_id=run_id,
+        detail=(
+            f"{len(bundle.cases)} cases, {len(bundle.executions)} executions, "
+            f"{len(bundle.measurements)} measurements"
+        ),
+        executions_added=len(bundle.executions),
+        measurements_added=len(bundle.measurements),
+    )
+
+
+def _insert_executions(
+    conn: Connection, run_id: int, rows: Sequence[Mapping[str, Any]]
+) -> list[int]:
+    """Insert executions in order; their new ids, in the same order."""
+    if not rows:
+        return []
+    result = conn.execute(
+        executions.insert().returning(executions.c.id, sort_by_parameter_order=True),
+        [{**row, "run_id": run_id} for row in rows],
+    )
+    return [int(execution_id) for execution_id in result.scalars().all()]
+
+
+def _insert_measurements(
+    conn: Connection,
+    run_id: int,
+    rows: Sequence[Mapping[str, Any]],
+    execution_id: Callable[[int], int],
+) -> None:
+    """Insert bundle measurements in order; `execution_id` maps an execution index to an id."""
+    if not rows:
+        return
+    conn.execute(
+        measurements.insert(),
+        [
+            {
+                **{key: value for key, value in row.items() if key != EXECUTION_INDEX},
+                "run_id": run_id,
+                "execution_id": (
+                    None if row[EXECUTION_INDEX] is None else execution_id(row[EXECUTION_INDEX])
+                ),
+            }
+            for row in rows
+        ],
+    )
+
+
+def _execution_key(execution: Mapping[str, Any]) -> tuple[str, float]:
+    """What identifies an execution across copies of a run: its case and start time."""
+    return execution["case_key"], execution["started"]
+
+
+def _measurement_keys(bundle: RunBundle) -> list[str]:
+    """Each measurement's whole content, its execution named by _execution_key."""
+    keys = []
+    for measurement in bundle.measurements:
+        index = measurement[EXECUTION_INDEX]
+        execution = None if index is None else list(_execution_key(bundle.executions[index]))
+        keys.append(_canonical({**measurement, EXECUTION_INDEX: execution}))
+    return keys
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _covers(
+    executions_a: Mapping[tuple[str, float], Mapping[str, Any]],
+    measurements_a: Counter[str],
+    executions_b: Mapping[tuple[str, float], Mapping[str, Any]],
+    measurements_b: Counter[str],
+) -> bool:
+    """Whether copy A holds everything copy B holds (an execution still running in B may
+    have ended in A)."""
+    for key, execution in executions_b.items():
+        if key not in executions_a:
+            return False
+        if executions_a[key] != execution and execution["status"] != EXECUTION_RUNNING:
+            return False
+    return not measurements_b - measurements_a
+
+
+def _reconcile(conn: Connection, run_id: int, here: RunBundle, there: RunBundle) -> ImportOutcome:
+    """A run that is already here meets another copy of itself (`there`).
+
+    The copies must be the same run (every fixed column, platform, environment and planned
+    cases equal), or it is a conflict. Executions are matched by case and start time,
+    measurements by their whole content. If this database holds everything the other copy
+    holds, nothing changes (skipped). If the other copy holds everything this one does and
+    more, or the same but further on (a run resumed or marked interrupted since), the run is
+    brought up to it (updated): new executions and measurements are added, executions that
+    were still running take their recorded end, and the run and case statuses follow. Copies
+    that each hold something the other lacks are a conflict: nothing is changed.
+    """
+
+    def outcome(
+        action: ImportAction, detail: str, added: tuple[int, int] = (0, 0)
+    ) -> ImportOutcome:
+        return ImportOutcome(there.uid, action, run_id, detail, *added)
+
+    fixed = [column.name for column in portable_columns(runs)]
+    differing = [
+        name
+        for name in fixed
+        if name not in MUTABLE_RUN_COLUMNS and here.run[name] != there.run[name]
+    ]
+    if (here.platform["name"], here.platform["config_hash"]) != (
+        there.platform["name"],
+        there.platform["config_hash"],
+    ):
+        differing.append("platform")
+    if here.environment["fingerprint"] != there.environment["fingerprint"]:
+        differing.append("environment")
+
+    def planned(bundle: RunBundle) -> list[dict[str, Any]]:
+        return [{k: v for k, v in case.items() if k != "status"} for case in bundle.cases]
+
+    if planned(here) != planned(there):
+        differing.append("cases")
+    if differing:
+        return outcome(
+            ImportAction.CONFLICT,
+            f"a run with this uid is here but differs in {', '.join(differing)}; left unchanged",
+        )
+    here_executions = {_execution_key(e): e for e in here.executions}
+    there_executions = {_execution_key(e): e for e in there.executions}
+    if len(here_executions) != len(here.executions) or len(there_executions) != len(
+        there.executions
+    ):
+        return outcome(
+            ImportAction.CONFLICT,
+            "two executions of one case started at the same time; left unchanged",
+        )
+    there_keys = _measurement_keys(there)
+    here_measurements, there_measurements = Counter(_measurement_keys(here)), Counter(there_keys)
+    here_has_all = _covers(here_executions, here_measurements, there_executions, there_measurements)
+    there_has_all = _covers(
+        there_executions, there_measurements, here_executions, here_measurements
+    )
+    def content(bundle: RunBundle) -> tuple[Any, ...]:
+        # (The environment's facts may differ in volatile notes under the same fingerprint.)
+        return bundle.run, bundle.cases, bundle.executions, bundle.measurements
+
+    if content(here) == content(there):
+        return outcome(ImportAction.SKIPPED, "already here")
+    if not there_has_all:
+        if here_has_all:
+            return outcome(ImportAction.SKIPPED, "already here, with more than this copy")
+        return outcome(
+            ImportAction.CONFLICT,
+            "this copy and the one here each hold executions or measurements the other lacks;"
+            " left unchanged",
+        )
+    ended = [
+        key
+        for key, execution in here_executions.items()
+        if execution["status"] == EXECUTION_RUNNING and there_executions[key] != execution
+    ]
+    if here_has_all and not ended and not _further_on(here, there):
+        return outcome(ImportAction.SKIPPED, "already here (this copy is an earlier state)")
+
+    # `there` is a later state of the run: bring this copy up to it.
+    conn.execute(
+        runs.update()
+        .where(runs.c.id == run_id)
+        .values(**{name: there.run[name] for name in MUTABLE_RUN_COLUMNS})
+    )
+    for case in there.cases:
+        conn.execute(
+            run_cases.update()
+            .where(run_cases.c.run_id == run_id, run_cases.c.case_key == case["case_key"])
+            .values(status=case["status"])
+        )
+    ids = {
+        (row.case_key, row.started): row.id
+        for row in conn.execute(
+            sa.select(executions.c.id, executions.c.case_key, executions.c.started).where(
+                executions.c.run_id == run_id
+            )
+        )
+    }
+    for execution_key in ended:
+        conn.execute(
+            executions.update()
+            .where(executions.c.id == ids[execution_key])
+            .values(**there_executions[execution_key])
+        )
+    new_executions = [e for e in there.executions if _execution_key(e) not in here_executions]
+    ids.update(
+        zip(
+            map(_execution_key, new_executions),
+            _insert_executions(conn, run_id, new_executions),
+            strict=True,
+        )
+    )
+    unmatched = here_measurements.copy()
+    new_measurements = []
+    for measurement, key in zip(there.measurements, there_keys, strict=True):
+        if unmatched[key] > 0:
+            unmatched[key] -= 1
+        else:
+            new_measurements.append(measurement)
+    _insert_measurements(
+        conn,
+        run_id,
+        new_measurements,
+        lambda index: ids[_execution_key(there.executions[index])],
+    )
+    return outcome(
+        ImportAction.UPDATED,
+        f"+{len(new_executions)} executions, +{len(new_measurements)} measurements "
+        f"(status {here.run['status']} → {there.run['status']})",
+        (len(new_executions), len(new_measurements)),
+    )
+
+
+def _further_on(here: RunBundle, there: RunBundle) -> bool:
+    """With the same executions and measurements: whether `there` is a later state of the run
+    (its status more final, or as final and ended later, or cases settled that are pending here)."""
+    here_cases = {case["case_key"]: case["status"] for case in here.cases}
+    if any(
+        here_cases.get(case["case_key"]) == CaseStatus.PENDING.value
+        and case["status"] != CaseStatus.PENDING.value
+        for case in there.cases
+    ):
+        return True
+
+    def position(bundle: RunBundle) -> tuple[int, float]:
+        return _FINALITY.get(bundle.run["status"], 0), bundle.run["ended"] or 0.0
+
+    return position(there) > position(here)
 
 
 def _run_query() -> sa.Select[Any]:
@@ -777,9 +1354,6 @@ def _run_row(row: sa.Row[Any]) -> RunRow:
 
 
 def _stored_measurement(row: sa.Row[Any]) -> StoredMeasurement:
-    statistics = (
-        None if row.statistics is None else Statistics.from_dict(_from_json(row.statistics))
-    )
     return StoredMeasurement(
         id=row.id,
         run_id=row.run_id,
@@ -787,18 +1361,7 @@ def _stored_measurement(row: sa.Row[Any]) -> StoredMeasurement:
         case_key=row.case_key,
         point_key=row.point_key,
         created=row.created,
-        measurement=Measurement(
-            benchmark=row.benchmark,
-            metric=row.metric,
-            value=row.value,
-            unit=row.unit,
-            parameters=_from_json(row.parameters),
-            samples=tuple(float(sample) for sample in _from_json(row.samples)),
-            statistics=statistics,
-            statistic=row.statistic,
-            origin=Origin(row.origin),
-            details=_from_json(row.details),
-        ),
+        measurement=measurement_from_values(row._mapping),
     )
 
 
@@ -858,6 +1421,12 @@ def _from_json(value: Any) -> Any:
     return value
 
 
+def _text(value: str) -> str:
+    """`value` storable in any database: PostgreSQL text cannot hold NUL characters (a crashed
+    program's output may contain them)."""
+    return value.replace("\x00", "\ufffd")
+
+
 def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
@@ -903,8 +1472,15 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def _prepare_schema(engine: Engine, url: str, *, create: bool, clock: Callable[[], float]) -> None:
-    """Create the schema in an empty database, migrate an older one, refuse anything else."""
+def _prepare_schema(
+    engine: Engine, url: str, *, create: bool, clock: Callable[[], float]
+) -> int | None:
+    """Create the schema in an empty database, migrate an older one, refuse anything else.
+
+    Returns the version an older database had before it was migrated (None if it was not).
+    Migrations run in order in one transaction with the version bump: a failure leaves the
+    database exactly as it was.
+    """
     with _writer(engine).begin() as conn:
         if conn.dialect.name == "postgresql":
             # Two processes opening a fresh database at once would both create the schema.
@@ -917,7 +1493,7 @@ def _prepare_schema(engine: Engine, url: str, *, create: bool, clock: Callable[[
                 raise UserError("holds no hpceval results", source=url)
             metadata.create_all(conn)
             conn.execute(schema_info.insert().values(version=SCHEMA_VERSION, created=clock()))
-            return
+            return None
         if schema_info.name not in tables:
             raise UserError("not an hpceval results database (no schema_info table)", source=url)
         versions = conn.execute(sa.select(schema_info.c.version)).scalars().all()
@@ -943,9 +1519,18 @@ def _prepare_schema(engine: Engine, url: str, *, create: bool, clock: Callable[[
                 source=url,
             )
         for step in steps:
-            MIGRATIONS[step](conn)
+            try:
+                MIGRATIONS[step](conn)
+            except Exception as exc:
+                # Leaving the `with` block rolls back every step: the database stays as it was.
+                raise UserError(
+                    f"upgrading the schema from version {step} to {step + 1} failed "
+                    f"({_first_line(exc)}); the database was left unchanged at version {version}",
+                    source=url,
+                ) from exc
         if version != SCHEMA_VERSION:
             conn.execute(schema_info.update().values(version=SCHEMA_VERSION))
         missing = sorted(set(metadata.tables) - set(sa.inspect(conn).get_table_names()))
         if missing:
             raise UserError(f"damaged hpceval database: missing tables {missing}", source=url)
+        return version if version != SCHEMA_VERSION else None

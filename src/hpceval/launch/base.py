@@ -90,8 +90,10 @@ class Launcher(ABC):
         or an interruption. Most launchers need nothing."""
         return contextlib.nullcontext()
 
-    def executor(self) -> Executor:
-        """How commands are started: a local child process unless a scheduler is involved."""
+    def executor(self, time_limit_s: float | None = None) -> Executor:
+        """How commands are started: a local child process unless a scheduler is involved.
+
+        `time_limit_s` is the case's time limit: a scheduler sizes its job's own limit on it."""
         return LocalExecutor()
 
     def preflight(self) -> None:  # noqa: B027 - optional hook, most launchers need nothing

@@ -1,0 +1,684 @@
+"""Moving results between databases and files: export, import, merge.
+
+A site measures on an air-gapped cluster into SQLite, exports, carries the file out, and merges
+it into a shared PostgreSQL database; or results databases are merged directly. Runs travel with
+everything attached (platform, environment, planned cases, executions, measurements with their
+raw samples), as the store's RunBundles.
+
+The export file is JSON lines, gzip-compressed when its name ends in .gz (readers look at the
+content, not the name). Line 1 is the header:
+
+    {"format": "hpceval-results", "version": 1, "runs": N, "exported": UNIX_TIME,
+     "hpceval_version": "...", "source": "sqlite:///site.db"}
+
+then one record a line: a `platform` (every portable column of the platforms table) and an
+`environment` before the first run that uses them, and a `run`:
+
+    {"record": "run", "platform": {"name": ..., "config_hash": ...}, "environment": FINGERPRINT,
+     "run": {...}, "cases": [...], "executions": [...], "measurements": [{..., "execution": I}]}
+
+where `execution` is the index of the measurement's execution in `executions` (or null). Values
+are those stored: JSON has no NaN or infinities, so non-finite floats inside JSON values appear
+as {"$float": "nan"}. The reader accepts only this format name and version, checks every field
+of every record (names, types, vocabularies, references) before anything is imported, and
+refuses a file that holds fewer runs than its header announces (a truncated copy).
+
+Runs are identified by their uid: importing a run twice adds nothing the second time.
+Each run is imported in its own transaction: an error leaves no half-imported run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import math
+import os
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from hpceval import __version__
+from hpceval.errors import UserError
+from hpceval.model import ExecutionStatus, Origin, Status
+from hpceval.store import (
+    BUNDLE_TABLES,
+    EXECUTION_INDEX,
+    EXECUTION_RUNNING,
+    CaseStatus,
+    RunBundle,
+    Store,
+    environments,
+    executions,
+    measurement_from_values,
+    measurements,
+    open_store,
+    platform_config_hash,
+    platforms,
+    portable_columns,
+    run_cases,
+    runs,
+)
+
+FORMAT_NAME: Final = "hpceval-results"
+# Bump whenever the records change (a column added to a bundle table, a record kind...):
+# an older hpceval must refuse the file rather than misread it.
+FORMAT_VERSION: Final = 1
+
+SQLITE_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
+# A merge destination that does not exist yet is an export file when its name ends so.
+EXPORT_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".gz")
+
+EXPORTED: Final = "exported"  # the action reported for a run written to an export file
+
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_HEADER_KEYS: Final = frozenset(
+    {"format", "version", "runs", "exported", "hpceval_version", "source"}
+)
+_RUN_KEYS: Final = frozenset(
+    {"record", "platform", "environment", "run", "cases", "executions", "measurements"}
+)
+
+# The values a column may take, where the store gives it a vocabulary.
+_VOCABULARY: Final[Mapping[tuple[str, str], frozenset[str]]] = {
+    (runs.name, "status"): frozenset(status.value for status in Status),
+    (runs.name, "origin"): frozenset(origin.value for origin in Origin),
+    (run_cases.name, "status"): frozenset(status.value for status in CaseStatus),
+    (executions.name, "status"): frozenset(
+        [*(status.value for status in ExecutionStatus), EXECUTION_RUNNING]
+    ),
+    (measurements.name, "origin"): frozenset(origin.value for origin in Origin),
+}
+
+
+@dataclass(frozen=True)
+class Transferred:
+    """What happened to one run: exported, or imported/skipped/updated/conflict (ImportAction)."""
+
+    source: str
+    uid: str
+    suite: str
+    platform: str
+    started: float
+    status: str
+    action: str
+    detail: str
+    run_id: int | None  # its id in the destination database (None for an export file)
+
+
+OnRun = Callable[[Transferred], None]
+
+
+def _transferred(
+    source: str, bundle: RunBundle, action: str, detail: str, run_id: int | None
+) -> Transferred:
+    return Transferred(
+        source=source,
+        uid=bundle.uid,
+        suite=str(bundle.run["suite_name"]),
+        platform=str(bundle.platform["name"]),
+        started=float(bundle.run["started"]),
+        status=str(bundle.run["status"]),
+        action=action,
+        detail=detail,
+        run_id=run_id,
+    )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def export_runs(
+    db: str | None,
+    file: Path,
+    run_names: Sequence[str] | None = None,
+    *,
+    on_run: OnRun | None = None,
+) -> list[Transferred]:
+    """Write runs of database `db` (all, or those named by id or uid) to a new file.
+
+    FILE.db/.sqlite/.sqlite3 becomes an SQLite results database; any other name an export file
+    (gzip-compressed if it ends in .gz). An existing file is never overwritten, and the file
+    appears only once complete.
+    """
+    if file.exists() or file.is_symlink():
+        raise UserError(
+            "already exists; an export never overwrites a file (remove it or choose another name)",
+            source=str(file),
+        )
+    if not file.parent.is_dir():
+        raise UserError(f"directory {file.parent} does not exist", source=str(file))
+    reported: list[Transferred] = []
+
+    def report(item: Transferred) -> None:
+        reported.append(item)
+        if on_run is not None:
+            on_run(item)
+
+    with open_store(db, create=False) as store:
+        run_ids = store.select_runs(run_names)
+        if not run_ids:
+            raise UserError("holds no runs to export", source=store.url)
+        if file.suffix.lower() in SQLITE_SUFFIXES:
+            _export_to_sqlite(store, run_ids, file, report)
+        else:
+            with ExportWriter(file, runs=len(run_ids), source=store.url) as writer:
+                for run_id in run_ids:
+                    bundle = store.export_run(run_id)
+                    writer.write(bundle)
+                    report(_transferred(store.url, bundle, EXPORTED, _counts(bundle), None))
+    return reported
+
+
+def merge(
+    sources: Sequence[str], into: str | None, *, on_run: OnRun | None = None
+) -> list[Transferred]:
+    """Import every run of `sources` (SQLite files, export files, database URLs) into `into`.
+
+    `into` is a database (URL or SQLite path, created if missing; None: ./hpceval.db) or an
+    export file (one that exists, or a new name ending in .jsonl, .json, .ndjson or .gz),
+    which is rewritten with its runs and the sources'. Every source is opened and every
+    export file checked completely before anything is written.
+    """
+    if not sources:
+        raise UserError("nothing to merge: give at least one source")
+    with contextlib.ExitStack() as stack:
+        opened = [stack.enter_context(_open_source(spec)) for spec in sources]
+        if into is not None and _is_export_file_target(into):
+            return _merge_into_file(opened, Path(into), on_run)
+        destination = stack.enter_context(open_store(into))
+        reported: list[Transferred] = []
+        for source in opened:
+            for bundle in source.bundles():
+                outcome = destination.import_run(bundle)
+                item = _transferred(
+                    source.label, bundle, outcome.action.value, outcome.detail, outcome.run_id
+                )
+                reported.append(item)
+                if on_run is not None:
+                    on_run(item)
+        return reported
+    raise AssertionError("unreachable")  # mypy: ExitStack may swallow exceptions
+
+
+def _counts(bundle: RunBundle) -> str:
+    return (
+        f"{len(bundle.cases)} cases, {len(bundle.executions)} executions, "
+        f"{len(bundle.measurements)} measurements"
+    )
+
+
+def _export_to_sqlite(store: Store, run_ids: Sequence[int], file: Path, report: OnRun) -> None:
+    partial = file.with_name(f".{file.name}.{os.getpid()}.partial")
+    try:
+        with open_store(str(partial)) as destination:
+            for run_id in run_ids:
+                bundle = store.export_run(run_id)
+                outcome = destination.import_run(bundle)
+                report(_transferred(store.url, bundle, EXPORTED, outcome.detail, None))
+            destination.compact()  # one self-contained file, no -wal beside it
+        os.replace(partial, file)
+    finally:
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def _merge_into_file(
+    opened: Sequence[_Source], file: Path, on_run: OnRun | None
+) -> list[Transferred]:
+    """Merge in a scratch SQLite database, then write it all to `file` in place of the old."""
+    reported: list[Transferred] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="hpceval-merge-") as scratch,
+        open_store(str(Path(scratch) / "merge.db")) as work,
+    ):
+        if file.exists():
+            existing = ExportFile(file)
+            existing.check()
+            for bundle in existing.bundles():
+                work.import_run(bundle)
+        for source in opened:
+            for bundle in source.bundles():
+                outcome = work.import_run(bundle)
+                item = _transferred(
+                    source.label, bundle, outcome.action.value, outcome.detail, None
+                )
+                reported.append(item)
+                if on_run is not None:
+                    on_run(item)
+        run_ids = work.select_runs(None)
+        # Replaces the old file only once the new one is complete.
+        with ExportWriter(file, runs=len(run_ids), source=str(file)) as writer:
+            for run_id in run_ids:
+                writer.write(work.export_run(run_id))
+    return reported
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass
+class _Source:
+    label: str
+    runs: int
+    bundles: Callable[[], Iterator[RunBundle]]
+
+
+@contextlib.contextmanager
+def _open_source(spec: str) -> Iterator[_Source]:
+    """A database (URL or SQLite file) or an export file, checked before anything is read."""
+    if "://" not in spec:
+        path = Path(spec)
+        if not path.exists():
+            raise UserError("no such file", source=spec)
+        if not path.is_file():
+            raise UserError("not a file", source=spec)
+        if not _is_sqlite(path):
+            export = ExportFile(path)
+            count = export.check()
+            yield _Source(str(path), count, export.bundles)
+            return
+    with open_store(spec, create=False) as store:
+        run_ids = store.select_runs(None)
+
+        def bundles() -> Iterator[RunBundle]:
+            for run_id in run_ids:
+                yield store.export_run(run_id)
+
+        yield _Source(store.url, len(run_ids), bundles)
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+
+
+def _is_export_file_target(into: str) -> bool:
+    if "://" in into:
+        return False
+    path = Path(into)
+    if path.is_file():
+        return not _is_sqlite(path)
+    return path.name.lower().endswith(EXPORT_SUFFIXES)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class ExportWriter:
+    """Writes an export file: header, then each run (after its platform and environment).
+
+    The file is written beside its final name and renamed into place when the `with` block
+    ends without an error; after an error nothing is left behind.
+    """
+
+    def __init__(
+        self, path: Path, *, runs: int, source: str, clock: Callable[[], float] = time.time
+    ):
+        self.path = path
+        self._runs = runs
+        self._source = source
+        self._clock = clock
+        self._partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        self._raw: io.BufferedWriter | None = None
+        self._out: io.BufferedIOBase | None = None
+        self._platforms: set[tuple[str, str]] = set()
+        self._environments: set[str] = set()
+        self.written = 0
+
+    def __enter__(self) -> ExportWriter:
+        self._raw = self._partial.open("xb")
+        compress = self.path.name.lower().endswith(".gz")
+        # mtime=0 and no file name: the same runs give the same bytes.
+        self._out = (
+            gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0)
+            if compress
+            else self._raw
+        )
+        self._line(
+            {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "runs": self._runs,
+                "exported": self._clock(),
+                "hpceval_version": __version__,
+                "source": self._source,
+            }
+        )
+        return self
+
+    def write(self, bundle: RunBundle) -> None:
+        platform = (str(bundle.platform["name"]), str(bundle.platform["config_hash"]))
+        if platform not in self._platforms:
+            self._line({"record": "platform", **bundle.platform})
+            self._platforms.add(platform)
+        fingerprint = str(bundle.environment["fingerprint"])
+        if fingerprint not in self._environments:
+            self._line({"record": "environment", **bundle.environment})
+            self._environments.add(fingerprint)
+        self._line(
+            {
+                "record": "run",
+                "platform": {"name": platform[0], "config_hash": platform[1]},
+                "environment": fingerprint,
+                "run": dict(bundle.run),
+                "cases": [dict(case) for case in bundle.cases],
+                "executions": [dict(execution) for execution in bundle.executions],
+                "measurements": [dict(measurement) for measurement in bundle.measurements],
+            }
+        )
+        self.written += 1
+
+    def _line(self, record: Mapping[str, Any]) -> None:
+        assert self._out is not None
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        self._out.write(text.encode("utf-8") + b"\n")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        assert self._raw is not None and self._out is not None
+        try:
+            if self._out is not self._raw:
+                self._out.close()  # writes the gzip trailer, leaves the raw file open
+            if exc_type is None:
+                if self.written != self._runs:
+                    raise AssertionError(f"{self.written} runs written, {self._runs} announced")
+                self._raw.flush()
+                os.fsync(self._raw.fileno())
+            self._raw.close()
+            if exc_type is None:
+                os.replace(self._partial, self.path)
+        finally:
+            self._raw.close()
+            self._partial.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class ExportFile:
+    """An export file: its header is read and checked at once, its runs on demand."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        with self._lines() as lines:
+            first = next(lines, None)
+        if first is None:
+            raise self._bad(None, "empty; not an hpceval export file")
+        self.header = self._header(*first)
+
+    def check(self) -> int:
+        """Read and check the whole file; the number of runs it holds."""
+        return sum(1 for _ in self.bundles())
+
+    def bundles(self) -> Iterator[RunBundle]:
+        """Every run in the file, each checked completely before it is yielded."""
+        platforms_seen: dict[tuple[str, str], dict[str, Any]] = {}
+        environments_seen: dict[str, dict[str, Any]] = {}
+        uids: set[str] = set()
+        count = 0
+        with self._lines() as lines:
+            next(lines)  # the header, checked in __init__
+            for number, text in lines:
+                record = self._json(number, text)
+                kind = record.get("record")
+                try:
+                    if kind == "platform":
+                        platform = _platform_record(record)
+                        platforms_seen[(platform["name"], platform["config_hash"])] = platform
+                    elif kind == "environment":
+                        environment = _environment_record(record)
+                        environments_seen[environment["fingerprint"]] = environment
+                    elif kind == "run":
+                        bundle = _run_record(record, platforms_seen, environments_seen)
+                        if bundle.uid in uids:
+                            raise _Invalid(f"run {bundle.uid} appears twice")
+                        uids.add(bundle.uid)
+                        count += 1
+                        yield bundle
+                    else:
+                        raise _Invalid(
+                            f"unknown record {kind!r} (expected platform, environment or run)"
+                        )
+                except _Invalid as exc:
+                    raise self._bad(number, str(exc)) from None
+        if count != self.header["runs"]:
+            raise self._bad(
+                None,
+                f"the header announces {self.header['runs']} runs but the file holds {count}"
+                " (truncated?)",
+            )
+
+    @contextlib.contextmanager
+    def _lines(self) -> Iterator[Iterator[tuple[int, str]]]:
+        """(line number, text) of every non-blank line, gzip or not, as UTF-8."""
+        try:
+            raw = self.path.open("rb")
+        except OSError as exc:
+            raise UserError(exc.strerror or str(exc), source=str(self.path)) from None
+        with raw:
+            compressed = raw.read(2) == _GZIP_MAGIC
+            raw.seek(0)
+            binary: io.BufferedIOBase = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+
+            def numbered() -> Iterator[tuple[int, str]]:
+                number = 0
+                try:
+                    for line in binary:
+                        number += 1
+                        if line.strip():
+                            yield number, line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise self._bad(number, f"not UTF-8 ({exc})") from None
+                except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut gzip stream
+                    raise self._bad(number + 1, f"unreadable ({exc})") from None
+
+            yield numbered()
+
+    def _header(self, number: int, text: str) -> dict[str, Any]:
+        header = self._json(number, text)
+        if header.get("format") != FORMAT_NAME:
+            raise self._bad(
+                number, f'not an hpceval export file (no "format": "{FORMAT_NAME}" header)'
+            )
+        version = header.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise self._bad(number, f"unknown format version {version!r}")
+        if version > FORMAT_VERSION:
+            raise self._bad(
+                number,
+                f"format version {version} is newer than this hpceval reads ({FORMAT_VERSION});"
+                " upgrade hpceval",
+            )
+        if version != FORMAT_VERSION:
+            raise self._bad(
+                number, f"format version {version} is not one this hpceval reads ({FORMAT_VERSION})"
+            )
+        unknown = sorted(set(header) - _HEADER_KEYS)
+        missing = sorted(_HEADER_KEYS - set(header))
+        if unknown or missing:
+            raise self._bad(number, f"header: unknown fields {unknown}, missing fields {missing}")
+        count = header["runs"]
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise self._bad(number, f"header: runs must be a count, not {count!r}")
+        return header
+
+    def _json(self, number: int, text: str) -> dict[str, Any]:
+        try:
+            value = json.loads(text, parse_constant=_no_constant)
+        except ValueError as exc:
+            raise self._bad(number, f"not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise self._bad(number, "expected a JSON object")
+        return value
+
+    def _bad(self, number: int | None, message: str) -> UserError:
+        return UserError(
+            message, source=str(self.path), field=None if number is None else f"line {number}"
+        )
+
+
+def read_export(path: Path) -> list[RunBundle]:
+    """Every run of an export file (checked); for tests and small files."""
+    return list(ExportFile(path).bundles())
+
+
+class _Invalid(Exception):
+    """A record that does not have the form of this format version."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _platform_record(record: dict[str, Any]) -> dict[str, Any]:
+    platform = _row(platforms, {k: v for k, v in record.items() if k != "record"}, "platform")
+    if platform_config_hash(platform["config"]) != platform["config_hash"]:
+        raise _Invalid(f"platform {platform['name']!r}: config_hash does not match its config")
+    return platform
+
+
+def _environment_record(record: dict[str, Any]) -> dict[str, Any]:
+    environment = _row(
+        environments, {k: v for k, v in record.items() if k != "record"}, "environment"
+    )
+    if not isinstance(environment["facts"], dict):
+        raise _Invalid("environment.facts: expected an object")
+    return environment
+
+
+def _run_record(
+    record: dict[str, Any],
+    platforms_seen: Mapping[tuple[str, str], dict[str, Any]],
+    environments_seen: Mapping[str, dict[str, Any]],
+) -> RunBundle:
+    _keys(record, _RUN_KEYS, "run record")
+    run = _row(runs, record["run"], "run")
+    if not run["uid"]:
+        raise _Invalid("run.uid: empty")
+    where = f"run {run['uid']}"
+    reference = record["platform"]
+    if not isinstance(reference, dict) or set(reference) != {"name", "config_hash"}:
+        raise _Invalid(f"{where}: platform: expected {{name, config_hash}}")
+    platform = platforms_seen.get((reference["name"], reference["config_hash"]))
+    if platform is None:
+        raise _Invalid(f"{where}: platform {reference['name']!r} has no record before the run")
+    environment = environments_seen.get(record["environment"])
+    if environment is None:
+        raise _Invalid(f"{where}: environment {record['environment']!r} has no record before it")
+    cases = [
+        _row(run_cases, case, f"{where}: cases[{i}]")
+        for i, case in enumerate(_list(record, "cases", where))
+    ]
+    case_keys = {case["case_key"] for case in cases}
+    if len(case_keys) != len(cases) or len({case["ordinal"] for case in cases}) != len(cases):
+        raise _Invalid(f"{where}: cases: a case key or ordinal repeats")
+    execution_rows = []
+    for i, execution in enumerate(_list(record, "executions", where)):
+        checked = _row(executions, execution, f"{where}: executions[{i}]")
+        if checked["case_key"] not in case_keys:
+            raise _Invalid(f"{where}: executions[{i}]: case {checked['case_key']!r} is not planned")
+        execution_rows.append(checked)
+    measurement_rows = []
+    for i, measurement in enumerate(_list(record, "measurements", where)):
+        at = f"{where}: measurements[{i}]"
+        checked = _row(measurements, measurement, at, extra=(EXECUTION_INDEX,))
+        if checked["case_key"] not in case_keys:
+            raise _Invalid(f"{at}: case {checked['case_key']!r} is not planned")
+        index = checked[EXECUTION_INDEX]
+        if index is not None:
+            if not _is_int(index) or not 0 <= index < len(execution_rows):
+                raise _Invalid(f"{at}.{EXECUTION_INDEX}: {index!r} is not an execution's index")
+            if execution_rows[index]["case_key"] != checked["case_key"]:
+                raise _Invalid(f"{at}: its execution is of another case")
+        try:
+            measurement_from_values(checked)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise _Invalid(f"{at}: {exc}") from None
+        measurement_rows.append(checked)
+    return RunBundle(
+        platform=platform,
+        environment=environment,
+        run=run,
+        cases=cases,
+        executions=execution_rows,
+        measurements=measurement_rows,
+    )
+
+
+def _keys(value: Any, expected: frozenset[str] | set[str], where: str) -> None:
+    if not isinstance(value, dict):
+        raise _Invalid(f"{where}: expected an object")
+    unknown = sorted(set(value) - expected)
+    if unknown:
+        raise _Invalid(f"{where}: unknown fields {unknown}")
+    missing = sorted(expected - set(value))
+    if missing:
+        raise _Invalid(f"{where}: missing fields {missing}")
+
+
+def _list(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = record[key]
+    if not isinstance(value, list):
+        raise _Invalid(f"{where}: {key}: expected a list")
+    return value
+
+
+def _row(table: sa.Table, value: Any, where: str, *, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """`value` checked as the portable columns of a `table` row (plus `extra` keys)."""
+    columns = portable_columns(table)
+    _keys(value, {column.name for column in columns} | set(extra), where)
+    row: dict[str, Any] = dict(value)
+    for column in columns:
+        row[column.name] = _column_value(table, column, row[column.name], f"{where}.{column.name}")
+    return row
+
+
+def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: str) -> Any:
+    if value is None:
+        if column.nullable:
+            return None
+        raise _Invalid(f"{where}: must not be null")
+    kind = column.type
+    if isinstance(kind, sa.JSON):
+        return value  # any JSON value
+    if isinstance(kind, sa.Integer):
+        if not _is_int(value):
+            raise _Invalid(f"{where}: expected an integer, not {value!r}")
+    elif isinstance(kind, sa.Float):
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        ):
+            raise _Invalid(f"{where}: expected a number, not {value!r}")
+        value = float(value)
+    elif isinstance(kind, sa.String):
+        if not isinstance(value, str):
+            raise _Invalid(f"{where}: expected a string, not {value!r}")
+        if kind.length is not None and len(value) > kind.length:
+            raise _Invalid(f"{where}: longer than {kind.length} characters")
+        allowed = _VOCABULARY.get((table.name, column.name))
+        if allowed is not None and value not in allowed:
+            raise _Invalid(f"{where}: {value!r} is not one of {sorted(allowed)}")
+    else:  # a column type added to the schema without a check here
+        raise AssertionError(f"no check for {table.name}.{column.name} ({kind!r})")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Every bundle table has a check for each of its column types (asserted at import time, so a
+# schema change that this module cannot read fails every test at once, not in the field).
+for _table in BUNDLE_TABLES:
+    for _column in portable_columns(_table):
+        assert isinstance(_column.type, sa.JSON | sa.Integer | sa.Float | sa.String), _column

@@ -1,0 +1,571 @@
+"""The slurm launcher: exact argv and job scripts, then a real one-node Slurm cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpceval.config import PlatformConfig, load_platform
+from hpceval.errors import ConfigError, UserError
+from hpceval.execute import StartFailed
+from hpceval.launch import MpiRuntime, get_launcher_class
+from hpceval.launch import slurm as slurm_mod
+from hpceval.launch.slurm import (
+    Answer,
+    JobShape,
+    JobState,
+    SlurmExecutor,
+    SlurmJob,
+    SlurmLauncher,
+    SlurmOptions,
+    job_script,
+    parse_sinfo,
+    parse_slurm_time,
+    slurm_error,
+)
+from hpceval.model import Placement
+from hpceval.store import open_store
+
+from .conftest import requires_mpi, write
+from .slurm_cluster import SlurmCluster
+from .slurm_cluster import slurm_cluster as slurm_cluster  # the session fixture
+from .test_cli import SMALL_SUITE, _count_points, one_line_error
+
+# Two cases, enough points at a slow pace that the interruption lands inside the first job.
+SLURM_SLOW_SUITE = """
+name = "slow"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong", "pingping"]
+sizes = "0..1KiB"
+ranks = [2]
+budget_s = 0.15
+warmup_s = 0.005
+min_samples = 1000
+max_samples = 1000
+"""
+
+PROGRAM = ["/cache/mpibench", "--pattern", "pingpong"]
+
+
+def slurm(
+    cores: int = 2, nodes: int = 1, impl: str = "Open MPI", **launcher: object
+) -> SlurmLauncher:
+    platform = PlatformConfig.model_validate(
+        {
+            "name": "t",
+            "nodes": nodes,
+            "cores_per_node": cores,
+            "launcher": {"kind": "slurm", **launcher},
+        }
+    )
+    cls = get_launcher_class("slurm")
+    assert cls is SlurmLauncher
+    return SlurmLauncher(platform, MpiRuntime(impl, "/usr/bin/mpirun"))
+
+
+@pytest.fixture
+def as_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slurm_mod, "running_as_root", lambda: False)
+
+
+# --------------------------------------------------------------------------- exact argv
+
+
+def test_srun_two_ranks_on_one_node() -> None:
+    cmd = slurm().command(Placement(1, 2), PROGRAM)
+    assert list(cmd.argv) == [
+        "srun", "--mpi=pmix", "--nodes=1", "--ntasks=2", "--ntasks-per-node=2",
+        "--cpus-per-task=1", "--distribution=block:block", "--cpu-bind=cores",
+        "--kill-on-bad-exit=1", *PROGRAM,
+    ]  # fmt: skip
+    assert dict(cmd.env) == {"OMP_NUM_THREADS": "1"}
+    assert cmd.placement == Placement(1, 2) and not cmd.oversubscribed
+
+
+def test_srun_hybrid_on_two_nodes_with_platform_options() -> None:
+    launcher = slurm(
+        cores=8, nodes=2, srun_mpi="pmi2", extra_args=["--exclusive"], env={"UCX_TLS": "rc"}
+    )
+    cmd = launcher.command(Placement(2, 2, 4, "socket"), PROGRAM)
+    assert list(cmd.argv) == [
+        "srun", "--mpi=pmi2", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
+        "--cpus-per-task=4", "--distribution=block:block", "--cpu-bind=sockets",
+        "--kill-on-bad-exit=1", "--exclusive", *PROGRAM,
+    ]  # fmt: skip
+    assert dict(cmd.env) == {
+        "OMP_NUM_THREADS": "4", "OMP_PLACES": "cores", "OMP_PROC_BIND": "close", "UCX_TLS": "rc",
+    }  # fmt: skip
+
+
+def test_srun_oversubscribed_overcommits_without_binding() -> None:
+    launcher = slurm(cores=2)
+    cmd = launcher.command(Placement(1, 4), PROGRAM)
+    assert list(cmd.argv) == [
+        "srun", "--mpi=pmix", "--nodes=1", "--ntasks=4", "--ntasks-per-node=4",
+        "--cpus-per-task=1", "--distribution=block:block", "--cpu-bind=none",
+        "--kill-on-bad-exit=1", "--overcommit", *PROGRAM,
+    ]  # fmt: skip
+    assert cmd.env["OMPI_MCA_mpi_yield_when_idle"] == "1"
+    assert cmd.oversubscribed and cmd.placement.binding == "none"
+    assert launcher.shape_of(cmd.argv) == JobShape(1, 4, 1, overcommit=True)
+
+
+def test_srun_without_a_binding_task_plugin_records_no_binding() -> None:
+    launcher = slurm()
+    launcher.can_bind = False  # what preflight concludes from TaskPlugin=task/none
+    cmd = launcher.command(Placement(1, 2), PROGRAM)
+    assert "--cpu-bind=none" in cmd.argv
+    assert cmd.placement.binding == "none" and not cmd.oversubscribed
+
+
+def test_mpirun_inside_the_allocation(as_user: None) -> None:
+    cmd = slurm(cores=4, nodes=2, starter="mpirun").command(Placement(2, 2), PROGRAM)
+    assert list(cmd.argv) == [
+        "/usr/bin/mpirun", "-np", "4", "--map-by", "ppr:2:node", "--bind-to", "core",
+        "-x", "OMP_NUM_THREADS", *PROGRAM,
+    ]  # fmt: skip
+    hybrid = slurm(cores=8, starter="mpirun").command(Placement(1, 2, 4), PROGRAM)
+    assert list(hybrid.argv)[3:7] == ["--map-by", "ppr:2:node:PE=4", "--bind-to", "core"]
+
+
+def test_mpirun_as_root_allows_root_without_exporting_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slurm_mod, "running_as_root", lambda: True)
+    cmd = slurm(starter="mpirun").command(Placement(1, 2), PROGRAM)
+    assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in cmd.argv
+
+
+def test_mpich_inside_the_allocation() -> None:
+    cmd = slurm(cores=4, nodes=2, impl="MPICH", starter="mpirun").command(Placement(2, 2), PROGRAM)
+    assert list(cmd.argv) == [
+        "/usr/bin/mpirun", "-n", "4", "-ppn", "2", "-bind-to", "core",
+        "-genv", "OMP_NUM_THREADS", "1", *PROGRAM,
+    ]  # fmt: skip
+
+
+def test_placements_beyond_the_platform_are_refused() -> None:
+    with pytest.raises(UserError, match="needs 2 nodes"):
+        slurm(nodes=1).command(Placement(2, 1), PROGRAM)
+    with pytest.raises(UserError, match="oversubscribe = false"):
+        slurm(oversubscribe=False).command(Placement(1, 4), PROGRAM)
+
+
+# --------------------------------------------------------------------------- job script
+
+
+def test_job_script_exact() -> None:
+    options = SlurmOptions(partition="debug", account="proj", qos="short")
+    text = job_script(
+        ["srun", "--mpi=pmix", "/opt/my prog", "it's", "$HOME", "*"],
+        {"OMP_NUM_THREADS": "1", "NOTE": "a 'quoted' $value"},
+        JobShape(2, 4, 2, overcommit=False),
+        options,
+        time_limit_min=3,
+        stdout=Path("/jobs/job-x/stdout"),
+        stderr=Path("/jobs/job x/stderr"),
+        status=Path("/jobs/job-x/exit-status"),
+    )
+    assert text == (
+        "#!/bin/sh\n"
+        "#SBATCH --job-name=hpceval\n"
+        "#SBATCH --nodes=2\n"
+        "#SBATCH --ntasks-per-node=4\n"
+        "#SBATCH --cpus-per-task=2\n"
+        "#SBATCH --time=3\n"
+        "#SBATCH --partition=debug\n"
+        "#SBATCH --account=proj\n"
+        "#SBATCH --qos=short\n"
+        "#SBATCH --no-requeue\n"
+        "#SBATCH --output=/jobs/job-x/stdout\n"
+        '#SBATCH --error="/jobs/job x/stderr"\n'
+        "export NOTE='a '\"'\"'quoted'\"'\"' $value'\n"
+        "export OMP_NUM_THREADS=1\n"
+        "srun --mpi=pmix '/opt/my prog' 'it'\"'\"'s' '$HOME' '*'\n"
+        "status=$?\n"
+        'echo "$status" > /jobs/job-x/exit-status\n'
+        'exit "$status"\n'
+    )
+
+
+def test_job_script_overcommits_and_leaves_the_time_to_the_partition() -> None:
+    text = job_script(
+        ["srun", "x"], {}, JobShape(1, 4, 1, overcommit=True), SlurmOptions(),
+        time_limit_min=None, stdout=Path("/o"), stderr=Path("/e"), status=Path("/s"),
+    )  # fmt: skip
+    assert "#SBATCH --ntasks=4\n#SBATCH --cpus-per-task=1\n#SBATCH --overcommit\n" in text
+    assert "--time" not in text and "--partition" not in text and "--ntasks-per-node" not in text
+
+
+def test_job_script_quoting_survives_a_real_shell(tmp_path: Path) -> None:
+    """The script, run by sh, passes every argument and variable through unchanged."""
+    args = ["a b", "it's", "$HOME", "*", '"double"', "back\\slash", "new\nline", ""]
+    env = {"WEIRD": "x 'y' \"z\" $PATH `id`"}
+    probe = "import json, os, sys; print(json.dumps([sys.argv[1:], os.environ['WEIRD']]))"
+    text = job_script(
+        [sys.executable, "-c", probe, *args], env, JobShape(1, 1, 1, False), SlurmOptions(),
+        time_limit_min=None, stdout=tmp_path / "o", stderr=tmp_path / "e",
+        status=tmp_path / "status",
+    )  # fmt: skip
+    script = write(tmp_path / "job.sh", text)
+    out = subprocess.run(["sh", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [args, env["WEIRD"]]
+    assert (tmp_path / "status").read_text() == "0\n"
+
+
+def test_job_script_refuses_paths_slurm_would_expand() -> None:
+    with pytest.raises(StartFailed, match="file patterns"):
+        job_script(
+            ["x"], {}, JobShape(1, 1, 1, False), SlurmOptions(), time_limit_min=None,
+            stdout=Path("/jobs/100%/o"), stderr=Path("/e"), status=Path("/s"),
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30", 1800), ("5:30", 330), ("1:00:00", 3600), ("2-0", 172800),
+        ("1-2:30", 95400), ("1-00:00:01", 86401), ("UNLIMITED", None), ("infinite", None),
+    ],
+)  # fmt: skip
+def test_slurm_time_syntax(text: str, seconds: int | None) -> None:
+    assert parse_slurm_time(text) == seconds
+
+
+def test_job_time_limit_from_platform_or_case() -> None:
+    assert slurm(time_limit="1:30:00").job_time_limit_min(60) == 90
+    assert slurm(time_limit=5).job_time_limit_min(None) == 5
+    assert slurm().job_time_limit_min(90) == 2 + 1  # the case's limit plus a minute
+    assert slurm().job_time_limit_min(None) is None  # the partition's default
+
+
+def test_platform_errors_name_the_launcher_field(tmp_path: Path) -> None:
+    for body, field, cause in [
+        ("time_limit = '1h'", "launcher.time_limit", "invalid Slurm time '1h'"),
+        ("starter = 'ssh'", "launcher.starter", "'srun' or 'mpirun'"),
+        ("partition = 'a b'", "launcher.partition", "not a valid Slurm name"),
+        ("poll_s = 0", "launcher.poll_s", "greater than 0"),
+        ("queue = 'x'", "launcher.queue", "unknown field"),
+    ]:
+        path = write(tmp_path / "p.toml", f"name = 'c'\n[launcher]\nkind = 'slurm'\n{body}\n")
+        with pytest.raises(ConfigError) as e:
+            load_platform(str(path))
+        assert f"{path}: {field}: " in str(e.value) and cause in str(e.value), str(e.value)
+
+
+def test_shipped_slurm_platforms_load() -> None:
+    for name in ("slurm-example", "slurm-local"):
+        assert load_platform(name).config.launcher.kind == "slurm"
+
+
+def test_scontrol_job_line() -> None:
+    line = (
+        "JobId=42 JobName=hpceval UserId=root(0) JobState=TIMEOUT Reason=TimeLimit "
+        "Dependency=(null) ExitCode=0:15 RunTime=00:01:05 TimeLimit=00:01:00 "
+        "NodeList=localhost BatchHost=localhost Command=/tmp/job.sh"
+    )
+    state = JobState.parse(line)
+    assert state == JobState("TIMEOUT", "TimeLimit", "0:15", "00:01:00", "localhost")
+    assert state.terminal and state.status() == -15
+    assert JobState("FAILED", "NonZeroExitCode", "3:0", "", "").status() == 3
+    assert JobState("COMPLETED", "None", "0:0", "", "").status() == 0
+    assert JobState("NODE_FAIL", "None", "0:0", "", "").status() == -9
+
+
+def test_sinfo_and_client_errors() -> None:
+    parts = parse_sinfo(
+        "debug|debug*|up|1|2|infinite\nbig|big|up|3|64|1-00:00:00\nbig|big|up|1|32+|1-00:00:00\n"
+    )
+    assert parts["debug"].default and parts["debug"].cpus_per_node == 2
+    assert parts["big"].nodes == 4 and parts["big"].cpus_per_node == 32
+    assert parts["big"].max_time_s == 86400 and parts["debug"].max_time_s is None
+    assert (
+        slurm_error("sbatch: error: Batch job submission failed: Invalid qos specification\n")
+        == "Invalid qos specification"
+    )
+    assert (
+        slurm_error("slurm_load_partitions: Unable to contact slurm controller (connect failure)")
+        == "Unable to contact slurm controller (connect failure)"
+    )
+    assert slurm_mod.describe_slurm_failure("sinfo", Answer(127, "", "sinfo: command not found"))
+
+
+# --------------------------------------------------------------------------- the real cluster
+
+
+def hpceval(
+    cluster: SlurmCluster, *args: str, cwd: Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hpceval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**cluster.env, "COLUMNS": "200"},
+    )
+
+
+def cluster_launcher(
+    cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch, **options: object
+) -> SlurmLauncher:
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    settings = {"partition": cluster.partition, "poll_s": 0.2, **options}
+    launcher = slurm(cores=os.cpu_count() or 1, **settings)
+    launcher.preflight()
+    return launcher
+
+
+@requires_mpi
+def test_campaign_through_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    suite = write(tmp_path / "small.toml", SMALL_SUITE)
+    proc = hpceval(
+        slurm_cluster, "run", "--platform", "slurm-local", "--suite", str(suite), cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2 of 2 cases ok" in proc.stdout
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    assert run.status == "completed" and run.launcher == "slurm"
+    ms = store.measurements(run.id)
+    assert len(ms) == 3 * 3
+    assert {m.measurement.parameters["binding"] for m in ms} == {"core"}
+    executions = store.executions(run.id)
+    assert len(executions) == 2
+    for e in executions:
+        assert e.status == "ok" and e.exit_code == 0
+        assert list(e.argv[:2]) == ["srun", "--mpi=pmix"]
+        assert "COMPLETED on localhost" in e.stderr_tail
+    assert slurm_cluster.queue() == []
+    # Good jobs leave nothing behind in the job directory.
+    assert not list((Path(os.environ["HPCEVAL_CACHE"]) / "slurm-jobs").glob("job-*"))
+
+
+def test_jobs_through_the_executor(
+    slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Output lines, exit status and the scheduler's reasons, job by job."""
+    launcher = cluster_launcher(slurm_cluster, monkeypatch, job_dir=str(tmp_path / "jobs"))
+    executor = launcher.executor()
+    assert isinstance(executor, SlurmExecutor)
+
+    echo = ["sh", "-c", 'echo "rank $SLURM_PROCID of $SLURM_NTASKS: $MARK"']
+    ok = launcher.command(Placement(1, 2), echo)
+    job = executor.submit(ok.argv, {**ok.env, "MARK": "it's a b"})
+    lines = [job.next_line(timeout=30) for _ in range(2)]
+    assert sorted(lines) == ["rank 0 of 2: it's a b\n", "rank 1 of 2: it's a b\n"]
+    assert job.first_line_at is not None
+    overhead = job.first_line_at - job.submitted
+    assert job.next_line(timeout=30) is None and job.wait(timeout=30) == 0
+    print(f"Slurm job {job.job_id}: {overhead:.2f} s from sbatch to its first output line")
+    assert overhead < 15
+
+    bad = launcher.command(Placement(1, 1), ["sh", "-c", "echo oops >&2; exit 3"])
+    failed = executor.submit(bad.argv, bad.env)
+    assert failed.next_line(timeout=30) is None
+    code = failed.wait(timeout=30)
+    assert code == 3
+    assert failed.explain_failure(code) == f"Slurm job {failed.job_id} FAILED, exit code 3:0: oops"
+
+    # mpirun inside the allocation (Open MPI's Slurm support) instead of srun.
+    mpirun = cluster_launcher(slurm_cluster, monkeypatch, starter="mpirun")
+    rank = ["sh", "-c", "echo mpirun rank $OMPI_COMM_WORLD_RANK"]
+    cmd = mpirun.command(Placement(1, 2), rank)
+    started = mpirun.executor().start(cmd.argv, cmd.env)
+    lines = [started.next_line(timeout=30) for _ in range(2)]
+    assert sorted(lines) == ["mpirun rank 0\n", "mpirun rank 1\n"]
+    assert started.next_line(timeout=30) is None and started.wait(timeout=30) == 0
+
+    # Slurm rejects the job at once: its own reason, one line.
+    rejecting = slurm(
+        cores=os.cpu_count() or 1,
+        partition=slurm_cluster.partition,
+        sbatch_args=["--constraint=nosuch"],
+    )
+    cmd = rejecting.command(Placement(1, 1), ["true"])
+    with pytest.raises(
+        StartFailed, match=r"^Slurm rejected the job: Invalid feature specification$"
+    ):
+        rejecting.executor().start(cmd.argv, cmd.env)
+
+    # A job slurmctld no longer knows (MinJobAge passed) is settled from its status file.
+    deadline = time.monotonic() + 30
+    while slurm_cluster.run("scontrol", "show", "job", failed.job_id).returncode == 0:
+        assert time.monotonic() < deadline, "slurmctld did not purge the job"
+        time.sleep(0.5)
+    again = SlurmJob(failed.job_id, failed.directory, slurm_cluster.env, 0.2, 0.0).follow()
+    assert again.wait(timeout=30) == 3 and again.vanished
+    assert "record is gone from slurmctld" in again.explain_failure(3)
+    assert again.explain_failure(3).endswith(": oops")
+
+
+def test_preflight_names_what_does_not_fit(
+    slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cores = os.cpu_count() or 1
+    with pytest.raises(UserError, match=r"no Slurm partition 'nosuch' \(partitions: debug\)"):
+        cluster_launcher(slurm_cluster, monkeypatch, partition="nosuch")
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    with pytest.raises(UserError, match="nodes = 2 but Slurm partition 'debug' has 1"):
+        slurm(cores=cores, nodes=2).preflight()
+    with pytest.raises(UserError, match=f"cores_per_node = {cores + 1} but .* have {cores} CPUs"):
+        slurm(cores=cores + 1).preflight()
+    with pytest.raises(UserError, match="srun has no MPI plugin 'nosuch'"):
+        slurm(cores=cores, srun_mpi="nosuch").preflight()
+
+
+@requires_mpi
+def test_failed_job_is_a_failed_execution_with_slurms_reason(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    # srun refuses an option: the job FAILS, the campaign records why and goes on.
+    platform = write(
+        tmp_path / "p.toml",
+        "name = 'bad'\ncores_per_node = 'auto'\n[launcher]\nkind = 'slurm'\n"
+        "partition = 'debug'\npoll_s = 0.2\nextra_args = ['--no-such-option']\n",
+    )
+    suite = write(
+        tmp_path / "s.toml",
+        "name = 's'\n[[benchmark]]\nname = 'mpibench'\npatterns = ['pingpong', 'barrier']\n"
+        "sizes = [8]\nranks = [2]\n",
+    )
+    proc = hpceval(
+        slurm_cluster, "run", "--platform", str(platform), "--suite", str(suite), cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stderr
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    executions = store.executions(run.id)
+    assert len(executions) == 2
+    for e in executions:
+        assert e.status == "failed"
+        assert re.fullmatch(
+            r"Slurm job \d+ FAILED, exit code \d+:0: srun: unrecognized option "
+            r"'--no-such-option'",
+            e.error,
+        ), e.error
+        assert "script and output in" in e.stderr_tail
+    assert store.measurements(run.id) == []
+
+
+@requires_mpi
+def test_slurm_down_is_one_line(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    # A copy of the cluster's configuration with the wrong port: nothing answers there.
+    # (MessageTimeout=2 shortens the clients' retries from about 9 s to 2 s.)
+    conf = slurm_cluster.copy_config(
+        tmp_path / "wrong.conf", {"SlurmctldPort": "9", "MessageTimeout": "2"}
+    )
+    platform = write(
+        tmp_path / "p.toml",
+        f"name = 'down'\n[launcher]\nkind = 'slurm'\nslurm_conf = '{conf}'\n",
+    )
+    proc = hpceval(
+        slurm_cluster, "run", "--platform", str(platform), "--suite", "smoke", cwd=tmp_path
+    )
+    line = one_line_error(proc)
+    assert "Slurm controller not responding: sinfo: Unable to contact slurm controller" in line
+    assert not (tmp_path / "hpceval.db").exists()
+    # The same while the campaign runs: the submission fails with the same cause.
+    launcher = slurm(slurm_conf=str(conf))
+    cmd = launcher.command(Placement(1, 1), ["true"])
+    with pytest.raises(StartFailed, match=r"^Slurm controller not responding: sbatch: Unable"):
+        launcher.executor().start(cmd.argv, cmd.env)
+
+
+@requires_mpi
+def test_interrupt_cancels_the_job_and_resume_completes(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    suite = write(tmp_path / "slow.toml", SLURM_SLOW_SUITE)
+    db = tmp_path / "hpceval.db"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hpceval",
+            "run",
+            "--platform",
+            "slurm-local",
+            "--suite",
+            str(suite),
+        ],
+        cwd=tmp_path,
+        env=slurm_cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (db.exists() and _count_points(db) >= 3):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"the campaign did not complete 3 points in time: {proc.communicate()}")
+        time.sleep(0.1)
+    # As a terminal's Ctrl-C does: to the whole process group, sbatch/scontrol included.
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "hpceval run --resume" in stderr
+    assert slurm_cluster.queue() == [], "the running job was not cancelled"
+    store = open_store(str(db))
+    (run,) = store.runs()
+    assert run.status == "interrupted"
+    (interrupted,) = [e for e in store.executions(run.id) if e.status == "interrupted"]
+    assert "CANCELLED" in interrupted.stderr_tail
+    store.close()
+
+    resumed = hpceval(slurm_cluster, "run", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    store = open_store(str(db))
+    (run,) = store.runs()
+    assert run.status == "completed"
+    ms = store.measurements(run.id)
+    keys = [(m.case_key, m.point_key, m.measurement.metric) for m in ms]
+    assert len(keys) == len(set(keys))
+    assert {(m.case_key, m.point_key) for m in ms} == {
+        (c.case_key, p) for c in store.cases(run.id) for p in c.description["points"]
+    }
+
+
+@requires_mpi
+def test_job_killed_by_its_slurm_time_limit_is_a_failed_run(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """About a minute: Slurm's time limits count whole minutes."""
+    platform = write(
+        tmp_path / "p.toml",
+        "name = 'short'\ncores_per_node = 'auto'\n[launcher]\nkind = 'slurm'\n"
+        "partition = 'debug'\ntime_limit = '1'\npoll_s = 0.5\n",
+    )
+    suite = write(
+        tmp_path / "long.toml",
+        "name = 'long'\n[[benchmark]]\nname = 'mpibench'\npatterns = ['barrier']\nranks = [1]\n"
+        "budget_s = 600\nsample_s = 0.1\nmin_samples = 2000\nmax_samples = 2000\n"
+        "time_limit_s = 600\n",
+    )
+    proc = hpceval(
+        slurm_cluster, "run", "--platform", str(platform), "--suite", str(suite), cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stderr
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    assert run.status == "completed"
+    (e,) = store.executions(run.id)
+    assert e.status == "failed"
+    assert e.error.startswith("Slurm job ") and e.error.endswith(" TIMEOUT (time limit 1 min)")
+    assert "DUE TO TIME LIMIT" in e.stderr_tail
+    assert [c.status for c in store.cases(run.id)] == ["failed"]
+    assert "TIMEOUT (time limit 1 min)" in proc.stderr  # the progress line of the case

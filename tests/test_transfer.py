@@ -1,0 +1,700 @@
+"""Export, import and merge of results between SQLite files and export files.
+
+(PostgreSQL as source and destination, and a real campaign carried from a site database to a
+central one, are in test_postgres.py.)
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner, Result
+
+import hpceval
+from hpceval import store as store_module
+from hpceval.cli import app
+from hpceval.errors import UserError
+from hpceval.model import (
+    Environment,
+    ExecutionRecord,
+    ExecutionStatus,
+    Measurement,
+    Origin,
+    Statistics,
+    Status,
+)
+from hpceval.store import (
+    EXECUTION_INDEX,
+    ImportAction,
+    RunBundle,
+    Store,
+    StoreUnavailable,
+    database_url,
+    open_store,
+    portable_columns,
+)
+from hpceval.transfer import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ExportFile,
+    export_runs,
+    merge,
+    read_export,
+)
+
+pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
+
+# --------------------------------------------------------------------------- a site's results
+
+
+class Clock:
+    def __init__(self, start: float = 1_700_000_000.25):
+        self.now = start
+
+    def __call__(self) -> float:
+        self.now += 0.125
+        return self.now
+
+
+PLATFORM = {
+    "name": "site-cluster",
+    "nodes": ["n01", "n02"],
+    "cores_per_node": 64,
+    "launcher": {"kind": "local", "extra_args": ["--mca", "btl", "^openib"], "env": {}},
+    "price": {"per_node_hour": 1.25, "currency": "€"},
+}
+FACTS = {
+    "cpu": {"model": "AMD EPYC 7763 64-Core", "sockets": 2, "ghz": 2.45},
+    "virtualization": {"kind": "none"},
+    "mpi": {"implementation": "Open MPI", "version": "4.1.4"},
+    "hpceval": {"version": "0.1.0", "git_revision": "abc123"},
+    "network": [{"name": "ib0", "driver": "mlx5_core", "io_path": "native"}],
+    "notes": ["ünïcode ✓", "tab\there"],
+    "load": math.nan,
+}
+CASES = [
+    ("mpibench:pingpong:np=2", "mpibench", {"points": ["size=0", "size=8"], "time_limit_s": 60}),
+    ("mpibench:allreduce:np=2", "mpibench", {"points": ["size=8"], "time_limit_s": 60.5}),
+]
+
+
+def point(value: float, metric: str = "latency", **details: Any) -> Measurement:
+    samples = (value, value + 0.1 + 0.2, 5e-324)
+    return Measurement(
+        benchmark="mpibench",
+        metric=metric,
+        value=value,
+        unit="MB/s" if metric == "bandwidth" else "us",
+        parameters={"pattern": "pingpong", "size": 8, "oversubscribed": False, "ratio": 0.5},
+        samples=samples,
+        statistics=Statistics(
+            count=3,
+            minimum=min(samples),
+            maximum=max(samples),
+            median=value,
+            mean=sum(samples) / 3,
+            stdev=0.1,
+            ci_low=None,
+            ci_high=None,
+            extra={"outliers": 0.0, "skew": math.inf, "kurtosis": -math.inf},
+        ),
+        details={"loops": 128, "stop": "budget", "why": "µs ✓", **details},
+    )
+
+
+def new_site_run(store: Store, *, suite: str = "site-suite", pid: int = 4242) -> int:
+    return store.create_run(
+        suite_name=suite,
+        suite_config={"name": suite, "benchmark": [{"name": "mpibench", "budget_s": 0.03}]},
+        platform_id=store.add_platform("site-cluster", PLATFORM),
+        environment_id=store.add_environment(Environment(FACTS, "fingerprint-site")),
+        launcher="local",
+        cases=CASES,
+        hpceval_version=hpceval.__version__,
+        git_revision="abc123",
+        origin=Origin.MEASURED,
+        host="login01",
+        pid=pid,
+    )
+
+
+def execute(
+    store: Store, run_id: int, case_key: str, at: float, points: dict[str, list[Measurement]]
+) -> int:
+    execution_id = store.start_execution(
+        run_id, case_key, "mpibench", ["mpirun", "-n", "2", "mpibench"], {"OMP": "1"}, at
+    )
+    for point_key, measured in points.items():
+        for m in measured:
+            store.add_measurement(run_id, execution_id, case_key, point_key, m)
+    store.finish_execution(
+        execution_id,
+        ExecutionRecord(
+            case_key=case_key,
+            benchmark="mpibench",
+            argv=("mpirun", "-n", "2", "mpibench"),
+            env={"OMP": "1"},
+            status=ExecutionStatus.OK,
+            exit_code=0,
+            started=at,
+            ended=at + 1.5,
+            stdout_tail='{"record":"point"}\n',
+            stderr_tail="warning: ✓\n",
+        ),
+    )
+    return execution_id
+
+
+def fill_site(store: Store) -> list[int]:
+    """Three runs: completed, interrupted (with an execution left running), and bare."""
+    completed = new_site_run(store)
+    execute(
+        store,
+        completed,
+        CASES[0][0],
+        100.0,
+        {"size=0": [point(0.3), point(9.5, "bandwidth")], "size=8": [point(0.4)]},
+    )
+    execute(store, completed, CASES[1][0], 102.0, {"size=8": [point(1.1, "time")]})
+    store.add_measurement(completed, None, CASES[1][0], "extra", point(2.0, "time"))
+    for case_key, _, _ in CASES:
+        store.set_case_status(completed, case_key, "done")
+    store.set_run_status(completed, Status.COMPLETED)
+
+    interrupted = new_site_run(store, suite="other-suite", pid=4343)
+    execute(store, interrupted, CASES[0][0], 200.0, {"size=0": [point(0.5)]})
+    store.start_execution(interrupted, CASES[1][0], "mpibench", ["mpirun"], {}, 203.0)
+    store.set_run_status(interrupted, Status.INTERRUPTED)
+
+    bare = new_site_run(store, suite="bare")
+    return [completed, interrupted, bare]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "site.db"
+    with open_store(str(path), clock=Clock()) as store:
+        fill_site(store)
+    yield path
+
+
+def bundles(url: str) -> dict[str, RunBundle]:
+    with open_store(url, create=False) as store:
+        return {b.uid: b for b in map(store.export_run, store.select_runs())}
+
+
+def counts(database: Path | str) -> dict[str, int]:
+    """Rows per table of an SQLite file or a database URL."""
+    engine = sa.create_engine(database_url(str(database)))
+    try:
+        with engine.connect() as conn:
+            return {
+                table: conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one()
+                for table in (
+                    "platforms", "environments", "runs", "run_cases", "executions", "measurements"
+                )
+            }  # fmt: skip
+    finally:
+        engine.dispose()
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize("name", ["site.jsonl", "site.jsonl.gz", "site-copy.db"])
+def test_export_then_import_gives_every_field_back(site: Path, tmp_path: Path, name: str) -> None:
+    exported = tmp_path / name
+    items = export_runs(str(site), exported)
+    assert [item.action for item in items] == ["exported"] * 3
+    central = tmp_path / "central.db"
+    imported = merge([str(exported)], str(central))
+    assert [item.action for item in imported] == ["imported"] * 3
+
+    original, copy = bundles(str(site)), bundles(str(central))
+    assert copy == original
+    # Through the store's own reading API too: every measurement, sample and statistic.
+    with open_store(str(site)) as a, open_store(str(central)) as b:
+        for run_a, run_b in zip(a.runs(), b.runs(), strict=True):
+            assert run_a.uid == run_b.uid
+            assert [m.measurement for m in a.measurements(run_a.id)] == [
+                m.measurement for m in b.measurements(run_b.id)
+            ]
+            # (json: the facts hold a NaN, which equals nothing, itself included)
+            assert json.dumps(a.environment(run_a.environment_id)) == json.dumps(
+                b.environment(run_b.environment_id)
+            )
+            assert a.platform_config(run_a.platform_id) == b.platform_config(run_b.platform_id)
+            assert a.cases(run_a.id) == b.cases(run_b.id)
+            assert [e.argv for e in a.executions(run_a.id)] == [
+                e.argv for e in b.executions(run_b.id)
+            ]
+    assert math.isnan(b_facts(central)["load"])
+
+
+def b_facts(path: Path) -> dict[str, Any]:
+    with open_store(str(path)) as store:
+        return dict(store.environment(store.runs()[0].environment_id))
+
+
+def test_export_file_layout(site: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "out.jsonl.gz"
+    export_runs(str(site), exported, ["1", "3"])
+    with gzip.open(exported, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    header = records[0]
+    assert header["format"] == FORMAT_NAME
+    assert header["version"] == FORMAT_VERSION == 1
+    assert header["runs"] == 2
+    assert header["source"] == f"sqlite:///{site}"
+    # Platform and environment once, before the first run that uses them.
+    assert [r.get("record") for r in records[1:]] == ["platform", "environment", "run", "run"]
+    run = records[3]
+    assert run["platform"] == {"name": "site-cluster", "config_hash": records[1]["config_hash"]}
+    assert run["environment"] == "fingerprint-site"
+    assert [m[EXECUTION_INDEX] for m in run["measurements"]] == [0, 0, 0, 1, None]
+    assert run["measurements"][0]["statistics"]["extra"]["skew"] == {"$float": "inf"}
+    assert records[2]["facts"]["load"] == {"$float": "nan"}
+    assert "id" not in run["run"] and "run_id" not in run["executions"][0]
+
+
+def test_the_format_pins_its_columns() -> None:
+    # Format version 1 carries exactly these columns. A schema change that alters them must
+    # bump FORMAT_VERSION (an older hpceval must refuse the new files) and update this list.
+    assert FORMAT_VERSION == 1
+    assert {
+        table.name: [column.name for column in portable_columns(table)]
+        for table in store_module.BUNDLE_TABLES
+    } == {
+        "platforms": ["name", "config", "config_hash"],
+        "environments": ["fingerprint", "facts"],
+        "runs": [
+            "uid",
+            "suite_name",
+            "suite_config",
+            "launcher",
+            "status",
+            "started",
+            "ended",
+            "host",
+            "pid",
+            "hpceval_version",
+            "git_revision",
+            "origin",
+            "note",
+        ],
+        "run_cases": ["case_key", "ordinal", "benchmark", "description", "status"],
+        "executions": [
+            "case_key",
+            "benchmark",
+            "argv",
+            "env",
+            "status",
+            "exit_code",
+            "started",
+            "ended",
+            "stdout_tail",
+            "stderr_tail",
+            "error",
+        ],
+        "measurements": [
+            "case_key",
+            "point_key",
+            "benchmark",
+            "metric",
+            "unit",
+            "value",
+            "statistic",
+            "parameters",
+            "statistics",
+            "samples",
+            "details",
+            "origin",
+            "created",
+        ],
+    }
+
+
+def test_importing_twice_adds_nothing(site: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "site.jsonl"
+    export_runs(str(site), exported)
+    central = tmp_path / "central.db"
+    merge([str(exported)], str(central))
+    before = counts(central)
+    again = merge([str(exported), str(site)], str(central))
+    assert [(item.action, item.detail) for item in again] == [("skipped", "already here")] * 6
+    assert counts(central) == before
+    assert before == {
+        "platforms": 1,
+        "environments": 1,
+        "runs": 3,
+        "run_cases": 6,
+        "executions": 4,
+        "measurements": 6,
+    }
+
+
+def test_ids_are_remapped_and_shared_rows_reused(site: Path, tmp_path: Path) -> None:
+    central = tmp_path / "central.db"
+    with open_store(str(central), clock=Clock(5e8)) as store:
+        local = new_site_run(store, suite="central-own")  # same platform and environment
+        execute(store, local, CASES[0][0], 1.0, {"size=0": [point(7.0)]})
+    items = merge([str(site)], str(central))
+    assert [item.run_id for item in items] == [2, 3, 4]
+    assert counts(central)["platforms"] == 1 and counts(central)["environments"] == 1
+    with open_store(str(central)) as store:
+        for run in store.runs():
+            executions = {e.id: e for e in store.executions(run.id)}
+            for m in store.measurements(run.id):
+                assert m.run_id == run.id
+                if m.execution_id is not None:
+                    assert executions[m.execution_id].case_key == m.case_key
+        assert [m.measurement.value for m in store.measurements(1)] == [7.0]
+    site_bundles = bundles(str(site))
+    central_bundles = bundles(str(central))
+    for uid, bundle in site_bundles.items():
+        assert central_bundles[uid] == bundle
+
+
+def test_a_later_state_of_a_run_updates_the_earlier_copy(site: Path, tmp_path: Path) -> None:
+    early = tmp_path / "early.jsonl"
+    export_runs(str(site), early, ["2"])  # the interrupted run, an execution still running
+    central = tmp_path / "central.db"
+    merge([str(early)], str(central))
+
+    # At the site the run is found dead, resumed and completed.
+    with open_store(str(site), clock=Clock(1_800_000_000.0)) as store:
+        store.mark_dead_runs_interrupted(host="login01", is_alive=lambda pid: False)
+        store.claim_run(2, host="login02", pid=77)
+        execute(store, 2, CASES[1][0], 300.0, {"size=8": [point(1.7, "time")]})
+        store.set_case_status(2, CASES[1][0], "done")
+        store.set_run_status(2, Status.COMPLETED)
+    late = tmp_path / "late.jsonl"
+    export_runs(str(site), late, ["2"])
+
+    (updated,) = merge([str(late)], str(central))
+    assert updated.action == "updated"
+    assert updated.detail == "+1 executions, +1 measurements (status interrupted → completed)"
+    assert bundles(str(central)) == {updated.uid: bundles(str(site))[updated.uid]}
+
+    # The earlier copy, imported again, changes nothing: the destination has more.
+    (older,) = merge([str(early)], str(central))
+    assert (older.action, older.detail) == ("skipped", "already here, with more than this copy")
+    assert bundles(str(central))[updated.uid] == bundles(str(site))[updated.uid]
+
+
+def test_copies_that_diverged_are_a_conflict_and_left_alone(site: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    export_runs(str(site), first, ["3"])
+    export_runs(str(site), second, ["3"])
+    with open_store(str(first)) as store:
+        execute(store, 1, CASES[0][0], 1.0, {"size=0": [point(1.0)]})
+    with open_store(str(second)) as store:
+        execute(store, 1, CASES[0][0], 2.0, {"size=0": [point(2.0)]})
+    before = bundles(str(first))
+    (outcome,) = merge([str(second)], str(first))
+    assert outcome.action == ImportAction.CONFLICT
+    assert "each hold executions or measurements the other lacks" in outcome.detail
+    assert bundles(str(first)) == before
+
+    with open_store(str(second)) as store, store._engine.begin() as conn:
+        conn.execute(store_module.runs.update().values(launcher="slurm"))
+    (outcome,) = merge([str(second)], str(first))
+    assert outcome.detail == "a run with this uid is here but differs in launcher; left unchanged"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def destination(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty results database: an SQLite file, or a database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "central.db")
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def test_a_failing_run_leaves_nothing_half_imported(
+    site: Path, destination: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    insert = store_module._insert_measurements
+    calls = []
+
+    def failing(conn: sa.Connection, run_id: int, rows: Any, execution_id: Any) -> None:
+        calls.append(run_id)
+        if len(calls) == 2:  # the second run: its run row, cases and executions are in
+            raise sa.exc.OperationalError("INSERT INTO measurements", {}, OSError("disk full"))
+        insert(conn, run_id, rows, execution_id)
+
+    monkeypatch.setattr(store_module, "_insert_measurements", failing)
+    seen: list[str] = []
+    with pytest.raises(StoreUnavailable, match="disk full"):
+        merge([str(site)], destination, on_run=lambda item: seen.append(item.action))
+    assert seen == ["imported"]
+    # The first run whole; of the second (its run row, cases and executions were inserted
+    # before the failure) nothing.
+    assert counts(destination) == {
+        "platforms": 1,
+        "environments": 1,
+        "runs": 1,
+        "run_cases": 2,
+        "executions": 2,
+        "measurements": 5,
+    }
+
+    monkeypatch.setattr(store_module, "_insert_measurements", insert)
+    again = merge([str(site)], destination)
+    assert [item.action for item in again] == ["skipped", "imported", "imported"]
+    assert bundles(destination) == bundles(str(site))
+
+
+def test_merge_databases_and_files_into_one_file(tmp_path: Path) -> None:
+    sites = []
+    for name in ("north", "south"):
+        path = tmp_path / f"{name}.db"
+        with open_store(str(path), clock=Clock()) as store:
+            fill_site(store)
+        sites.append(path)
+    south_file = tmp_path / "south.jsonl.gz"
+    export_runs(str(sites[1]), south_file)
+
+    combined = tmp_path / "all.jsonl"
+    items = merge([str(sites[0]), str(south_file)], str(combined))
+    assert [item.action for item in items] == ["imported"] * 6
+    assert items[0].source == f"sqlite:///{sites[0]}" and items[3].source == str(south_file)
+    # Merging into an existing export file keeps its runs and adds none twice.
+    again = merge([str(sites[1]), str(sites[0])], str(combined))
+    assert [item.action for item in again] == ["skipped"] * 6
+    everything = {b.uid: b for b in read_export(combined)}
+    assert everything == bundles(str(sites[0])) | bundles(str(sites[1]))
+    assert ExportFile(combined).header["runs"] == 6
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_lines(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def edit_run(edit: Callable[[dict[str, Any]], None]) -> Callable[[list[Any]], None]:
+    def apply(records: list[Any]) -> None:
+        edit(records[3])
+
+    return apply
+
+
+def set_path(path: str, value: Any) -> Callable[[list[Any]], None]:
+    """Set records[i].a.b... (integers index lists) to `value`."""
+
+    def apply(records: list[Any]) -> None:
+        keys: list[Any] = [int(k) if k.isdigit() else k for k in path.split(".")]
+        target = records
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    return apply
+
+
+BAD_FILES: list[tuple[str, Callable[[list[Any]], None], str]] = [
+    ("not ours", set_path("0.format", "pyperf"), r"line 1: not an hpceval export file"),
+    ("newer", set_path("0.version", 2), r"line 1: format version 2 is newer .* upgrade hpceval"),
+    ("older", set_path("0.version", 0), r"line 1: unknown format version 0"),
+    ("header key", set_path("0.compressed", True), r"line 1: header: unknown fields"),
+    ("truncated", lambda r: r.pop(), r"header announces 3 runs but the file holds 2 \(truncated"),
+    ("record", set_path("1.record", "plat"), r"line 2: unknown record 'plat'"),
+    (
+        "hash",
+        set_path("1.config.nodes", ["n01"]),
+        r"line 2: platform 'site-cluster': config_hash does not match its config",
+    ),
+    ("field", set_path("3.run.owner", "me"), r"line 4: run: unknown fields \['owner'\]"),
+    ("missing", edit_run(lambda r: r["run"].pop("pid")), r"line 4: run: missing fields \['pid'\]"),
+    ("type", set_path("3.run.pid", "42"), r"line 4: run.pid: expected an integer, not '42'"),
+    ("status", set_path("3.run.status", "done"), r"line 4: run.status: 'done' is not one of"),
+    (
+        "unit",
+        set_path("3.measurements.0.unit", "GB"),
+        r"line 4: run [0-9a-f-]+: measurements\[0\]: unit 'GB' is not in hpceval's vocabulary",
+    ),
+    (
+        "samples",
+        set_path("3.measurements.1.samples", ["fast"]),
+        r"line 4: run [0-9a-f-]+: measurements\[1\]: could not convert string to float",
+    ),
+    (
+        "index",
+        set_path("3.measurements.2.execution", 5),
+        r"line 4: run [0-9a-f-]+: measurements\[2\].execution: 5 is not an execution's index",
+    ),
+    (
+        "case",
+        set_path("3.executions.0.case_key", "mpibench:bcast"),
+        r"line 4: run [0-9a-f-]+: executions\[0\]: case 'mpibench:bcast' is not planned",
+    ),
+    (
+        "reference",
+        set_path("3.environment", "elsewhere"),
+        r"line 4: run [0-9a-f-]+: environment 'elsewhere' has no record before it",
+    ),
+    ("twice", lambda r: r.append(r[3]), r"line 7: run [0-9a-f-]+ appears twice"),
+    ("null", set_path("3.run.started", None), r"line 4: run.started: must not be null"),
+    ("array", lambda r: r.insert(2, [1, 2]), r"line 3: expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("what", "damage", "message"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_a_damaged_or_foreign_file_is_refused_before_anything_is_imported(
+    site: Path,
+    tmp_path: Path,
+    what: str,
+    damage: Callable[[list[Any]], None],
+    message: str,
+) -> None:
+    good = tmp_path / "good.jsonl"
+    export_runs(str(site), good)
+    records = lines_of(good)
+    damage(records)
+    bad = write_lines(tmp_path / "bad.jsonl", records)
+    central = tmp_path / "central.db"
+    with pytest.raises(UserError, match=message) as caught:
+        merge([str(good), str(bad)], str(central))
+    assert str(caught.value).startswith(f"{bad}: ")
+    assert "\n" not in str(caught.value)
+    assert not central.exists()  # every source is checked before the destination is opened
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty; not an hpceval export file"),
+        (b"{not json\n", "line 1: not JSON"),
+        (b'{"format": "hpceval-results", "version": NaN}\n', "line 1: not JSON"),
+        (b"\xff\xfe\n", "line 1: not UTF-8"),
+    ],
+)
+def test_unreadable_files_are_refused(tmp_path: Path, content: bytes, message: str) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    with pytest.raises(UserError, match=message):
+        merge([str(bad)], str(tmp_path / "central.db"))
+
+
+def test_a_cut_gzip_file_is_refused(site: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "site.jsonl.gz"
+    export_runs(str(site), exported)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(exported.read_bytes()[:-40])
+    with pytest.raises(UserError, match=r"cut\.jsonl\.gz: line \d+: unreadable"):
+        merge([str(cut)], str(tmp_path / "central.db"))
+
+
+def test_export_refusals(site: Path, tmp_path: Path) -> None:
+    existing = tmp_path / "exists.jsonl"
+    existing.write_text("precious\n")
+    with pytest.raises(UserError, match="already exists; an export never overwrites"):
+        export_runs(str(site), existing)
+    assert existing.read_text() == "precious\n"
+    with pytest.raises(UserError, match="no run with id or uid '9'"):
+        export_runs(str(site), tmp_path / "x.jsonl", ["1", "9"])
+    assert not (tmp_path / "x.jsonl").exists()
+    with pytest.raises(UserError, match="no such results database"):
+        export_runs(str(tmp_path / "none.db"), tmp_path / "x.jsonl")
+    open_store(str(tmp_path / "empty.db")).close()
+    with pytest.raises(UserError, match="holds no runs to export"):
+        export_runs(str(tmp_path / "empty.db"), tmp_path / "x.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "exists.jsonl", "site.db"]
+
+
+def test_runs_are_selected_by_id_uid_or_uid_prefix(site: Path) -> None:
+    with open_store(str(site)) as store:
+        uids = {run.id: run.uid for run in store.runs()}
+        assert store.select_runs() == [1, 2, 3]
+        assert store.select_runs(["3", uids[1], uids[2][:8], "1"]) == [3, 1, 2]
+        with pytest.raises(UserError, match="no run with id or uid 'abc'"):
+            store.select_runs(["abc"])  # a prefix shorter than 8 characters is no name
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def hpceval_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hpceval", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def in_process(*args: str) -> Result:
+    """The CLI in this process (a fresh `python -m hpceval` costs seconds of imports)."""
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_db_commands_have_help(tmp_path: Path) -> None:
+    listed = hpceval_cli("db", "--help", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    for command in ("export", "import", "merge"):
+        assert command in listed.stdout
+        sub = in_process("db", command, "--help")
+        assert sub.exit_code == 0, sub.output
+        assert "Usage: hpceval db " + command in sub.stdout
+
+
+def test_db_export_import_merge_on_the_command_line(site: Path, tmp_path: Path) -> None:
+    exported = hpceval_cli("db", "export", "out.jsonl.gz", "--db", str(site), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert lines[0].startswith("exported ") and "site-suite on site-cluster" in lines[0]
+    assert lines[-1] == "3 runs: 3 exported → out.jsonl.gz"
+
+    imported = hpceval_cli("db", "import", "out.jsonl.gz", cwd=tmp_path)  # into ./hpceval.db
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.splitlines()[-1] == "3 runs: 3 imported → hpceval.db"
+    assert "completed → run 1: 2 cases, 2 executions, 5 measurements" in imported.stdout
+
+    merged = hpceval_cli(
+        "db", "merge", str(site), "out.jsonl.gz", "--into", "hpceval.db", cwd=tmp_path
+    )
+    assert merged.returncode == 0, merged.stderr
+    assert merged.stdout.splitlines()[-1] == "6 runs: 6 skipped → hpceval.db"
+    assert bundles(str(tmp_path / "hpceval.db")) == bundles(str(site))
+
+
+def test_db_bad_input_is_one_line_and_exit_2(site: Path, tmp_path: Path) -> None:
+    missing = in_process("db", "import", str(tmp_path / "nowhere.jsonl"))
+    assert missing.exit_code == 2
+    assert missing.stderr == f"hpceval: error: {tmp_path / 'nowhere.jsonl'}: no such file\n"
+    existing = in_process("db", "export", str(site), "--db", str(site))
+    assert existing.exit_code == 2
+    assert "already exists; an export never overwrites a file" in existing.stderr
+    assert len(existing.stderr.splitlines()) == 1
+
+
+def test_a_conflict_exits_1(site: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.db"
+    export_runs(str(site), copy, ["3"])
+    with open_store(str(copy)) as store:
+        execute(store, 1, CASES[0][0], 1.0, {"size=0": [point(1.0)]})
+    with open_store(str(site)) as store:
+        execute(store, 3, CASES[0][0], 2.0, {"size=0": [point(2.0)]})
+    result = in_process("db", "merge", str(copy), "--into", str(site))
+    assert result.exit_code == 1
+    assert result.stdout.startswith("conflict ")
+    assert "left unchanged" in result.stderr
