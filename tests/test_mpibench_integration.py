@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from hpceval.benchmarks import get_benchmark
-from hpceval.campaign import Campaign, case_description, plan_cases
-from hpceval.config import load_platform, load_suite
-from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.model import Environment, ExecutionStatus, Measurement, Origin
+from hpceval.model import ExecutionStatus, Measurement
 from hpceval.store import Store, open_store
-from hpceval.toolchain import detect_mpi
 
-from .conftest import requires_mpi, write
+from .conftest import requires_mpi, run_suite
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
@@ -32,37 +26,6 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(str(tmp_path / "it.db"))
     yield s
     s.close()
-
-
-def run_suite(tmp_path: Path, store: Store, body: str) -> tuple[int, list[Measurement]]:
-    suite = load_suite(str(write(tmp_path / "suite.toml", body)))
-    platform = load_platform("local")
-    cases = plan_cases(suite, platform.config)
-    toolchain = detect_mpi()
-    launcher = get_launcher_class("local")(
-        platform.config, MpiRuntime(toolchain.implementation, toolchain.mpirun)
-    )
-    program = get_benchmark("mpibench").build(
-        compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=["-O2"]
-    )
-    run_id = store.create_run(
-        suite_name=suite.config.name,
-        suite_config=suite.raw,
-        platform_id=store.add_platform("local", platform.raw),
-        environment_id=store.add_environment(Environment({"test": True}, "test-env")),
-        launcher="local",
-        cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
-        hpceval_version="test",
-        git_revision=None,
-        origin=Origin.MEASURED,
-        host=socket.gethostname(),
-        pid=os.getpid(),
-    )
-    result = Campaign(store, launcher, {"mpibench": program}).execute(
-        run_id, [(c, list(c.points)) for c in cases]
-    )
-    assert not result.failed, [(o.case.key, o.error) for o in result.failed]
-    return run_id, [sm.measurement for sm in store.measurements(run_id)]
 
 
 def value(ms: list[Measurement], pattern: str, metric: str, size: int, ranks: int = 2) -> float:

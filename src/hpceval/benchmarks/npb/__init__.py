@@ -59,6 +59,13 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
     if kernel == "ep":
+        # EP deals out batches of 2^16 pairs: no more ranks than batches.
+        batches = 2 ** (int(problem_size("ep", class_name)[0]) - 16)
+        if ranks > batches:
+            return (
+                f"ep class {class_name} has {batches} batches of 2^16 pairs: needs at most "
+                f"{batches} ranks, got {ranks}"
+            )
         return None
     if ranks & (ranks - 1):
         return f"{kernel} needs a power-of-two number of ranks, got {ranks}"
@@ -71,6 +78,9 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
         buckets = 2 ** int(size[2])
         if ranks > buckets:
             return f"is class {class_name} runs on at most {buckets} ranks, got {ranks}"
+        if class_name == "D" and ranks < 2:
+            # 2^31 keys: per-rank counts must fit a C int.
+            return "is class D needs at least 2 ranks"
     if kernel == "mg":
         n = int(size[0])
         if ranks > n**3 // 8:
@@ -84,10 +94,17 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
     if kernel == "ep":
         return 4 * 2**16 * 8 + (1 << 20)  # batch buffers per thread plus slack
     if kernel == "is":
-        keys = 2 ** int(size[0])
-        max_key = 2 ** int(size[1])
-        # keys, received keys (with imbalance), ranking buffer over this rank's key range
-        return int(4 * keys / ranks * 3.5 + 4 * max_key / ranks * 2 + (1 << 20))
+        # is.c's allocations: keys and their copy, received keys with 4 % imbalance, bucket
+        # pointers, the count array over the key range, per-thread bucket counts.
+        n, k, b = int(size[0]), int(size[1]), int(size[2])
+        per_rank = 2**n / ranks
+        received = 1.04 * per_rank if ranks > 1 else 0.0
+        threads = 1
+        return int(
+            4 * (2 * per_rank + received + 2 ** (n - b + 4) + 1.04 * 2**k)
+            + 4 * threads * 2**b
+            + (1 << 20)
+        )
     if kernel == "cg":
         na, nonzer = int(size[0]), int(size[1])
         nonzeros = na * (nonzer + 1) ** 2
