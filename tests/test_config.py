@@ -11,7 +11,9 @@ from .conftest import write
 
 
 def test_shipped_suites_and_platforms_load() -> None:
-    assert {"quick", "p2p", "collectives", "smoke"} <= set(shipped_names("suites"))
+    assert {"quick", "p2p", "collectives", "smoke", "npb-quick", "npb-standard"} <= set(
+        shipped_names("suites")
+    )
     assert "local" in shipped_names("platforms")
     for name in shipped_names("suites"):
         assert load_suite(name).config.benchmark
