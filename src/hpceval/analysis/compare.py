@@ -1,0 +1,682 @@
+"""Comparison with a baseline platform: ratios with confidence intervals, verdicts, summaries.
+
+Definitions (one *side* is a platform's measurements of one origin; its samples at a point
+are the raw samples of every measurement of that point, repetitions and runs pooled):
+
+- ratio = mean(platform samples) / mean(baseline samples), in the metric's own direction;
+- performance = the ratio oriented so that > 1 means the platform does better: the ratio
+  itself when a larger value is better in the metric's unit (``units.HIGHER_IS_BETTER``:
+  bandwidth, Mop/s), its inverse when a smaller one is (time, latency);
+- slowdown = 1 / performance (how many times slower; a time ratio for a time metric) and
+  overhead = slowdown - 1 (0.15: 15 % slower, as the studies report virtualization overhead);
+- the confidence interval of the ratio (level `confidence`, default 95 %) comes from the raw
+  samples, by one of two methods (the one used is recorded on every row):
+
+  * ``bootstrap``: the percentile interval of `resamples` bootstrap replicates of the ratio of
+    means, each side resampled with replacement on its own (independent samples). Vectorized:
+    one multinomial weight matrix per sample count and side, drawn from a generator seeded
+    with (seed, side, count), so results do not depend on the order of the points; every
+    point's interval is an ordinary percentile bootstrap interval, but intervals of different
+    points with the same sample counts share their resampling pattern. The bounds are the
+    order statistics floor((B-1)·a/2) and ceil((B-1)·(1-a/2)) (0-based) of the B replicates,
+    a = 1 - confidence.
+  * ``delta``: log(ratio) ± t·se with se² = s²ₚ/(nₚ·x̄ₚ²) + s²ᵦ/(nᵦ·x̄ᵦ²) (delta method on the
+    log of each mean) and t Student's quantile with the Welch-Satterthwaite degrees of
+    freedom; the interval is exponentiated back. Closed form, for very many points.
+  * ``auto`` (the default): bootstrap while points × resamples stays within
+    ``BOOTSTRAP_BUDGET`` (about two seconds of work), delta beyond, so that a comparison of a
+    million measurements takes seconds; the method used is reported.
+
+  A point with a single sample on either side has no interval (it says so in ``note``).
+- verdict: *faster* when the whole interval of the performance lies above 1, *slower* when it
+  lies below 1, *no significant difference* when it contains 1, *undetermined* without an
+  interval.
+
+Overhead summaries group the points of a platform by category (shared-memory messaging,
+inter-node messaging, collectives, compute kernels, storage, applications) and give the
+geometric mean of the performance with its spread (geometric standard deviation, minimum,
+maximum) and the verdict counts. They use one metric per kind of measurement
+(``SUMMARY_METRICS``: mpibench latency and collective time, NPB time), because the other
+metrics (bandwidth = size/latency, Mop/s = operations/time) restate the same points.
+
+Measured, emulated and simulated data are never mixed silently: a side whose origin is not
+the baseline's is refused (``CrossOriginError``) unless ``allow_cross_origin=True``, and then
+every row and summary carries both origins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy.special import stdtrit
+
+from hpceval.analysis.frame import (
+    FloatArray,
+    IntArray,
+    Pooled,
+    check_frame,
+    group_codes,
+    numeric,
+    point_columns,
+    pool_by_codes,
+    present,
+)
+from hpceval.benchmarks.mpibench import COLLECTIVES, POINT_TO_POINT, RINGS
+from hpceval.errors import UserError
+from hpceval.model import Origin, ParamValue
+from hpceval.units import HIGHER_IS_BETTER
+
+CiMethod = Literal["auto", "bootstrap", "delta"]
+
+DEFAULT_RESAMPLES: Final = 2000
+# Largest points x resamples that method "auto" bootstraps (about 2 s on a 2-core machine).
+BOOTSTRAP_BUDGET: Final = 20_000_000
+# Welch degrees of freedom beyond which Student's t is taken at this value.
+_DF_CAP: Final = 100_000
+# Bootstrap weight matrices (one per sample count and side) kept for reuse, in bytes.
+_WEIGHT_CACHE_BYTES: Final = 256 * 2**20
+# Bootstrap replicates held in memory at once (rows x resamples), per side.
+_CHUNK_ELEMENTS: Final = 2_000_000
+
+STORAGE_BENCHMARKS: Final[frozenset[str]] = frozenset({"fio", "ior", "storage"})
+APPLICATION_BENCHMARKS: Final[frozenset[str]] = frozenset(
+    {"gromacs", "lammps", "paratec", "milc", "application"}
+)
+# Metrics that the overhead summaries use, per benchmark (any other benchmark: all metrics).
+SUMMARY_METRICS: Final[Mapping[str, frozenset[str]]] = {
+    "mpibench": frozenset({"latency", "time"}),
+    "npb": frozenset({"time"}),
+}
+
+
+# The `note` of a comparison row.
+NOTES: Final[tuple[str, ...]] = (
+    "",
+    "single sample on the platform: no confidence interval",
+    "single sample on the baseline: no confidence interval",
+    "single samples: no confidence interval",
+    "non-positive mean: no ratio",
+)
+
+
+class Verdict(StrEnum):
+    FASTER = "faster"
+    SLOWER = "slower"
+    NO_DIFFERENCE = "no significant difference"
+    UNDETERMINED = "undetermined"
+
+
+class Category(StrEnum):
+    """What part of a platform a point exercises (methodology §1: where the loss comes from)."""
+
+    SHARED_MEMORY = "shared-memory messaging"  # mpibench p2p/rings: intra-node pair, one node
+    INTER_NODE = "inter-node messaging"  # mpibench p2p: inter-node pair; multi-node rings
+    COLLECTIVES = "collectives"  # mpibench bcast, reduce, allreduce, alltoall, ...
+    COMPUTE = "compute kernels"  # npb
+    STORAGE = "storage"  # fio and other I/O benchmarks
+    APPLICATIONS = "applications"  # GROMACS, LAMMPS, ...
+    OTHER = "other"
+
+
+class CrossOriginError(UserError):
+    """A comparison across measured / emulated / simulated data that was not asked for."""
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """One point compared with the baseline (a row of `Comparison.table`)."""
+
+    platform: str
+    origin: Origin
+    baseline_origin: Origin
+    category: Category
+    benchmark: str
+    metric: str
+    unit: str
+    parameters: Mapping[str, ParamValue]
+    samples: int
+    baseline_samples: int
+    mean: float
+    baseline_mean: float
+    ratio: float
+    ratio_low: float | None
+    ratio_high: float | None
+    higher_is_better: bool
+    performance: float
+    performance_low: float | None
+    performance_high: float | None
+    verdict: Verdict
+    ci_method: str
+    note: str
+
+    @property
+    def slowdown(self) -> float:
+        return 1 / self.performance if self.performance else math.inf
+
+    @property
+    def overhead(self) -> float:
+        return self.slowdown - 1
+
+
+@dataclass(frozen=True)
+class CategorySummary:
+    """The points of one platform (and origin) in one category, summarized.
+
+    `geomean` is the geometric mean of the performance (> 1: the platform does better),
+    `geometric_sd` = exp(standard deviation of log performance) (1 when there is one point),
+    `minimum`/`maximum` the extreme performances.
+    """
+
+    platform: str
+    origin: Origin
+    baseline: str
+    baseline_origin: Origin
+    category: Category
+    points: int
+    metrics: tuple[str, ...]
+    geomean: float
+    geometric_sd: float
+    minimum: float
+    maximum: float
+    faster: int
+    slower: int
+    no_difference: int
+    undetermined: int
+
+    @property
+    def slowdown(self) -> float:
+        return 1 / self.geomean
+
+    @property
+    def overhead(self) -> float:
+        """Relative loss against the baseline: 0.15 means 15 % slower (negative: faster)."""
+        return self.slowdown - 1
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every point of the compared platforms against the baseline.
+
+    `table` has one row per point present on both a platform side and the baseline, columns:
+    platform, origin, baseline_origin, category, benchmark, metric, unit, the point's parameter
+    columns, samples, baseline_samples, mean, baseline_mean, ratio, ratio_low, ratio_high,
+    higher_is_better, performance, performance_low, performance_high, verdict, ci_method,
+    note (NaN bounds where there is no interval). `unmatched[platform]` counts the platform's
+    points without a baseline counterpart, `baseline_only[platform]` the baseline's points the
+    platform lacks.
+    """
+
+    baseline: str
+    baseline_origin: Origin
+    platforms: tuple[str, ...]
+    confidence: float
+    method: str
+    resamples: int | None
+    seed: int
+    table: pd.DataFrame
+    parameters: tuple[str, ...]
+    unmatched: Mapping[str, int]
+    baseline_only: Mapping[str, int]
+    summaries: tuple[CategorySummary, ...]
+
+    def points(self) -> Iterator[PointComparison]:
+        """The rows of `table` as values (for small tables: this is a Python loop)."""
+        for record in self.table.to_dict("records"):
+            yield _point_from_record({str(k): v for k, v in record.items()}, self.parameters)
+
+    def summary(self, platform: str, category: Category | str) -> CategorySummary | None:
+        for s in self.summaries:
+            if s.platform == platform and s.category == category:
+                return s
+        return None
+
+
+def compare(
+    frame: pd.DataFrame,
+    baseline: str,
+    *,
+    platforms: Sequence[str] | None = None,
+    baseline_origin: Origin | str | None = None,
+    allow_cross_origin: bool = False,
+    confidence: float = 0.95,
+    method: CiMethod = "auto",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
+    """Compare `platforms` (default: every other platform of the frame) with `baseline`."""
+    check_frame(frame)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence} is not between 0 and 1")
+    if resamples < 100:
+        raise ValueError(f"resamples {resamples} is too few for a percentile interval")
+    names = sorted(str(p) for p in frame["platform"].unique())
+    if baseline not in names:
+        raise UserError(
+            f"no measurements of baseline platform {baseline!r} "
+            f"(platforms: {', '.join(names) or 'none'})"
+        )
+    chosen = [p for p in names if p != baseline] if platforms is None else list(platforms)
+    for p in chosen:
+        if p not in names:
+            raise UserError(f"no measurements of platform {p!r} (platforms: {', '.join(names)})")
+    # The sides (platform, origin) of the frame: a handful of rows, decided on in Python.
+    side_code, side_first = group_codes(frame, ["platform", "origin"])
+    side_names = frame.iloc[side_first][["platform", "origin"]].astype(object).to_numpy()
+    side_platform = [str(p) for p in side_names[:, 0]]
+    side_origin = [str(o) for o in side_names[:, 1]]
+    base_origins = sorted(
+        o for p, o in zip(side_platform, side_origin, strict=True) if p == baseline
+    )
+    if baseline_origin is None:
+        if len(base_origins) > 1:
+            raise CrossOriginError(
+                f"baseline {baseline!r} has {' and '.join(base_origins)} measurements: "
+                "choose one (baseline_origin)"
+            )
+        b_origin = Origin(base_origins[0])
+    else:
+        b_origin = Origin(baseline_origin)
+        if b_origin.value not in base_origins:
+            raise UserError(f"baseline {baseline!r} has no {b_origin.value} measurements")
+    base_side = next(
+        i
+        for i, (p, o) in enumerate(zip(side_platform, side_origin, strict=True))
+        if p == baseline and o == b_origin.value
+    )
+    # The baseline's own other origins are compared with it only when it is named in `platforms`.
+    compared = [i for i, p in enumerate(side_platform) if p in chosen and i != base_side]
+    foreign = [i for i in compared if side_origin[i] != b_origin.value]
+    if foreign and not allow_cross_origin:
+        listed = ", ".join(f"{side_platform[i]} ({side_origin[i]})" for i in foreign)
+        raise CrossOriginError(
+            f"the baseline {baseline!r} is {b_origin.value}, but {listed} is not: "
+            "select one origin, or allow_cross_origin=True to compare across origins"
+        )
+    wanted = np.zeros(len(side_first), dtype=bool)
+    wanted[[base_side, *compared]] = True
+    mask = wanted[side_code]
+
+    sub = frame.loc[mask].reset_index(drop=True)
+    side_code = side_code[mask]
+    pcols = point_columns(sub)
+    params = tuple(c for c in pcols if c not in ("benchmark", "metric", "unit"))
+    point_code, _ = group_codes(sub, pcols)
+    n_points = int(point_code.max()) + 1 if len(sub) else 0
+    combined = side_code * max(n_points, 1) + point_code
+    _, first, rows = np.unique(combined, return_index=True, return_inverse=True)
+    rows = rows.astype(np.int64).reshape(len(sub))
+    pooled = pool_by_codes(sub, rows, first.astype(np.int64), ["platform", "origin", *pcols])
+    g_side = side_code[first]
+    g_point = point_code[first]
+
+    is_base = g_side == base_side
+    base_of_point = np.full(max(n_points, 1), -1, dtype=np.int64)
+    base_of_point[g_point[is_base]] = np.flatnonzero(is_base)
+    others = np.flatnonzero(~is_base)
+    partner = base_of_point[g_point[others]]
+    matched = partner >= 0
+    unmatched: dict[str, int] = {}
+    baseline_only: dict[str, int] = {}
+    n_base = int(is_base.sum())
+    for s in compared:
+        name = side_platform[s] + (
+            f" ({side_origin[s]})" if side_origin[s] != b_origin.value else ""
+        )
+        in_side = g_side[others] == s
+        unmatched[name] = int((in_side & ~matched).sum())
+        baseline_only[name] = n_base - int((in_side & matched).sum())
+    ga = others[matched]
+    gb = partner[matched]
+
+    table, used = _ratios(pooled, ga, gb, confidence, method, resamples, seed)
+    keys = pooled.keys.iloc[ga].reset_index(drop=True)
+    columns: dict[str, Any] = {
+        "platform": _categorical(keys["platform"]),
+        "origin": _categorical(keys["origin"]),
+        "baseline_origin": pd.Categorical.from_codes(
+            np.zeros(len(keys), dtype=np.int64), pd.Index([b_origin.value])
+        ),
+        "category": pd.Categorical.from_codes(
+            categorize(keys), pd.Index([c.value for c in Category])
+        ),
+    }
+    taken = set(columns) | set(table)
+    for column in pcols:
+        # A parameter named like a result column (e.g. "ratio") keeps a prefixed name.
+        columns[f"parameter.{column}" if column in taken else column] = keys[column]
+    params = tuple(f"parameter.{c}" if c in taken else c for c in params)
+    columns.update(table)
+    out = pd.DataFrame(columns)
+    summaries = summarize(out, baseline=baseline)
+    return Comparison(
+        baseline=baseline,
+        baseline_origin=b_origin,
+        platforms=tuple(chosen),
+        confidence=confidence,
+        method=used,
+        resamples=resamples if used == "bootstrap" else None,
+        seed=seed,
+        table=out,
+        parameters=params,
+        unmatched=unmatched,
+        baseline_only=baseline_only,
+        summaries=summaries,
+    )
+
+
+def categorize(table: pd.DataFrame) -> IntArray:
+    """The Category of each row, as its position in `Category`.
+
+    mpibench point-to-point patterns and HPCC rings are shared-memory messaging for an
+    intra-node pair or on one node, inter-node messaging for an inter-node pair or on
+    several nodes; mpibench collectives are collectives; npb is compute kernels; fio/ior are
+    storage; GROMACS, LAMMPS, PARATEC, MILC are applications; anything else is other.
+    """
+    mpi = _is_in(table, "benchmark", {"mpibench"})
+    p2p = mpi & _is_in(table, "pattern", POINT_TO_POINT | RINGS)
+    no_pair = ~present(table, "pair")
+    nodes = numeric(table, "nodes")
+    shared = p2p & (_is_in(table, "pair", {"intra-node"}) | (no_pair & (nodes == 1)))
+    inter = p2p & (_is_in(table, "pair", {"inter-node"}) | (no_pair & (nodes > 1)))
+    conditions = [
+        shared,
+        inter,
+        mpi & _is_in(table, "pattern", COLLECTIVES),
+        _is_in(table, "benchmark", {"npb"}),
+        _is_in(table, "benchmark", STORAGE_BENCHMARKS),
+        _is_in(table, "benchmark", APPLICATION_BENCHMARKS),
+    ]
+    order = list(Category)
+    choices = [
+        order.index(c)
+        for c in (
+            Category.SHARED_MEMORY,
+            Category.INTER_NODE,
+            Category.COLLECTIVES,
+            Category.COMPUTE,
+            Category.STORAGE,
+            Category.APPLICATIONS,
+        )
+    ]
+    codes: IntArray = np.select(conditions, choices, default=order.index(Category.OTHER)).astype(
+        np.int64
+    )
+    return codes
+
+
+def _is_in(table: pd.DataFrame, column: str, values: Collection[str]) -> npt.NDArray[np.bool_]:
+    """Where a column's value is one of `values` (False where missing or absent)."""
+    if column not in table.columns:
+        return np.zeros(len(table), dtype=bool)
+    series = table[column]
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        hits = np.append(np.isin(series.cat.categories.astype(object), list(values)), False)
+        return np.asarray(hits[np.asarray(series.cat.codes, dtype=np.int64)], dtype=bool)
+    return np.asarray(series.isin(list(values)).to_numpy(), dtype=bool)
+
+
+def _categorical(series: pd.Series[Any]) -> pd.Categorical:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return pd.Categorical(series).remove_unused_categories()
+    return pd.Categorical(series.astype(object))
+
+
+def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
+    """Overhead summaries of a comparison table per platform, origin and category."""
+    if table.empty:
+        return ()
+    bench = table["benchmark"].astype(object).to_numpy()
+    metric = table["metric"].astype(object).to_numpy()
+    use = np.ones(len(table), dtype=bool)
+    for name, metrics in SUMMARY_METRICS.items():
+        use &= (bench != name) | np.isin(metric, list(metrics))
+    perf = table["performance"].to_numpy(dtype=np.float64)
+    use &= np.isfinite(perf) & (perf > 0)
+    by = ["platform", "origin", "baseline_origin", "category"]
+    part = table.loc[use, by].reset_index(drop=True)
+    if part.empty:
+        return ()
+    codes, first = group_codes(part, by)
+    groups = len(first)
+    logs = np.log(perf[use])
+    count = np.bincount(codes, minlength=groups)
+    mean = np.bincount(codes, weights=logs, minlength=groups) / count
+    squares = np.bincount(codes, weights=(logs - mean[codes]) ** 2, minlength=groups)
+    sd = np.sqrt(np.where(count > 1, squares / np.maximum(count - 1, 1), 0.0))
+    order = np.argsort(codes, kind="stable")
+    offsets = np.zeros(groups, dtype=np.int64)
+    np.cumsum(count[:-1], out=offsets[1:])
+    minimum = np.minimum.reduceat(logs[order], offsets)
+    maximum = np.maximum.reduceat(logs[order], offsets)
+    verdict = np.asarray(table["verdict"].astype(object).to_numpy()[use], dtype=object)
+    tally = {
+        v: np.bincount(codes, weights=(verdict == v.value), minlength=groups).astype(int)
+        for v in Verdict
+    }
+    metric_codes, metric_names = pd.factorize(metric[use])
+    pairs = np.unique(codes * len(metric_names) + metric_codes)
+    metrics_of: dict[int, list[str]] = {}
+    for pair in pairs.tolist():
+        metrics_of.setdefault(pair // len(metric_names), []).append(
+            str(metric_names[pair % len(metric_names)])
+        )
+    keys = part.iloc[first].astype(object).to_numpy()
+    out: list[CategorySummary] = []
+    for g in range(groups):
+        platform, origin, b_origin, category = (str(k) for k in keys[g])
+        out.append(
+            CategorySummary(
+                platform=platform,
+                origin=Origin(origin),
+                baseline=baseline,
+                baseline_origin=Origin(b_origin),
+                category=Category(category),
+                points=int(count[g]),
+                metrics=tuple(sorted(metrics_of[g])),
+                geomean=float(np.exp(mean[g])),
+                geometric_sd=float(np.exp(sd[g])),
+                minimum=float(np.exp(minimum[g])),
+                maximum=float(np.exp(maximum[g])),
+                faster=int(tally[Verdict.FASTER][g]),
+                slower=int(tally[Verdict.SLOWER][g]),
+                no_difference=int(tally[Verdict.NO_DIFFERENCE][g]),
+                undetermined=int(tally[Verdict.UNDETERMINED][g]),
+            )
+        )
+    out.sort(key=lambda x: (x.platform, x.origin, list(Category).index(x.category)))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- ratios
+
+
+def _ratios(
+    pooled: Pooled,
+    ga: IntArray,
+    gb: IntArray,
+    confidence: float,
+    method: CiMethod,
+    resamples: int,
+    seed: int,
+) -> tuple[dict[str, Any], str]:
+    """The numeric columns of the comparison table, and the CI method used."""
+    n_a, n_b = pooled.count[ga], pooled.count[gb]
+    m_a, m_b = pooled.mean[ga], pooled.mean[gb]
+    positive = (m_a > 0) & (m_b > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(positive, m_a / m_b, np.nan)
+    has_ci = positive & (n_a >= 2) & (n_b >= 2)
+    wanted = int(has_ci.sum())
+    used: Literal["bootstrap", "delta"] = "delta" if method == "delta" else "bootstrap"
+    if method == "auto":
+        used = "bootstrap" if wanted * resamples <= BOOTSTRAP_BUDGET else "delta"
+    low = np.full(len(ga), np.nan)
+    high = np.full(len(ga), np.nan)
+    idx = np.flatnonzero(has_ci)
+    if len(idx):
+        if used == "bootstrap":
+            lo, hi = bootstrap_ratio_ci(pooled, ga[idx], gb[idx], confidence, resamples, seed)
+        else:
+            lo, hi = delta_ratio_ci(
+                m_a[idx], pooled.var[ga[idx]], n_a[idx],
+                m_b[idx], pooled.var[gb[idx]], n_b[idx],
+                confidence,
+            )  # fmt: skip
+        low[idx], high[idx] = lo, hi
+    unit_codes, unit_names = pd.factorize(pooled.keys["unit"].astype(object).to_numpy()[ga])
+    hib = np.asarray([HIGHER_IS_BETTER[str(u)] for u in unit_names], dtype=bool)[unit_codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        perf = np.where(hib, ratio, 1 / ratio)
+        perf_low = np.where(hib, low, 1 / high)
+        perf_high = np.where(hib, high, 1 / low)
+    verdicts = list(Verdict)
+    verdict = np.full(len(ga), verdicts.index(Verdict.UNDETERMINED), dtype=np.int64)
+    verdict[has_ci] = verdicts.index(Verdict.NO_DIFFERENCE)
+    verdict[has_ci & (perf_low > 1)] = verdicts.index(Verdict.FASTER)
+    verdict[has_ci & (perf_high < 1)] = verdicts.index(Verdict.SLOWER)
+    single_a, single_b = n_a < 2, n_b < 2
+    note = np.zeros(len(ga), dtype=np.int64)  # positions in NOTES
+    note[single_a & ~single_b] = 1
+    note[single_b & ~single_a] = 2
+    note[single_a & single_b] = 3
+    note[~positive] = 4
+    columns: dict[str, Any] = {
+        "samples": n_a,
+        "baseline_samples": n_b,
+        "mean": m_a,
+        "baseline_mean": m_b,
+        "ratio": ratio,
+        "ratio_low": low,
+        "ratio_high": high,
+        "higher_is_better": hib,
+        "performance": perf,
+        "performance_low": perf_low,
+        "performance_high": perf_high,
+        "verdict": pd.Categorical.from_codes(verdict, pd.Index([v.value for v in verdicts])),
+        "ci_method": pd.Categorical.from_codes(has_ci.astype(np.int64), pd.Index(["", used])),
+        "note": pd.Categorical.from_codes(note, pd.Index(NOTES)),
+    }
+    return columns, used
+
+
+def bootstrap_ratio_ci(
+    pooled: Pooled,
+    ga: IntArray,
+    gb: IntArray,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> tuple[FloatArray, FloatArray]:
+    """Percentile bootstrap interval of mean(group ga) / mean(group gb), for each pair.
+
+    Groups need at least one sample each; see the module docstring for the scheme.
+    """
+    n_a, n_b = pooled.count[ga], pooled.count[gb]
+    alpha = 1 - confidence
+    k_low = math.floor((resamples - 1) * alpha / 2)
+    k_high = math.ceil((resamples - 1) * (1 - alpha / 2))
+    low = np.empty(len(ga))
+    high = np.empty(len(ga))
+    weights: dict[tuple[int, int], FloatArray] = {}
+
+    def weight_matrix(side: int, n: int) -> FloatArray:
+        w = weights.get((side, n))
+        if w is None:
+            rng = np.random.default_rng([seed, side, n])
+            counts = rng.multinomial(n, np.full(n, 1 / n), size=resamples)
+            w = np.ascontiguousarray((counts / n).T)
+            # Keep the matrices within _WEIGHT_CACHE_BYTES, dropping the oldest first.
+            while weights and sum(m.nbytes for m in weights.values()) + w.nbytes > (
+                _WEIGHT_CACHE_BYTES
+            ):
+                del weights[next(iter(weights))]
+            weights[(side, n)] = w
+        return w
+
+    order = np.lexsort((n_b, n_a))
+    na_sorted, nb_sorted = n_a[order], n_b[order]
+    change = np.flatnonzero((np.diff(na_sorted) != 0) | (np.diff(nb_sorted) != 0)) + 1
+    for block in np.split(order, change):
+        if not len(block):
+            continue
+        na, nb = int(n_a[block[0]]), int(n_b[block[0]])
+        wa, wb = weight_matrix(0, na), weight_matrix(1, nb)
+        step = max(1, _CHUNK_ELEMENTS // resamples)
+        for start in range(0, len(block), step):
+            part = block[start : start + step]
+            xa = pooled.values[pooled.offsets[ga[part]][:, None] + np.arange(na)]
+            xb = pooled.values[pooled.offsets[gb[part]][:, None] + np.arange(nb)]
+            r = (xa @ wa) / (xb @ wb)
+            r.partition((k_low, k_high), axis=1)
+            low[part] = r[:, k_low]
+            high[part] = r[:, k_high]
+    return low, high
+
+
+def delta_ratio_ci(
+    mean_a: FloatArray,
+    var_a: FloatArray,
+    n_a: IntArray,
+    mean_b: FloatArray,
+    var_b: FloatArray,
+    n_b: IntArray,
+    confidence: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Interval of mean_a / mean_b from the delta method on the log ratio (Welch's t)."""
+    ratio = mean_a / mean_b
+    va = var_a / (n_a * mean_a**2)
+    vb = var_b / (n_b * mean_b**2)
+    se = np.sqrt(va + vb)
+    denominator = va**2 / (n_a - 1) + vb**2 / (n_b - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(denominator > 0, (va + vb) ** 2 / denominator, np.inf)
+    # Degrees of freedom rounded down (a slightly wider interval), capped where t is z to
+    # 4 digits, so that Student's quantile is computed once per distinct value.
+    whole = np.clip(np.floor(df), 1, _DF_CAP).astype(np.int64)
+    distinct, position = np.unique(whole, return_inverse=True)
+    t = np.asarray(stdtrit(distinct.astype(np.float64), (1 + confidence) / 2))[position]
+    spread = np.exp(t.reshape(se.shape) * se)
+    return ratio / spread, ratio * spread
+
+
+def _point_from_record(record: Mapping[str, Any], params: Sequence[str]) -> PointComparison:
+    def bound(v: Any) -> float | None:
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+    parameters: dict[str, ParamValue] = {}
+    for name in params:
+        v = record.get(name)
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            continue
+        parameters[name.removeprefix("parameter.")] = v.item() if isinstance(v, np.generic) else v
+    return PointComparison(
+        platform=str(record["platform"]),
+        origin=Origin(record["origin"]),
+        baseline_origin=Origin(record["baseline_origin"]),
+        category=Category(record["category"]),
+        benchmark=str(record["benchmark"]),
+        metric=str(record["metric"]),
+        unit=str(record["unit"]),
+        parameters=parameters,
+        samples=int(record["samples"]),
+        baseline_samples=int(record["baseline_samples"]),
+        mean=float(record["mean"]),
+        baseline_mean=float(record["baseline_mean"]),
+        ratio=float(record["ratio"]),
+        ratio_low=bound(record["ratio_low"]),
+        ratio_high=bound(record["ratio_high"]),
+        higher_is_better=bool(record["higher_is_better"]),
+        performance=float(record["performance"]),
+        performance_low=bound(record["performance_low"]),
+        performance_high=bound(record["performance_high"]),
+        verdict=Verdict(record["verdict"]),
+        ci_method=str(record["ci_method"]),
+        note=str(record["note"]),
+    )

@@ -1,0 +1,311 @@
+"""Scalability: speedup, parallel efficiency, the knee, and placement sweeps.
+
+Definitions (methodology §3, generalized to a reference that is not one core):
+
+- cores of a run = ranks × threads_per_rank (threads 1 when not recorded);
+- a *curve* is one platform, origin and problem (benchmark, metric and every parameter that
+  is not a placement parameter: NPB kernel and class, an application's input...), over its
+  placements (ranks, nodes, ranks_per_node, threads_per_rank, binding); the value of a
+  placement is the mean of its pooled samples (repetitions and runs);
+- at each core count the curve keeps the best placement (shortest time);
+- the reference is the curve's point with the fewest cores;
+- speedup = time(reference) / time (for a metric where larger is better, such as Mop/s:
+  value / value(reference)); ideal speedup = cores / cores(reference);
+  efficiency = speedup / ideal speedup (= speedup / cores when the reference is one core);
+- the knee is the first point, in increasing cores, whose efficiency is below the threshold
+  (default 0.5) or whose speedup is not larger than the previous point's: scaling stops
+  there, and the curve *scales to* the core count of the point before it;
+- a placement sweep is a core count of a curve measured with several placements; each
+  placement's gain over the full-node placement (the fewest nodes; among those the fewest
+  threads per rank, i.e. pure MPI) is time(full node) / time(placement): above 1 the
+  placement is faster, usually on more nodes (fewer processes per instance), at a higher
+  price.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from hpceval.analysis.frame import group_codes, numeric, point_columns, pool, select
+from hpceval.model import Origin, ParamValue
+from hpceval.units import HIGHER_IS_BETTER
+
+DEFAULT_THRESHOLD: Final = 0.5
+PLACEMENT_PARAMETERS: Final[frozenset[str]] = frozenset(
+    {"ranks", "nodes", "ranks_per_node", "threads_per_rank", "binding"}
+)
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """One placement of a problem with its time (or value) and scaling figures."""
+
+    cores: int
+    ranks: int
+    threads_per_rank: int
+    nodes: int | None
+    ranks_per_node: int | None
+    binding: str | None
+    value: float
+    samples: int
+    speedup: float
+    ideal_speedup: float
+    efficiency: float
+
+    def label(self) -> str:
+        """nodes x ranks_per_node x threads (as model.Placement.label), or ranks x threads."""
+        if self.nodes is not None and self.ranks_per_node is not None:
+            return f"{self.nodes}x{self.ranks_per_node}x{self.threads_per_rank}"
+        return f"{self.ranks}rx{self.threads_per_rank}t"
+
+
+@dataclass(frozen=True)
+class ScalingCurve:
+    """Speedup and efficiency of one problem on one platform (best placement per core count)."""
+
+    platform: str
+    origin: Origin
+    benchmark: str
+    metric: str
+    unit: str
+    problem: Mapping[str, ParamValue]
+    reference: ScalingPoint
+    points: tuple[ScalingPoint, ...]
+    threshold: float
+    knee: ScalingPoint | None
+    knee_reason: str
+    scales_to: int
+
+
+@dataclass(frozen=True)
+class PlacementChoice:
+    point: ScalingPoint
+    gain: float  # time(full node) / time(this placement); > 1: faster
+    extra_nodes: float | None  # nodes / nodes of the full-node placement (None if unknown)
+    full_node: bool
+
+
+@dataclass(frozen=True)
+class PlacementSweep:
+    """The placements measured at one core count, against the full-node placement."""
+
+    platform: str
+    origin: Origin
+    benchmark: str
+    metric: str
+    problem: Mapping[str, ParamValue]
+    cores: int
+    full_node: ScalingPoint
+    choices: tuple[PlacementChoice, ...]  # best first
+
+    @property
+    def best(self) -> PlacementChoice:
+        return self.choices[0]
+
+
+@dataclass(frozen=True)
+class _Curve:
+    platform: str
+    origin: Origin
+    benchmark: str
+    metric: str
+    unit: str
+    problem: dict[str, ParamValue]
+    table: pd.DataFrame  # one row per placement: cores, ranks, threads, nodes, rpn, value...
+    higher_is_better: bool
+
+
+def scaling(
+    frame: pd.DataFrame,
+    *,
+    benchmark: str = "npb",
+    metric: str = "time",
+    threshold: float = DEFAULT_THRESHOLD,
+) -> tuple[ScalingCurve, ...]:
+    """The scaling curve of every problem of `benchmark` on every platform of the frame."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold {threshold} is not in (0, 1]")
+    curves: list[ScalingCurve] = []
+    for c in _curves(frame, benchmark, metric):
+        best = _best_per_cores(c)
+        points = _scaling_points(best, c.higher_is_better)
+        reference = points[0]
+        knee: ScalingPoint | None = None
+        reason = ""
+        scales_to = points[-1].cores
+        for previous, point in itertools.pairwise(points):
+            if point.efficiency < threshold:
+                knee = point
+                reason = f"efficiency {point.efficiency:.2f} < {threshold:g}"
+            elif point.speedup <= previous.speedup:
+                knee = point
+                reason = (
+                    f"speedup {point.speedup:.2f} at {point.cores} cores is not above "
+                    f"{previous.speedup:.2f} at {previous.cores}"
+                )
+            if knee is not None:
+                scales_to = previous.cores
+                break
+        curves.append(
+            ScalingCurve(
+                platform=c.platform,
+                origin=c.origin,
+                benchmark=c.benchmark,
+                metric=c.metric,
+                unit=c.unit,
+                problem=c.problem,
+                reference=reference,
+                points=tuple(points),
+                threshold=threshold,
+                knee=knee,
+                knee_reason=reason,
+                scales_to=scales_to,
+            )
+        )
+    return tuple(curves)
+
+
+def placement_sweeps(
+    frame: pd.DataFrame, *, benchmark: str = "npb", metric: str = "time"
+) -> tuple[PlacementSweep, ...]:
+    """Every core count measured with several placements (nodes known), per problem."""
+    sweeps: list[PlacementSweep] = []
+    for c in _curves(frame, benchmark, metric):
+        table = c.table.loc[c.table["nodes"].notna()]
+        best = _best_per_cores(c)
+        reference = _scaling_points(best, c.higher_is_better)[0]
+        for cores, group in table.groupby("cores", sort=True):
+            if len(group) < 2:
+                continue
+            ordered = group.sort_values(["nodes", "threads_per_rank", "ranks_per_node"])
+            points = _scaling_points(ordered, c.higher_is_better, reference=reference)
+            full = points[0]
+            choices = []
+            for point in points:
+                gain = point.value / full.value if c.higher_is_better else full.value / point.value
+                extra = point.nodes / full.nodes if point.nodes is not None and full.nodes else None
+                choices.append(PlacementChoice(point, gain, extra, point is full))
+            choices.sort(key=lambda ch: -ch.gain)
+            sweeps.append(
+                PlacementSweep(
+                    platform=c.platform,
+                    origin=c.origin,
+                    benchmark=c.benchmark,
+                    metric=c.metric,
+                    problem=c.problem,
+                    cores=int(str(cores)),
+                    full_node=full,
+                    choices=tuple(choices),
+                )
+            )
+    return tuple(sweeps)
+
+
+def _curves(frame: pd.DataFrame, benchmark: str, metric: str) -> list[_Curve]:
+    rows = select(frame, benchmark=benchmark, metrics=[metric])
+    if "ranks" in rows.columns:
+        rows = rows.loc[rows["ranks"].notna().to_numpy()]
+    if rows.empty or "ranks" not in rows.columns:
+        return []
+    by = ["platform", "origin", *point_columns(rows)]
+    pooled = pool(rows, by)
+    keys = pooled.keys
+    problem_columns = [c for c in by if c not in PLACEMENT_PARAMETERS]
+    curve, first = group_codes(keys, problem_columns)
+    ranks = numeric(keys, "ranks")
+    threads = np.nan_to_num(numeric(keys, "threads_per_rank"), nan=1.0)
+    table = pd.DataFrame(
+        {
+            "curve": curve,
+            "cores": (ranks * threads).astype(np.int64),
+            "ranks": ranks.astype(np.int64),
+            "threads_per_rank": threads.astype(np.int64),
+            "nodes": numeric(keys, "nodes"),
+            "ranks_per_node": numeric(keys, "ranks_per_node"),
+            "binding": (keys["binding"].astype(object) if "binding" in keys.columns else None),
+            "value": pooled.mean,
+            "samples": pooled.count,
+        }
+    )
+    out: list[_Curve] = []
+    names = [c for c in problem_columns if c not in ("platform", "origin", "benchmark")]
+    for g, part in table.groupby("curve", sort=True):
+        head = keys.iloc[int(first[int(str(g))])]
+        problem: dict[str, ParamValue] = {}
+        for name in names:
+            if name in ("metric", "unit"):
+                continue
+            v = head[name]
+            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+                continue
+            problem[name] = v.item() if isinstance(v, np.generic) else v
+        unit = str(head["unit"])
+        out.append(
+            _Curve(
+                platform=str(head["platform"]),
+                origin=Origin(str(head["origin"])),
+                benchmark=str(head["benchmark"]),
+                metric=str(head["metric"]),
+                unit=unit,
+                problem=problem,
+                table=part.drop(columns="curve").reset_index(drop=True),
+                higher_is_better=HIGHER_IS_BETTER[unit],
+            )
+        )
+    return out
+
+
+def _best_per_cores(c: _Curve) -> pd.DataFrame:
+    """At each core count, the placement with the best value (ties: fewest nodes)."""
+    ordered = c.table.sort_values(
+        ["cores", "value", "nodes"], ascending=[True, not c.higher_is_better, True]
+    )
+    return ordered.drop_duplicates("cores", keep="first").reset_index(drop=True)
+
+
+def _scaling_points(
+    table: pd.DataFrame, higher_is_better: bool, *, reference: ScalingPoint | None = None
+) -> list[ScalingPoint]:
+    records: list[dict[str, Any]] = [
+        {str(k): v for k, v in r.items()} for r in table.to_dict("records")
+    ]
+    ref_cores = reference.cores if reference else int(records[0]["cores"])
+    ref_value = reference.value if reference else float(records[0]["value"])
+    points = []
+    for r in records:
+        value = float(r["value"])
+        speedup = value / ref_value if higher_is_better else ref_value / value
+        ideal = int(r["cores"]) / ref_cores
+        points.append(
+            ScalingPoint(
+                cores=int(r["cores"]),
+                ranks=int(r["ranks"]),
+                threads_per_rank=int(r["threads_per_rank"]),
+                nodes=_optional_int(r["nodes"]),
+                ranks_per_node=_optional_int(r["ranks_per_node"]),
+                binding=None
+                if r["binding"] is None or pd.isna(r["binding"])
+                else str(r["binding"]),
+                value=value,
+                samples=int(r["samples"]),
+                speedup=speedup,
+                ideal_speedup=ideal,
+                efficiency=speedup / ideal,
+            )
+        )
+    return points
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _optional_int(v: Any) -> int | None:
+    return None if _missing(v) else int(v)

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import pytest
+
+from hpceval.analysis.compare import CrossOriginError
+from hpceval.analysis.cost import CurrencyError, ExchangeRates, HourlyPrice
+from hpceval.analysis.frame import Entry, build_frame
+from hpceval.analysis.recommend import Workload, pareto_indices, recommend
+from hpceval.errors import UserError
+from hpceval.model import Measurement, Origin
+
+CG = Workload("npb", {"kernel": "cg", "class": "C"})
+MG = Workload("npb", {"kernel": "mg", "class": "C"})
+A = HourlyPrice(1.0, "USD", "on-demand", "a.node")
+A_SPOT = HourlyPrice(0.3, "USD", "spot", "a.node")
+B = HourlyPrice(3.0, "USD", "on-demand", "b.node")
+
+
+def run(
+    platform: str,
+    nodes: int,
+    seconds: float,
+    *,
+    kernel: str = "cg",
+    origin: Origin = Origin.MEASURED,
+) -> Entry:
+    params: dict[str, int | float | str | bool] = {
+        "kernel": kernel,
+        "class": "C",
+        "ranks": 16 * nodes,
+        "nodes": nodes,
+        "ranks_per_node": 16,
+        "threads_per_rank": 1,
+    }
+    samples = (seconds * 0.99, seconds * 1.01)
+    return (platform, 1, Measurement("npb", "time", seconds, "s", params, samples, origin=origin))
+
+
+# (time s, cost USD): A1 (3600, 1.00), A4 (1000, 1.11), A16 (500, 2.22), B1 (2000, 1.67),
+# B4 (400, 1.33), C2 (250, no price).
+HAND_MADE = [
+    run("A", 1, 3600.0),
+    run("A", 4, 1000.0),
+    run("A", 16, 500.0),
+    run("B", 1, 2000.0),
+    run("B", 4, 400.0),
+    run("C", 2, 250.0),
+    run("A", 4, 10.0, kernel="ep"),  # another workload: ignored
+]
+
+
+def labels(candidates: object) -> list[str]:
+    return [c.label() for c in candidates]  # type: ignore[attr-defined]
+
+
+def test_fastest_cheapest_and_pareto_front() -> None:
+    r = recommend(build_frame(HAND_MADE), CG, prices={"A": A, "B": B})
+    assert r.currency == "USD"
+    assert r.fastest is not None and r.fastest.label() == "C [2x16x1]"
+    assert r.fastest.cost is None
+    assert r.cheapest is not None and r.cheapest.label() == "A [1x16x1, on-demand]"
+    assert r.cheapest.cost is not None and r.cheapest.cost.amount == pytest.approx(1.0)
+    assert labels(r.pareto) == [
+        "B [4x16x1, on-demand]",
+        "A [4x16x1, on-demand]",
+        "A [1x16x1, on-demand]",
+    ]
+    assert [c.cost.amount for c in r.pareto if c.cost] == pytest.approx(
+        [4 * 3.0 * 400 / 3600, 4 * 1.0 * 1000 / 3600, 1.0]
+    )
+    assert r.unpriced == ("C",)
+    assert [c.time_s for c in r.candidates] == sorted(c.time_s for c in r.candidates)
+    choices = {p.platform: p for p in r.by_platform}
+    assert choices["A"].fastest.label() == "A [16x16x1, on-demand]"
+    assert choices["A"].cheapest is not None
+    assert choices["A"].cheapest.label() == "A [1x16x1, on-demand]"
+    assert choices["B"].cheapest is not None
+    assert choices["B"].cheapest.label() == "B [4x16x1, on-demand]"
+    assert choices["C"].cheapest is None
+    assert r.within_deadline is None and r.deadline_message == ""
+
+
+@pytest.mark.parametrize(
+    ("deadline", "choice"),
+    [
+        (5000.0, "A [1x16x1, on-demand]"),
+        (1200.0, "A [4x16x1, on-demand]"),
+        (450.0, "B [4x16x1, on-demand]"),
+        (400.0, "B [4x16x1, on-demand]"),  # exactly on time counts
+    ],
+)
+def test_cheapest_within_a_deadline(deadline: float, choice: str) -> None:
+    r = recommend(build_frame(HAND_MADE), CG, prices={"A": A, "B": B}, deadline_s=deadline)
+    assert r.within_deadline is not None
+    assert r.within_deadline.label() == choice
+    assert "meets the" in r.deadline_message
+
+
+def test_no_configuration_meets_the_deadline() -> None:
+    frame = build_frame(HAND_MADE)
+    r = recommend(frame, CG, prices={"A": A, "B": B}, deadline_s=300.0)
+    assert r.within_deadline is None
+    assert r.deadline_message.startswith(
+        "none of the 5 priced configurations meets the 300 s deadline; "
+        "the fastest, C [2x16x1], takes 250 s"
+    )
+    assert "without a price would meet it" in r.deadline_message
+    r = recommend(frame, CG, prices={"A": A, "B": B}, deadline_s=100.0)
+    assert r.within_deadline is None
+    assert "without a price" not in r.deadline_message
+
+
+def test_pricing_models_and_currencies() -> None:
+    frame = build_frame(HAND_MADE)
+    r = recommend(frame, CG, prices={"A": [A, A_SPOT], "B": B})
+    assert r.cheapest is not None and r.cheapest.label() == "A [1x16x1, spot]"
+    assert r.cheapest.cost is not None and r.cheapest.cost.amount == pytest.approx(0.3)
+    in_eur = recommend(
+        frame,
+        CG,
+        prices={"A": A, "B": B},
+        currency="EUR",
+        rates=ExchangeRates("EUR", {"USD": 1.11}),
+    )
+    assert in_eur.cheapest is not None and in_eur.cheapest.cost is not None
+    assert in_eur.cheapest.cost.currency == "EUR"
+    assert in_eur.cheapest.cost.amount == pytest.approx(1.0 / 1.11)
+    with pytest.raises(CurrencyError):
+        recommend(frame, CG, prices={"A": A, "B": HourlyPrice(2.0, "EUR", "spot", "b")})
+
+
+def test_a_set_of_workloads_runs_on_one_configuration() -> None:
+    frame = build_frame(
+        [
+            *HAND_MADE,
+            run("A", 1, 1800.0, kernel="mg"),
+            run("A", 4, 500.0, kernel="mg"),
+            run("B", 4, 300.0, kernel="mg"),
+        ]
+    )
+    r = recommend(frame, [CG, MG], prices={"A": A, "B": B}, deadline_s=1600)
+    times = {c.label(): c.time_s for c in r.candidates}
+    assert times == pytest.approx(
+        {
+            "A [1x16x1, on-demand]": 5400.0,
+            "A [4x16x1, on-demand]": 1500.0,
+            "B [4x16x1, on-demand]": 700.0,
+        }
+    )
+    assert r.within_deadline is not None
+    assert r.within_deadline.label() == "A [4x16x1, on-demand]"
+    assert r.within_deadline.cost is not None
+    assert r.within_deadline.cost.amount == pytest.approx(4 * 1.0 * 1500 / 3600)
+    with pytest.raises(UserError, match="no measurements of npb"):
+        recommend(frame, Workload("npb", {"kernel": "ft", "class": "C"}))
+
+
+def test_rank_filter_and_origins() -> None:
+    frame = build_frame([*HAND_MADE, run("S", 4, 100.0, origin=Origin.SIMULATED)])
+    with pytest.raises(CrossOriginError, match="measured and simulated"):
+        recommend(frame, CG)
+    r = recommend(frame, CG, origin="measured")
+    assert {c.platform for c in r.candidates} == {"A", "B", "C"}
+    mixed = recommend(frame, CG, allow_mixed_origins=True)
+    assert mixed.fastest is not None and mixed.fastest.origin is Origin.SIMULATED
+    at_64 = recommend(
+        frame, Workload("npb", {"kernel": "cg", "class": "C"}, ranks=64), origin="measured"
+    )
+    assert {c.label() for c in at_64.candidates} == {"A [4x16x1]", "B [4x16x1]"}
+
+
+def test_pareto_indices_by_hand() -> None:
+    # (1, 5) twice, (2, 4), (3, 1), (3, 4): the duplicate is kept, (3, 4) is dominated.
+    assert pareto_indices([3, 1, 2, 3, 1], [4, 5, 4, 1, 5]) == [1, 4, 2, 3]
+    assert pareto_indices([], []) == []
+    with pytest.raises(ValueError):
+        pareto_indices([1.0], [])
