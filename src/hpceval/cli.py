@@ -36,6 +36,7 @@ from hpceval.campaign import (
     case_from_description,
     plan_cases,
 )
+from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_db import db_app
 from hpceval.config import (
     Loaded,
@@ -578,6 +579,7 @@ def import_npb_command(
 
 
 app.add_typer(db_app, name="db")
+register_analysis_commands(app, out)
 
 netns_app = typer.Typer(
     help="The emulated clusters of the netns launcher (network namespaces).",

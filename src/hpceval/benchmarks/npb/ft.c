@@ -15,7 +15,8 @@
  * iteration, which is the same up to rounding (relative 1e-16; the tolerance is 1e-12). The
  * factor is the product of one factor per dimension, so no N-sized twiddle array is needed.
  *
- * Decomposition: the original's 1-D ("slab") layout, np a power of two <= nz and <= ny. In
+ * Decomposition, as the original: np a power of two; up to nz ranks the 1-D ("slab")
+ * layout, beyond that the 2-D layout (see "the 2-D (pencil) layout" below). Slabs: in
  * physical space a rank owns nz/np consecutive z planes ([z_local][y][x], x fastest); in
  * spectral space ny/np consecutive y values of every z plane ([z][y_local][x]). One
  * MPI_Alltoall over all ranks (N/np^2 points for every pair) turns one into the other, once
@@ -434,6 +435,12 @@ struct ft {
     int np, rank;
     int nzl, nyl;        /* z planes per rank (physical), y values per rank (spectral) */
     int zstart, ystart;  /* first global z plane / y value of this rank */
+    int nxs, xstart;     /* x values per rank (spectral) and the first: nx, 0 for the slabs */
+    int nyp, ypstart;    /* y rows per physical plane and the first: ny, 0 for the slabs */
+    int pencils;         /* 2-D layout: p1 x p2 ranks (slabs: p1 = 1) */
+    int p1, p2, r1, r2;  /* rank = r2 * p1 + r1 */
+    MPI_Comm comm1, comm2; /* the p1 ranks of the same r2 / the p2 ranks of the same r1 */
+    size_t block1;       /* pencils: points exchanged with each rank of comm1 */
     size_t nlocal;       /* points per rank */
     size_t zpitch;       /* spectral layout: distance between z planes (nyl*nx + pad) */
     size_t ppitch;       /* physical layout: distance between z planes (ny*nx + pad) */
@@ -579,6 +586,42 @@ static void rows_to_block(const dcomplex *const *rows, int n, double *restrict d
 #endif
 }
 
+/* The inverse of rows_to_block: lane l of the n elements goes to row rows[l] (non-temporal
+ * stores with `stream`, where available). */
+static void block_to_rows(const double *restrict src, int n, dcomplex *const *rows, int stream)
+{
+#if defined(__AVX__) && FFTB % 4 == 0
+    for (int l = 0; l < FFTB; l += 4) {
+        double *a0 = &rows[l]->re, *a1 = &rows[l + 1]->re;
+        double *a2 = &rows[l + 2]->re, *a3 = &rows[l + 3]->re;
+        for (int e = 0; e < n; e += 2) {
+            const double *i = src + (size_t)e * ELEM + l;
+            __m256d r0 = _mm256_load_pd(i), r1 = _mm256_load_pd(i + FFTB);
+            __m256d r2 = _mm256_load_pd(i + ELEM), r3 = _mm256_load_pd(i + ELEM + FFTB);
+            TRANSPOSE4(r0, r1, r2, r3);
+            if (stream) {
+                _mm256_stream_pd(a0 + 2 * e, r0);
+                _mm256_stream_pd(a1 + 2 * e, r1);
+                _mm256_stream_pd(a2 + 2 * e, r2);
+                _mm256_stream_pd(a3 + 2 * e, r3);
+            } else {
+                _mm256_store_pd(a0 + 2 * e, r0);
+                _mm256_store_pd(a1 + 2 * e, r1);
+                _mm256_store_pd(a2 + 2 * e, r2);
+                _mm256_store_pd(a3 + 2 * e, r3);
+            }
+        }
+    }
+#else
+    (void)stream;
+    for (int l = 0; l < FFTB; ++l)
+        for (int e = 0; e < n; ++e) {
+            rows[l][e].re = src[(size_t)e * ELEM + l];
+            rows[l][e].im = src[(size_t)e * ELEM + FFTB + l];
+        }
+#endif
+}
+
 /* Per thread: the FFT blocks (see scratch_doubles). */
 static double *thread_scratch(struct ft *ft)
 {
@@ -594,7 +637,7 @@ static double *thread_scratch(struct ft *ft)
 static size_t scratch_doubles(const struct ft *ft)
 {
     size_t x = (size_t)2 * ft->nx;
-    size_t y = (size_t)ft->ygroup * ft->ny;
+    size_t y = (size_t)(ft->pencils ? 2 : 1) * ft->ygroup * ft->ny;
     size_t z = (size_t)2 * ft->zgroup * ft->nz;
     size_t most = x > y ? x : y;
     return (most > z ? most : z) * ELEM;
@@ -611,9 +654,9 @@ static int group_size(int nx, size_t bytes_per_block)
 }
 
 /* The physical-space half of a 3-D FFT works on one z plane at a time through a plane buffer P
- * that holds the plane as nx/FFTB blocks [xb][y][lanes x] (in cache up to class B): the x FFTs
- * of FFTB consecutive rows, read row by row from memory, go to P transposed tile by tile; then
- * the y FFTs run in P and go to memory. Forward: physical field -> send buffer; inverse:
+ * that holds the plane as nx/FFTB blocks [xb][y][lanes x] (16*nx*ny bytes: 1 MiB for class A,
+ * 2 MiB for B, kept in the caches): the x FFTs of FFTB consecutive rows, read row by row from
+ * memory, go to P transposed tile by tile; then the y FFTs run in P and go to memory. Forward: physical field -> send buffer; inverse:
  * receive buffer -> physical field (the inverse also transforms x first: the 2-D transform of
  * the plane is the same). Row y of the source, or element y of a destination line, lies at
  * base + (y / inner_n) * outer + (y % inner_n) * inner (struct lines). */
@@ -710,7 +753,7 @@ static void plane_passes(struct ft *ft, int dir, const dcomplex *src, dcomplex *
  * destination rank are the rank's z planes. */
 static void z_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
 {
-    const int G = ft->zgroup, nz = ft->nz, ngroups = ft->nx / (G * FFTB), nyl = ft->nyl;
+    const int G = ft->zgroup, nz = ft->nz, ngroups = ft->nxs / (G * FFTB), nyl = ft->nyl;
     const size_t zpitch = ft->zpitch, bstride = (size_t)2 * nz * ELEM;
 #pragma omp parallel
     {
@@ -718,7 +761,7 @@ static void z_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
         double *res[RUN / FFTB];
 #pragma omp for schedule(static)
         for (int i = 0; i < nyl * ngroups; ++i) {
-            const size_t off = (size_t)(i / ngroups) * ft->nx + (size_t)(i % ngroups) * G * FFTB;
+            const size_t off = (size_t)(i / ngroups) * ft->nxs + (size_t)(i % ngroups) * G * FFTB;
             for (int z = 0; z < nz; ++z) {
                 const size_t at = off + (size_t)z * zpitch;
                 if (dir == 0) {
@@ -726,7 +769,7 @@ static void z_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
                         get_lanes(src + at + (size_t)k * FFTB, scr + k * bstride + (size_t)z * ELEM);
                 } else {
                     const double fzy = ft->ev_z[z] * ft->ev_y[i / ngroups];
-                    const double *fx = ft->ev_x + (off % ft->nx);
+                    const double *fx = ft->ev_x + (off % ft->nxs);
                     for (int k = 0; k < G; ++k) {
                         const dcomplex *restrict u = src + at + (size_t)k * FFTB;
                         double *restrict o = scr + k * bstride + (size_t)z * ELEM;
@@ -753,24 +796,118 @@ static void z_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
     }
 }
 
-/* The transpose: every rank sends block r of `send` to rank r (N/np^2 points each). */
-static dcomplex *transpose(struct ft *ft, dcomplex *send, dcomplex *recv)
+/* The transposes: every rank of the communicator sends block r of `send` to its rank r. */
+static dcomplex *transpose(MPI_Comm comm, int nranks, size_t count, dcomplex *send,
+                           dcomplex *recv, MPI_Datatype type)
 {
-    if (ft->np == 1) return send;
-    int count = (int)ft->block;
-    NPB_CHECK_MPI(MPI_Alltoall(send, count, ft->ctype, recv, count, ft->ctype, MPI_COMM_WORLD));
+    if (nranks == 1) return send;
+    NPB_CHECK_MPI(MPI_Alltoall(send, (int)count, type, recv, (int)count, type, comm));
     return recv;
+}
+
+/* ------------------------------------------------- the 2-D (pencil) layout -- */
+
+/* For more ranks than z planes: a p1 x p2 grid of ranks, rank = r2 * p1 + r1, with p2 = nz and
+ * p1 = np / nz. As the original's 2-D layout, a 3-D FFT then needs two Alltoalls, over the
+ * ranks of a grid row and of a grid column; the original's grid is nz x np/nz the other way
+ * round (its first transpose runs over nz ranks), which would leave fewer x values per rank
+ * than the FFTB lanes of a block for most classes. Layouts of a rank:
+ *   physical  [z_local][y_phys][x]: z planes r2*nzl.. (nzl = nz/p2), rows y = r1*nyp.. (nyp =
+ *             ny/p1), all x;
+ *   middle    all y, x values r1*nxs.. (nxs = nx/p1), held as the blocks of the first
+ *             transpose (over comm1, the p1 ranks of one r2): [r1'][z_local][y_phys][x_s];
+ *   spectral  [z][y_local][x_s]: all z, y values r2*nyl.. (nyl = ny/p2), as in the slab layout
+ *             (second transpose, over comm2, the p2 ranks of one r1).
+ * forward: x FFTs (physical -> comm1 blocks) -> Alltoall(comm1) -> y FFTs (-> comm2 blocks)
+ *          -> Alltoall(comm2) -> z FFTs -> u0; the inverse goes back the same way. */
+
+/* x FFTs. Forward: physical rows -> send blocks of comm1 (each row cut into p1 pieces of nxs);
+ * inverse: receive blocks of comm1 -> physical rows. */
+static void pencil_x_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
+{
+    const int nx = ft->nx, nxs = ft->nxs, p1 = ft->p1;
+    const long nblocks = (long)ft->nzl * ft->nyp / FFTB; /* FFTB consecutive rows each */
+#pragma omp parallel
+    {
+        double *scr = thread_scratch(ft), *work = scr + (size_t)nx * ELEM;
+        const dcomplex *in[FFTB];
+        dcomplex *out[FFTB];
+#pragma omp for schedule(static)
+        for (long b = 0; b < nblocks; ++b) {
+            const size_t row = (size_t)b * FFTB;
+            if (dir == 0) {
+                for (int l = 0; l < FFTB; ++l) in[l] = src + (row + l) * nx;
+                rows_to_block(in, nx, scr);
+            } else {
+                for (int q = 0; q < p1; ++q) {
+                    for (int l = 0; l < FFTB; ++l) in[l] = src + q * ft->block1 + (row + l) * nxs;
+                    rows_to_block(in, nxs, scr + (size_t)q * nxs * ELEM);
+                }
+            }
+            double *res = fft_block(&ft->px, dir, scr, work);
+            if (dir == 0) {
+                for (int q = 0; q < p1; ++q) {
+                    for (int l = 0; l < FFTB; ++l) out[l] = dst + q * ft->block1 + (row + l) * nxs;
+                    block_to_rows(res + (size_t)q * nxs * ELEM, nxs, out, 1);
+                }
+            } else {
+                for (int l = 0; l < FFTB; ++l) out[l] = dst + (row + l) * nx;
+                block_to_rows(res, nx, out, 1);
+            }
+        }
+        stream_fence();
+    }
+}
+
+/* y FFTs between the blocks of comm1 ([r1'][z_local][y_phys][x_s], y = r1'*nyp + y_phys) and
+ * those of comm2 ([r2'][z_local][y_local][x_s], y = r2'*nyl + y_local): forward 1 -> 2,
+ * inverse 2 -> 1; ygroup blocks of lines (consecutive x) at a time. */
+static void pencil_y_pass(struct ft *ft, int dir, const dcomplex *src, dcomplex *dst)
+{
+    const int G = ft->ygroup, ny = ft->ny, ngroups = ft->nxs / (G * FFTB);
+    const size_t bstride = (size_t)2 * ny * ELEM;
+    const size_t nxs = (size_t)ft->nxs, stride1 = (size_t)ft->nyp * nxs;
+#pragma omp parallel
+    {
+        double *scr = thread_scratch(ft);
+        double *res[RUN / FFTB];
+#pragma omp for schedule(static)
+        for (int i = 0; i < ft->nzl * ngroups; ++i) {
+            const size_t zl = (size_t)(i / ngroups), x0 = (size_t)(i % ngroups) * G * FFTB;
+            struct lines one = {NULL, (size_t)ft->nyp, nxs, ft->block1};
+            struct lines two = {NULL, (size_t)ft->nyl, nxs, ft->block};
+            struct lines in = dir == 0 ? one : two, out = dir == 0 ? two : one;
+            in.base = src + zl * (dir == 0 ? stride1 : ft->zpitch) + x0;
+            out.base = dst + zl * (dir == 0 ? ft->zpitch : stride1) + x0;
+            for (int y = 0; y < ny; ++y) {
+                const dcomplex *r = in.base + (y / in.inner_n) * in.outer + (y % in.inner_n) * in.inner;
+                for (int k = 0; k < G; ++k)
+                    get_lanes(r + (size_t)k * FFTB, scr + k * bstride + (size_t)y * ELEM);
+            }
+            for (int k = 0; k < G; ++k) {
+                double *b = scr + k * bstride;
+                res[k] = fft_block(&ft->py, dir, b, b + (size_t)ny * ELEM);
+            }
+            for (int y = 0; y < ny; ++y) {
+                dcomplex *r = (dcomplex *)out.base + (y / out.inner_n) * out.outer +
+                              (y % out.inner_n) * out.inner;
+                for (int k = 0; k < G; ++k)
+                    put_lanes(r + (size_t)k * FFTB, res[k] + (size_t)y * ELEM, 1);
+            }
+        }
+        stream_fence();
+    }
 }
 
 /* ------------------------------------------------------ setup, checksum -- */
 
 /* NPB's index map: frequency k = i for 0-based i < n/2, i - n otherwise; its squares for
- * x, this rank's y values (spectral layout) and z. */
+ * this rank's x and y values (spectral layout) and z. */
 static void compute_indexmap(struct ft *ft)
 {
-    for (int x = 0; x < ft->nx; ++x) {
-        long k = (x + ft->nx / 2) % ft->nx - ft->nx / 2;
-        ft->kx2[x] = k * k;
+    for (int xl = 0; xl < ft->nxs; ++xl) {
+        long k = (ft->xstart + xl + ft->nx / 2) % ft->nx - ft->nx / 2;
+        ft->kx2[xl] = k * k;
     }
     for (int yl = 0; yl < ft->nyl; ++yl) {
         long k = (ft->ystart + yl + ft->ny / 2) % ft->ny - ft->ny / 2;
@@ -787,7 +924,7 @@ static void compute_indexmap(struct ft *ft)
 static void evolve_factors(struct ft *ft, int t)
 {
     const double ap = -4.0 * FT_ALPHA * FT_PI * FT_PI;
-    for (int x = 0; x < ft->nx; ++x) ft->ev_x[x] = exp(ap * (double)(ft->kx2[x] * t));
+    for (int xl = 0; xl < ft->nxs; ++xl) ft->ev_x[xl] = exp(ap * (double)(ft->kx2[xl] * t));
     for (int yl = 0; yl < ft->nyl; ++yl) ft->ev_y[yl] = exp(ap * (double)(ft->ky2[yl] * t));
     for (int z = 0; z < ft->nz; ++z) ft->ev_z[z] = exp(ap * (double)(ft->kz2[z] * t));
 }
@@ -859,9 +996,8 @@ static void lcg_fill(long count, double *x, double *restrict y)
  * Every thread jumps to the first line of its share and runs the generator from there. */
 static void compute_initial_conditions(struct ft *ft, dcomplex *u)
 {
-    const int nx = ft->nx, ny = ft->ny;
+    const int nx = ft->nx, ny = ft->nyp; /* this rank's rows: y = ypstart.. of every plane */
     const long lines = (long)ft->nzl * ny;
-    const long first = (long)ft->zstart * ny;
 #pragma omp parallel
     {
         int nt = 1, t = 0;
@@ -871,11 +1007,11 @@ static void compute_initial_conditions(struct ft *ft, dcomplex *u)
 #endif
         long l0 = lines * t / nt, l1 = lines * (t + 1) / nt;
         if (l1 > l0) {
-            double x0 = NPB_SEED;
-            double jump = npb_jump_multiplier(NPB_A, 2LL * nx * (first + l0));
-            randlc(&x0, jump);
             for (long l = l0; l < l1;) { /* the lines of one plane at a time */
                 long zl = l / ny, y = l % ny, n = ny - y < l1 - l ? ny - y : l1 - l;
+                long line = (ft->zstart + zl) * (long)ft->ny + ft->ypstart + y; /* global */
+                double x0 = NPB_SEED;
+                randlc(&x0, npb_jump_multiplier(NPB_A, 2LL * nx * line));
                 lcg_fill(2L * nx * n, &x0, (double *)(u + zl * ft->ppitch + y * nx));
                 l += n;
             }
@@ -890,8 +1026,10 @@ static void checksum(struct ft *ft, int it, const dcomplex *u)
     double local[2] = {0.0, 0.0}, global[2];
     for (int j = 1; j <= 1024; ++j) {
         int q = j % ft->nx, r = (3 * j) % ft->ny, s = (5 * j) % ft->nz;
-        if (s >= ft->zstart && s < ft->zstart + ft->nzl) {
-            const dcomplex *p = u + (size_t)(s - ft->zstart) * ft->ppitch + (size_t)r * ft->nx + q;
+        if (s >= ft->zstart && s < ft->zstart + ft->nzl && r >= ft->ypstart &&
+            r < ft->ypstart + ft->nyp) {
+            const dcomplex *p = u + (size_t)(s - ft->zstart) * ft->ppitch +
+                                (size_t)(r - ft->ypstart) * ft->nx + q;
             local[0] += p->re;
             local[1] += p->im;
         }
@@ -944,9 +1082,17 @@ static void setup_and_forward(struct ft *ft)
     TIMED(T_INDEXMAP, compute_indexmap(ft));
     TIMED(T_INIT, compute_initial_conditions(ft, ft->buf_b));
     fft_init(ft);
-    TIMED(T_FWD_PLANES, plane_passes(ft, 0, ft->buf_b, ft->buf_a));
-    dcomplex *recv;
-    TIMED(T_FWD_TRANSPOSE, recv = transpose(ft, ft->buf_a, ft->buf_b));
+    dcomplex *recv = ft->buf_b;
+    if (ft->pencils) {
+        TIMED(T_FWD_PLANES, pencil_x_pass(ft, 0, ft->buf_b, ft->buf_a));
+        TIMED(T_FWD_TRANSPOSE, transpose(ft->comm1, ft->p1, ft->block1, ft->buf_a, ft->buf_b,
+                                         ft->ctype));
+        TIMED(T_FWD_PLANES, pencil_y_pass(ft, 0, ft->buf_b, ft->buf_a));
+    } else {
+        TIMED(T_FWD_PLANES, plane_passes(ft, 0, ft->buf_b, ft->buf_a));
+    }
+    TIMED(T_FWD_TRANSPOSE, recv = transpose(ft->comm2, ft->p2, ft->block, ft->buf_a, ft->buf_b,
+                                            ft->ctype));
     TIMED(T_FWD_Z, z_pass(ft, 0, recv, ft->u0));
 }
 
@@ -955,11 +1101,78 @@ static void iterate(struct ft *ft)
     for (int it = 0; it < ft->niter; ++it) {
         evolve_factors(ft, it + 1);
         TIMED(T_INV_Z, z_pass(ft, 1, ft->u0, ft->buf_a));
-        dcomplex *recv;
-        TIMED(T_INV_TRANSPOSE, recv = transpose(ft, ft->buf_a, ft->buf_b));
-        dcomplex *phys = (ft->np == 1) ? recv : ft->buf_a;
-        TIMED(T_INV_PLANES, plane_passes(ft, 1, recv, phys));
+        dcomplex *recv, *phys;
+        TIMED(T_INV_TRANSPOSE, recv = transpose(ft->comm2, ft->p2, ft->block, ft->buf_a,
+                                                ft->buf_b, ft->ctype));
+        if (ft->pencils) { /* (with p2 = 1 the first transpose leaves the data in buf_a) */
+            dcomplex *mid = recv == ft->buf_a ? ft->buf_b : ft->buf_a;
+            TIMED(T_INV_PLANES, pencil_y_pass(ft, 1, recv, mid));
+            dcomplex *other = mid == ft->buf_a ? ft->buf_b : ft->buf_a;
+            TIMED(T_INV_TRANSPOSE, recv = transpose(ft->comm1, ft->p1, ft->block1, mid, other,
+                                                    ft->ctype));
+            phys = mid;
+            TIMED(T_INV_PLANES, pencil_x_pass(ft, 1, recv, phys));
+        } else {
+            phys = (ft->np == 1) ? recv : ft->buf_a;
+            TIMED(T_INV_PLANES, plane_passes(ft, 1, recv, phys));
+        }
         TIMED(T_CHECKSUM, checksum(ft, it, phys));
+    }
+}
+
+/* The decomposition, as the original: slabs of z planes (1-D layout) up to nz ranks, beyond
+ * that the 2-D layout with p2 = nz and p1 = np / nz. NPB_FT_P1=<p1> in the environment forces
+ * the 2-D layout with that p1 (to test it on few ranks). */
+static void choose_layout(struct ft *ft)
+{
+    const int np = ft->np, nx = ft->nx, ny = ft->ny, nz = ft->nz;
+    const int maxranks = (nz < ny ? nz : ny) * ((nx < ny ? nx : ny) / FFTB);
+    int p1 = np > nz ? np / nz : 1;
+    const char *forced = getenv("NPB_FT_P1");
+    if (forced != NULL && *forced != '\0') {
+        char *end;
+        long v = strtol(forced, &end, 10);
+        if (*end != '\0' || v < 1 || v > np || np % v != 0 || !npb_is_power_of_two((int)v))
+            npb_fail("NPB_FT_P1=%s is not a power of two dividing the %d ranks", forced, np);
+        p1 = (int)v;
+    }
+    const int p2 = np / p1;
+    if (np > maxranks || p2 > nz || p2 > ny || nx / p1 < FFTB || ny / p1 < 1 ||
+        (long)(nz / p2) * (ny / p1) < FFTB)
+        npb_fail("ft class %c (%dx%dx%d) runs on at most %d ranks (slabs of z planes up to %d "
+                 "ranks, then a %d x %d grid at most), got %d%s",
+                 ft->cls->name, nx, ny, nz, maxranks, nz < ny ? nz : ny, maxranks / nz, nz, np,
+                 forced != NULL && *forced != '\0' ? " with NPB_FT_P1" : "");
+    ft->p1 = p1;
+    ft->p2 = p2;
+    ft->pencils = p1 > 1;
+    ft->r1 = ft->rank % p1;
+    ft->r2 = ft->rank / p1;
+    ft->nzl = nz / p2;
+    ft->zstart = ft->r2 * ft->nzl;
+    ft->nyl = ny / p2; /* spectral y values */
+    ft->ystart = ft->r2 * ft->nyl;
+    ft->nxs = nx / p1; /* spectral x values */
+    ft->xstart = ft->r1 * ft->nxs;
+    ft->nyp = ny / p1; /* physical rows per plane */
+    ft->ypstart = ft->r1 * ft->nyp;
+    ft->nlocal = (size_t)nx * ny * nz / (size_t)np;
+    ft->zpitch = (size_t)ft->nyl * ft->nxs;
+    ft->ppitch = (size_t)ft->nyp * nx; /* the same as zpitch on one rank */
+    if (ft->zpitch >= ZPAD_MIN) ft->zpitch += ZPAD;
+    if (!ft->pencils && ft->ppitch >= ZPAD_MIN) ft->ppitch += ZPAD;
+    ft->block = (size_t)ft->nzl * ft->zpitch;
+    ft->block1 = (size_t)ft->nzl * ft->nyp * ft->nxs;
+    ft->nalloc = (size_t)nz * ft->zpitch;
+    if (ft->block > (size_t)2147483647 || ft->block1 > (size_t)2147483647)
+        npb_fail("ft class %c on %d ranks: %zu points per rank pair exceed an MPI count",
+                 ft->cls->name, np, ft->block);
+    if (ft->pencils) {
+        NPB_CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, ft->r2, ft->r1, &ft->comm1));
+        NPB_CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, ft->r1, ft->r2, &ft->comm2));
+    } else {
+        ft->comm1 = MPI_COMM_NULL;
+        ft->comm2 = MPI_COMM_WORLD; /* the transposes over all ranks */
     }
 }
 
@@ -989,46 +1202,27 @@ int main(int argc, char **argv)
 
     if (!npb_is_power_of_two(ft.np))
         npb_fail("ft needs a power-of-two number of ranks, got %d", ft.np);
-    int maxranks = ft.nz < ft.ny ? ft.nz : ft.ny;
-    if (ft.np > maxranks)
-        npb_fail("ft class %c (%dx%dx%d) runs on at most %d ranks (slabs of z planes, "
-                 "then of y values), got %d",
-                 ft.cls->name, ft.nx, ft.ny, ft.nz, maxranks, ft.np);
-
-    ft.nzl = ft.nz / ft.np;
-    ft.nyl = ft.ny / ft.np;
-    ft.zstart = ft.rank * ft.nzl;
-    ft.ystart = ft.rank * ft.nyl;
-    ft.nlocal = (size_t)ft.nx * ft.ny * ft.nzl;
-    ft.zpitch = (size_t)ft.nyl * ft.nx;
-    ft.ppitch = (size_t)ft.ny * ft.nx; /* the same on one rank */
-    if (ft.zpitch >= ZPAD_MIN) ft.zpitch += ZPAD;
-    if (ft.ppitch >= ZPAD_MIN) ft.ppitch += ZPAD;
-    ft.block = (size_t)ft.nzl * ft.zpitch;
-    ft.nalloc = (size_t)ft.nz * ft.zpitch;
-    if (ft.block > (size_t)2147483647)
-        npb_fail("ft class %c on %d ranks: %zu points per rank pair exceed an MPI count",
-                 ft.cls->name, ft.np, ft.block);
+    choose_layout(&ft);
     ft.nthreads = npb_threads();
 
     char problem[160];
     snprintf(problem, sizeof problem,
-             "{\"nx\":%d,\"ny\":%d,\"nz\":%d,\"niter\":%d,\"layout\":\"slab\"}", ft.nx, ft.ny,
-             ft.nz, ft.niter);
+             "{\"nx\":%d,\"ny\":%d,\"nz\":%d,\"niter\":%d,\"layout\":\"%s\",\"grid\":[%d,%d]}",
+             ft.nx, ft.ny, ft.nz, ft.niter, ft.pencils ? "2d" : "1d", ft.p1, ft.p2);
     npb_print_header("ft", ft.cls->name, problem);
 
     ft.u0 = big_alloc(ft.nalloc * sizeof(dcomplex), "u0 (spectrum)");
-    ft.kx2 = npb_alloc((size_t)ft.nx * sizeof(long), "index map");
+    ft.kx2 = npb_alloc((size_t)ft.nxs * sizeof(long), "index map");
     ft.ky2 = npb_alloc((size_t)ft.nyl * sizeof(long), "index map");
     ft.kz2 = npb_alloc((size_t)ft.nz * sizeof(long), "index map");
-    ft.ev_x = npb_alloc((size_t)ft.nx * sizeof(double), "evolve factors");
+    ft.ev_x = npb_alloc((size_t)ft.nxs * sizeof(double), "evolve factors");
     ft.ev_y = npb_alloc((size_t)ft.nyl * sizeof(double), "evolve factors");
     ft.ev_z = npb_alloc((size_t)ft.nz * sizeof(double), "evolve factors");
     ft.buf_a = big_alloc(ft.nalloc * sizeof(dcomplex), "field / transpose buffer");
     ft.buf_b = ft.np == 1 ? ft.buf_a
                           : big_alloc(ft.nalloc * sizeof(dcomplex), "transpose receive buffer");
-    ft.zgroup = group_size(ft.nx, (size_t)2 * ft.nz * ELEM * sizeof(double));
-    ft.ygroup = group_size(ft.nx, (size_t)ft.ny * ELEM * sizeof(double));
+    ft.zgroup = group_size(ft.nxs, (size_t)2 * ft.nz * ELEM * sizeof(double));
+    ft.ygroup = group_size(ft.nxs, (size_t)(ft.pencils ? 2 : 1) * ft.ny * ELEM * sizeof(double));
     size_t scratch_bytes = scratch_doubles(&ft) * sizeof(double);
     ft.scratch = npb_alloc((size_t)ft.nthreads * sizeof(double *), "scratch pointers");
     for (int t = 0; t < ft.nthreads; ++t) {
@@ -1036,7 +1230,7 @@ int main(int argc, char **argv)
         if (ft.scratch[t] == NULL) npb_fail("cannot allocate %zu bytes for FFT scratch", scratch_bytes);
         memset(ft.scratch[t], 0, scratch_bytes);
     }
-    ft.nplanebufs = ft.nzl >= ft.nthreads ? ft.nthreads : 1;
+    ft.nplanebufs = ft.pencils ? 0 : ft.nzl >= ft.nthreads ? ft.nthreads : 1;
     ft.planebuf = npb_alloc((size_t)ft.nplanebufs * sizeof(double *), "plane buffer pointers");
     for (int t = 0; t < ft.nplanebufs; ++t)
         ft.planebuf[t] = big_alloc((size_t)ft.nx * ft.ny * 2 * sizeof(double), "plane buffer");
@@ -1078,6 +1272,10 @@ int main(int argc, char **argv)
     npb_print_result(&res);
 
     NPB_CHECK_MPI(MPI_Type_free(&ft.ctype));
+    if (ft.pencils) {
+        NPB_CHECK_MPI(MPI_Comm_free(&ft.comm1));
+        NPB_CHECK_MPI(MPI_Comm_free(&ft.comm2));
+    }
     for (int t = 0; t < ft.nthreads; ++t) free(ft.scratch[t]);
     free(ft.scratch);
     for (int t = 0; t < ft.nplanebufs; ++t) free(ft.planebuf[t]);
