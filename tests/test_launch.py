@@ -99,3 +99,18 @@ def test_local_refuses_several_nodes_and_forbidden_oversubscription() -> None:
 def test_thread_environment() -> None:
     assert launch_base.thread_environment(1) == {"OMP_NUM_THREADS": "1"}
     assert launch_base.thread_environment(2)["OMP_PROC_BIND"] == "close"
+
+
+def test_thread_environment_oversubscribed_waits_passively_and_unpinned() -> None:
+    env = launch_base.thread_environment(2, oversubscribed=True)
+    assert env == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
+    # one thread per rank needs no wait policy: there is no OpenMP barrier to spin at
+    assert launch_base.thread_environment(1, oversubscribed=True) == {"OMP_NUM_THREADS": "1"}
+
+
+def test_local_oversubscribed_hybrid_exports_passive_wait() -> None:
+    cmd = local().command(Placement(1, 4, threads_per_rank=2), PROGRAM)
+    assert cmd.oversubscribed
+    assert cmd.env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_PROC_BIND" not in cmd.env
+    assert "OMP_WAIT_POLICY" in cmd.argv

@@ -191,7 +191,7 @@ class HostfileLauncher(Launcher):
         oversubscribed = self.oversubscribed(placement)
         impl = self.runtime.implementation
         hostfile = str(self.hostfile(placement))
-        rank_env = thread_environment(placement.threads_per_rank)
+        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
         launcher_env: dict[str, str] = {}
         argv = [self.runtime.mpirun]
         if impl == "Open MPI":

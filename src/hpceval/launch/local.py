@@ -75,7 +75,7 @@ class LocalLauncher(Launcher):
         self.check_placement(placement)
         oversubscribed = self.oversubscribed(placement)
         impl = self.runtime.implementation
-        rank_env = thread_environment(placement.threads_per_rank)
+        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
         launcher_env: dict[str, str] = {}
         if impl == "Open MPI":
             mapping, effective = open_mpi_args(placement, oversubscribed)

@@ -538,7 +538,7 @@ class NetnsLauncher(Launcher):
                 notes.append("oversubscribed: binding disabled, ranks yield when idle")
             else:
                 notes.append("emulated nodes share this machine's cores: binding disabled")
-        rank_env = thread_environment(placement.threads_per_rank)
+        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
         rank_env.update(self.platform.launcher.env)
         launcher_env: dict[str, str] = {}
         if running_as_root():

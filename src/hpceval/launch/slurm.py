@@ -714,7 +714,7 @@ class SlurmLauncher(Launcher):
         unbound = oversubscribed or (options.starter == "srun" and not self.can_bind)
         effective = replace(placement, binding="none") if unbound else placement
         impl = self.runtime.implementation
-        env = thread_environment(placement.threads_per_rank)
+        env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
         if oversubscribed and impl == "Open MPI":
             env.update(OPEN_MPI_YIELD_ENV)
         env.update(self.platform.launcher.env)
