@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -39,14 +38,21 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
+# The parsing and the input file are hpceval's (the `hpcc` benchmark): one implementation.
+from hpceval.benchmarks.hpcc.parse import (
+    BANDWIDTH_MESSAGE_BYTES,
+    LATENCY_MESSAGE_BYTES,
+    hpccinf_text,
+    parse_summary_section,
+    process_grid,
+    summary_number,
+)
+from hpceval.benchmarks.hpcc.parse import HpccOutputError as HpccError
+
 HPCC_BINARY = "/usr/bin/hpcc"
-#: Message size of HPCC's latency figures (bytes).
-LATENCY_MESSAGE_BYTES = 8
-#: Message size of HPCC's bandwidth figures (bytes).
-BANDWIDTH_MESSAGE_BYTES = 2_000_000
 
 #: b_eff latency figures in the summary, in µs; returned under the same names.
 LATENCY_KEYS: tuple[str, ...] = (
@@ -66,45 +72,16 @@ BANDWIDTH_KEYS: dict[str, str] = {
     "RandomlyOrderedRingBandwidth_GBytes": "RandomlyOrderedRingBandwidth_MBps",
 }
 
-_SUMMARY_BEGIN = "Begin of Summary section."
-_SUMMARY_END = "End of Summary section."
 _MB_PER_GB = Decimal(1000)
 
-
-class HpccError(RuntimeError):
-    """hpcc could not be run, or its output does not hold the expected figures."""
-
-
-def parse_summary_section(text: str) -> dict[str, str]:
-    """All ``key=value`` lines of the last summary section of an ``hpccoutf.txt``.
-
-    HPCC appends to ``hpccoutf.txt``, so a file may hold several runs; the last one wins.
-    """
-    begin = text.rfind(_SUMMARY_BEGIN)
-    if begin < 0:
-        raise HpccError("no 'Begin of Summary section.' in the hpcc output (did hpcc finish?)")
-    end = text.find(_SUMMARY_END, begin)
-    if end < 0:
-        raise HpccError("the hpcc summary section is not terminated (hpcc output cut short?)")
-    values: dict[str, str] = {}
-    for line in text[begin + len(_SUMMARY_BEGIN) : end].splitlines():
-        key, sep, value = line.strip().partition("=")
-        if sep and key:
-            values[key] = value.strip()
-    return values
-
-
-def _number(values: dict[str, str], key: str) -> Decimal:
-    if key not in values:
-        raise HpccError(f"hpcc summary has no {key}")
-    try:
-        number = Decimal(values[key])
-    except InvalidOperation:
-        raise HpccError(f"hpcc summary: {key}={values[key]!r} is not a number") from None
-    if not number.is_finite() or number <= 0:
-        # HPCC leaves -1 where the latency/bandwidth test did not run (e.g. on one process).
-        raise HpccError(f"hpcc summary: {key}={values[key]} (not measured)")
-    return number
+__all__ = [
+    "BANDWIDTH_MESSAGE_BYTES",
+    "LATENCY_MESSAGE_BYTES",
+    "HpccError",
+    "hpccinf_text",
+    "parse_summary_section",
+    "process_grid",
+]
 
 
 def parse_hpcc_summary(text: str) -> dict[str, float]:
@@ -118,72 +95,10 @@ def parse_hpcc_summary(text: str) -> dict[str, float]:
     values = parse_summary_section(text)
     figures: dict[str, float] = {}
     for key in LATENCY_KEYS:
-        figures[key] = float(_number(values, key))
+        figures[key] = float(summary_number(values, key))
     for key, name in BANDWIDTH_KEYS.items():
-        figures[name] = float(_number(values, key) * _MB_PER_GB)
+        figures[name] = float(summary_number(values, key) * _MB_PER_GB)
     return figures
-
-
-def process_grid(nranks: int) -> tuple[int, int]:
-    """HPL's P x Q grid for ``nranks`` processes: P <= Q, as square as possible."""
-    if nranks < 1:
-        raise ValueError("nranks must be >= 1")
-    p = math.isqrt(nranks)
-    while nranks % p:
-        p -= 1
-    return p, nranks // p
-
-
-def hpccinf_text(nranks: int, n: int = 1000, nb: int = 80) -> str:
-    """A minimal ``hpccinf.txt``: one HPL problem of order ``n``, block ``nb``, on all ranks.
-
-    Every HPCC test sizes itself from HPL's memory, ``8 n^2 / (P Q)`` bytes per process
-    (PTRANS uses n/2; STREAM, RandomAccess, FFT and DGEMM derive their sizes from it),
-    so a small ``n`` keeps the whole run short. The b_eff latency/bandwidth test does not
-    depend on it (fixed 8 and 2,000,000-byte messages).
-    """
-    if n < 1 or nb < 1:
-        raise ValueError("n and nb must be >= 1")
-    p, q = process_grid(nranks)
-    lines = [
-        ("HPC Challenge input written by hpceval bench/hpcc_reference.py", ""),
-        ("lines 1-4 are ignored by hpcc; output goes to hpccoutf.txt", ""),
-        ("hpccoutf.txt", "output file (ignored)"),
-        ("8", "device out (ignored)"),
-        ("1", "number of problem sizes N"),
-        (str(n), "N"),
-        ("1", "number of block sizes NB"),
-        (str(nb), "NB"),
-        ("0", "process mapping: 0 row-major"),
-        ("1", "number of process grids"),
-        (str(p), "P"),
-        (str(q), "Q"),
-        ("16.0", "residual threshold"),
-        ("1", "number of panel factorizations"),
-        ("2", "PFACT: 2 right-looking"),
-        ("1", "number of recursive stopping criteria"),
-        ("4", "NBMIN"),
-        ("1", "number of panels in recursion"),
-        ("2", "NDIV"),
-        ("1", "number of recursive panel factorizations"),
-        ("1", "RFACT: 1 Crout"),
-        ("1", "number of broadcasts"),
-        ("1", "BCAST: 1 increasing-ring (modified)"),
-        ("1", "number of look-ahead depths"),
-        ("1", "DEPTH"),
-        ("2", "SWAP: 2 mix"),
-        ("64", "swapping threshold"),
-        ("0", "L1 form: 0 transposed"),
-        ("0", "U form: 0 transposed"),
-        ("1", "equilibration: 1 yes"),
-        ("8", "memory alignment in doubles"),
-        ("#" * 20, "line 32 is ignored"),
-        ("0", "number of additional PTRANS problem sizes"),
-        ("0", "(none)"),
-        ("0", "number of additional PTRANS block sizes"),
-        ("0", "(none)"),
-    ]
-    return "".join(f"{value:<16} {note}\n" if note else f"{value}\n" for value, note in lines)
 
 
 @dataclass(frozen=True)

@@ -246,16 +246,20 @@ def test_categories() -> None:
     table = pd.DataFrame(
         {
             "benchmark": pd.Categorical(
-                ["mpibench"] * 7 + ["npb", "fio", "gromacs", "other"]
+                ["mpibench"] * 7 + ["npb", "fio", "gromacs", "other"] + ["hpcc"] * 3
+            ),
+            "metric": pd.Categorical(
+                ["latency"] * 11 + ["hpl", "random_ring_latency", "pingpong_bandwidth_avg"]
             ),
             "pattern": pd.Categorical(
                 ["pingpong", "pingpong", "natural_ring", "random_ring", "sendrecv",
-                 "alltoall", "barrier", None, None, None, None]
+                 "alltoall", "barrier", None, None, None, None, None, None, None]
             ),
             "pair": pd.Categorical(
-                ["intra-node", "inter-node"] + [None] * 9
+                ["intra-node", "inter-node"] + [None] * 12
             ),
-            "nodes": pd.array([2, 2, 1, 4, 1, 1, 8, 1, None, None, None], dtype="Int64"),
+            "nodes": pd.array([2, 2, 1, 4, 1, 1, 8, 1, None, None, None, 2, 1, 2],
+                              dtype="Int64"),
         }
     )  # fmt: skip
     names = [list(Category)[code] for code in categorize(table)]
@@ -271,6 +275,9 @@ def test_categories() -> None:
         Category.STORAGE,
         Category.APPLICATIONS,
         Category.OTHER,
+        Category.COMPUTE,
+        Category.SHARED_MEMORY,
+        Category.INTER_NODE,
     ]
 
 

@@ -76,6 +76,8 @@ def test_captured_machine() -> None:
         "hwloc": ("ok", "lstopo-no-graphics 2.9.0 (/usr/bin/lstopo-no-graphics)", ""),
         "hpcc": ("ok", "/usr/bin/hpcc", ""),
         "fio": ("optional-missing", "", "apt-get install -y fio"),
+        "gmx": ("optional-missing", "", "apt-get install -y gromacs"),
+        "lmp": ("optional-missing", "", "apt-get install -y lammps"),
         "smpicc": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),
         "smpirun": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),
         "sbatch": ("optional-missing", "", "apt-get install -y slurm-client"),

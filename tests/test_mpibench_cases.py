@@ -105,9 +105,13 @@ def test_repeated_cases_are_refused(tmp_path: Path) -> None:
 
 def test_quick_suite_plan() -> None:
     cases = plan_cases(load_suite("quick"), platform())
-    patterns = {c.parameters["pattern"] for c in cases}
+    mpibench = [c for c in cases if c.benchmark == "mpibench"]
+    patterns = {c.parameters["pattern"] for c in mpibench}
     assert len(patterns) == 12
-    assert sum(len(c.points) for c in cases) > 200
+    assert sum(len(c.points) for c in mpibench) > 200
+    # communication first, then a little of everything
+    assert cases[0].benchmark == "mpibench"
+    assert {c.benchmark for c in cases} == {"mpibench", "npb", "fio", "hpcc", "gromacs", "lammps"}
     # The quick suite must stay quick: the planned budget is a few minutes.
     assert sum(c.estimate_s for c in cases) < 240
 

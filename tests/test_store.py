@@ -475,11 +475,31 @@ def test_newer_schema_version_is_refused(db_path: Path) -> None:
     assert str(caught.value) == expected
 
 
-def test_older_schema_version_without_migration_is_refused(db_path: Path) -> None:
+def test_older_schema_version_without_migration_is_refused(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     open_store(str(db_path)).close()
     set_schema_version(db_path, SCHEMA_VERSION - 1)
+    monkeypatch.delitem(store_module.MIGRATIONS, SCHEMA_VERSION - 1, raising=False)
     with pytest.raises(UserError, match=f"schema version {SCHEMA_VERSION - 1} is older"):
         open_store(str(db_path))
+
+
+def test_version_1_database_gains_the_calibrations_table(db_path: Path) -> None:
+    # A real schema-1 database: today's schema without the calibrations table, version 1.
+    store = open_store(str(db_path))
+    new_run(store)
+    store.close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("DROP TABLE calibrations")
+        conn.execute("UPDATE schema_info SET version = 1")
+        runs_before = conn.execute("SELECT count(*) FROM runs").fetchone()
+    open_store(str(db_path)).close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT version FROM schema_info").fetchall() == [(SCHEMA_VERSION,)]
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "calibrations" in tables
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == runs_before == (1,)
 
 
 def test_older_schema_version_is_migrated_in_order(

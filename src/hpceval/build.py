@@ -19,6 +19,42 @@ from hpceval.errors import ToolMissing, UserError
 
 BUILD_TIMEOUT_S = 300
 
+# SimGrid's compiler wrapper: programs it builds run only under smpirun (simulated MPI).
+SMPI_COMPILERS = frozenset({"smpicc", "smpicxx", "smpiff", "smpif90"})
+# Defined for SMPI builds: the C sources keep everything simulator-specific behind it.
+SMPI_DEFINE = "-DHPCEVAL_SMPI"
+
+
+def is_smpi_compiler(compiler: str) -> bool:
+    """True for SimGrid's smpicc (by name or path), whose programs run under smpirun."""
+    return Path(compiler).name in SMPI_COMPILERS
+
+
+def smpi_cflags(cflags: Sequence[str]) -> tuple[str, ...]:
+    """Flags adjusted for an SMPI build: HPCEVAL_SMPI defined, no OpenMP runtime.
+
+    SMPI simulates MPI processes, not threads: a program built with -fopenmp would run its
+    threads unsimulated on this host. -fopenmp-simd keeps the `omp simd` vectorization hints
+    (the benched computation stays the code the native build runs), without the runtime.
+    """
+    out = [f for f in cflags if f not in ("-fopenmp", "-qopenmp", "-openmp")]
+    if any(f.startswith("-fopenmp") for f in cflags) and "-fopenmp-simd" not in out:
+        out.append("-fopenmp-simd")
+    if SMPI_DEFINE not in out:
+        out.append(SMPI_DEFINE)
+    return tuple(out)
+
+
+def check_smpi_options(compiler: str, cflags: Sequence[str]) -> None:
+    """The SMPI-only build options (-DHPCEVAL_SMPI*) need the SMPI compiler."""
+    if is_smpi_compiler(compiler):
+        return
+    bad = [f for f in cflags if f.startswith(SMPI_DEFINE)]
+    if bad:
+        raise UserError(
+            f"cflags: {bad[0]} is an SMPI build option, it needs compiler smpicc, not {compiler}"
+        )
+
 
 def cache_root() -> Path:
     """$HPCEVAL_CACHE, else $XDG_CACHE_HOME/hpceval, else ~/.cache/hpceval."""
@@ -72,6 +108,8 @@ def compile_program(
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
     if shutil.which(compiler) is None:
+        if is_smpi_compiler(compiler):
+            raise ToolMissing(f"{compiler} not found: install SimGrid (Debian: libsimgrid-dev)")
         raise ToolMissing(f"{compiler} not found: install an MPI (Debian: libopenmpi-dev)")
     target_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=target_dir)

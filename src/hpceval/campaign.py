@@ -8,6 +8,7 @@ campaign killed in any way (Ctrl-C, SIGTERM, kill -9) loses nothing it completed
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 import time
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, Protocol
 
-from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
+from hpceval.benchmarks import Benchmark, Case, ParsedPoint, Program, get_benchmark
 from hpceval.config import Loaded, PlatformConfig, SuiteConfig
 from hpceval.errors import BenchmarkFailure, ConfigError, UserError
 from hpceval.execute import KILL_GRACE_S, StartFailed
@@ -42,6 +43,7 @@ def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Cas
         except UserError as e:
             raise ConfigError(str(e), source=suite.source, field=f"benchmark[{i}]") from e
         for case in entry_cases:
+            case = replace(case, entry_options=entry.options())
             if case.key in seen:
                 raise ConfigError(
                     f"case {case.key} repeats one of benchmark[{seen[case.key]}]",
@@ -65,11 +67,38 @@ def case_from_description(key: str, benchmark: str, desc: Mapping[str, Any]) -> 
         time_limit_s=float(desc["time_limit_s"]),
         options=dict(desc["options"]),
         estimate_s=float(desc.get("estimate_s", 1.0)),
+        entry_options=dict(desc.get("entry_options", {})),
     )
 
 
 def case_description(case: Case) -> dict[str, Any]:
-    return {**case.description(), "estimate_s": case.estimate_s}
+    return {
+        **case.description(),
+        "estimate_s": case.estimate_s,
+        "entry_options": dict(case.entry_options),
+    }
+
+
+class SkipReasons:
+    """`Benchmark.unavailable` per suite entry, asked once per entry and platform."""
+
+    def __init__(self, platform: PlatformConfig) -> None:
+        self.platform = platform
+        self._known: dict[tuple[str, str], str | None] = {}
+
+    def __call__(self, case: Case) -> str | None:
+        key = (case.benchmark, json.dumps(case.entry_options, sort_keys=True, default=str))
+        if key not in self._known:
+            bench = get_benchmark(case.benchmark)
+            self._known[key] = bench.unavailable(case.entry_options, self.platform)
+        return self._known[key]
+
+
+def skipped_benchmarks(cases: Sequence[Case], platform: PlatformConfig) -> set[str]:
+    """The benchmarks every case of which will be skipped (their program is not built)."""
+    reasons = SkipReasons(platform)
+    names = {c.benchmark for c in cases}
+    return {n for n in names if all(reasons(c) for c in cases if c.benchmark == n)}
 
 
 # --------------------------------------------------------------------------- progress
@@ -120,6 +149,10 @@ class CaseOutcome:
     wall_s: float
 
 
+# How an executor's explain_failure() starts: the failure is the exit, not a reported error.
+EXIT_EXPLANATIONS = ("exited with status", "killed by")
+
+
 @dataclass
 class CampaignResult:
     outcomes: list[CaseOutcome] = field(default_factory=list)
@@ -127,7 +160,16 @@ class CampaignResult:
 
     @property
     def failed(self) -> list[CaseOutcome]:
-        return [o for o in self.outcomes if o.status is not ExecutionStatus.OK]
+        """Cases that ran and did not succeed (skipped cases are not failures)."""
+        return [
+            o
+            for o in self.outcomes
+            if o.status not in (ExecutionStatus.OK, ExecutionStatus.SKIPPED)
+        ]
+
+    @property
+    def skipped(self) -> list[CaseOutcome]:
+        return [o for o in self.outcomes if o.status is ExecutionStatus.SKIPPED]
 
 
 def _tail(text: str) -> str:
@@ -152,6 +194,7 @@ class Campaign:
         self.reporter: Reporter = reporter or SilentReporter()
         self.clock = clock
         self._signal: int | None = None
+        self._skip_reason = SkipReasons(launcher.platform)
 
     @contextlib.contextmanager
     def _signals_trapped(self) -> Iterator[None]:
@@ -193,6 +236,9 @@ class Campaign:
     def _run_case(self, run_id: int, case: Case, points: Sequence[str]) -> CaseOutcome:
         """All executions of a case: one for every point, or one for all of them."""
         bench = get_benchmark(case.benchmark)
+        reason = self._skip_reason(case)
+        if reason is not None:
+            return self._skip(run_id, case, reason)
         if bench.points_per_execution is None:
             chunks = [list(points)]
         else:
@@ -216,11 +262,60 @@ class Campaign:
             self.store.set_case_status(run_id, case.key, "failed")
         return CaseOutcome(case, status, error, done, wall)
 
+    def _skip(self, run_id: int, case: Case, reason: str) -> CaseOutcome:
+        """Record a case whose tool is missing: one execution, nothing measured."""
+        now = self.clock()
+        execution_id = self.store.start_execution(run_id, case.key, case.benchmark, (), {}, now)
+        self.store.finish_execution(
+            execution_id,
+            ExecutionRecord(
+                case_key=case.key,
+                benchmark=case.benchmark,
+                argv=(),
+                env={},
+                status=ExecutionStatus.SKIPPED,
+                exit_code=None,
+                started=now,
+                ended=now,
+                error=reason,
+            ),
+        )
+        self.store.set_case_status(run_id, case.key, "skipped")
+        return CaseOutcome(case, ExecutionStatus.SKIPPED, reason, 0, 0.0)
+
     def _execute(
         self, run_id: int, case: Case, points: Sequence[str]
     ) -> tuple[ExecutionStatus, str, int, float]:
         """One execution measuring `points` of `case`: (status, error, points done, wall s)."""
         bench = get_benchmark(case.benchmark)
+        started = self.clock()
+        try:
+            with bench.staged(case, points) as staged:
+                return self._execute_staged(run_id, bench, staged, points, started)
+        except BenchmarkFailure as e:
+            # The execution could not be set up (or cleaned up): a failure with its reason.
+            error = str(e)
+        execution_id = self.store.start_execution(run_id, case.key, case.benchmark, (), {}, started)
+        ended = self.clock()
+        self.store.finish_execution(
+            execution_id,
+            ExecutionRecord(
+                case_key=case.key,
+                benchmark=case.benchmark,
+                argv=(),
+                env={},
+                status=ExecutionStatus.FAILED,
+                exit_code=None,
+                started=started,
+                ended=ended,
+                error=error,
+            ),
+        )
+        return ExecutionStatus.FAILED, error, 0, ended - started
+
+    def _execute_staged(
+        self, run_id: int, bench: Benchmark, case: Case, points: Sequence[str], started: float
+    ) -> tuple[ExecutionStatus, str, int, float]:
         program = self.programs[case.benchmark]
         command: Command = self.launcher.command(
             case.placement, bench.command(case, program, points)
@@ -232,7 +327,6 @@ class Campaign:
             parameters={**case.parameters, "oversubscribed": command.oversubscribed},
             points=tuple(points),
         )
-        started = self.clock()
         execution_id = self.store.start_execution(
             run_id, case.key, case.benchmark, command.argv, dict(command.env), started
         )
@@ -240,10 +334,25 @@ class Campaign:
             run_id, execution_id, effective, bench, command
         )
         if status is ExecutionStatus.OK:
+            stdout = "".join(stdout_lines)
+            try:
+                collected = bench.collect(stdout, effective, points)
+                bench.verify(stdout, effective, points)
+            except BenchmarkFailure as e:
+                status, error = ExecutionStatus.FAILED, str(e)
+            else:
+                # Stored only once the whole output passed its checks.
+                for parsed in collected:
+                    self._store_point(run_id, execution_id, effective, parsed)
+                    done += 1
+        elif status is ExecutionStatus.FAILED and error.startswith(EXIT_EXPLANATIONS):
+            # A program that dies without an error line (a crash, an application that
+            # writes its reason to its own log) is explained by what its output check finds:
+            # for the applications that includes the tail of their log.
             try:
                 bench.verify("".join(stdout_lines), effective, points)
             except BenchmarkFailure as e:
-                status, error = ExecutionStatus.FAILED, str(e)
+                error = f"{error}; {e}"
         ended = self.clock()
         self.store.finish_execution(
             execution_id,
@@ -262,6 +371,16 @@ class Campaign:
             ),
         )
         return status, error, done, ended - started
+
+    def _store_point(
+        self, run_id: int, execution_id: int, case: Case, parsed: ParsedPoint
+    ) -> None:
+        for m in parsed.measurements:
+            if self.launcher.origin is not m.origin:
+                # Numbers of an emulated cluster are labelled so wherever they go.
+                m = replace(m, origin=self.launcher.origin)
+            self.store.add_measurement(run_id, execution_id, case.key, parsed.point_key, m)
+        self.reporter.point_done(case, parsed.point_key)
 
     def _supervise(
         self,
@@ -302,13 +421,8 @@ class Campaign:
                 parsed = bench.parse_line(line, case)
                 if parsed is None:
                     continue
-                for m in parsed.measurements:
-                    if self.launcher.origin is not m.origin:
-                        # Numbers of an emulated cluster are labelled so wherever they go.
-                        m = replace(m, origin=self.launcher.origin)
-                    self.store.add_measurement(run_id, execution_id, case.key, parsed.point_key, m)
+                self._store_point(run_id, execution_id, case, parsed)
                 done += 1
-                self.reporter.point_done(case, parsed.point_key)
         except BenchmarkFailure as e:
             status, error = ExecutionStatus.FAILED, str(e)
         finally:

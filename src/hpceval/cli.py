@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -35,9 +34,13 @@ from hpceval.campaign import (
     case_description,
     case_from_description,
     plan_cases,
+    skipped_benchmarks,
 )
 from hpceval.cli_analysis import register_analysis_commands
+from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.cli_db import db_app
+from hpceval.cli_report import register_report_command
+from hpceval.cli_simulate import register_simulate_commands
 from hpceval.config import (
     Loaded,
     PlatformConfig,
@@ -63,34 +66,7 @@ app = typer.Typer(
 )
 
 out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        envvar="HPCEVAL_DB",
-        help="Results database: a SQLite file path or URL, or postgresql://… "
-        "\\[default: ./hpceval.db]",
-    ),
-]
-
-
-def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Bad input ends the command with one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            err.print(f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True)
-            raise typer.Exit(e.exit_code) from None
-
-    return wrapper
 
 
 # --------------------------------------------------------------------------- progress
@@ -148,6 +124,8 @@ class RichReporter:
         label = case_label(case)
         if status is ExecutionStatus.OK:
             self.console.print(f"[green]✓[/] {label}", highlight=False)
+        elif status is ExecutionStatus.SKIPPED:
+            self.console.print(f"[yellow]○ {label}: skipped: {error}[/]", highlight=False)
         else:
             self.console.print(f"[red]✗ {label}: {status.value}: {error}[/]", highlight=False)
 
@@ -175,7 +153,14 @@ def _build_programs(
     cases: Sequence[Case], platform: PlatformConfig, toolchain: MpiToolchain
 ) -> dict[str, Program]:
     programs = {}
+    # A benchmark whose tool is missing is not built: its cases are recorded as skipped.
+    # Its placeholder has no flags, like an installed external tool's, so the environment
+    # (and its fingerprint) stays the same once the tool is installed and the run resumed.
+    skipped = skipped_benchmarks(cases, platform)
     for name in sorted({c.benchmark for c in cases}):
+        if name in skipped:
+            programs[name] = Program(path=Path(), compiler="", cflags=())
+            continue
         programs[name] = get_benchmark(name).build(
             compiler=toolchain.mpicc,
             compiler_identity=toolchain.identity(),
@@ -186,7 +171,8 @@ def _build_programs(
 
 def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Environment:
     # Each program has its own flags (communication: -O2; NPB kernels: -O3 -march=native).
-    flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items())]
+    # External tools (fio, hpcc) compile nothing and have no flags to record.
+    flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items()) if p.cflags]
     return collect_environment(toolchain, cflags=flags)
 
 
@@ -219,6 +205,9 @@ def _summary(store: Store, run_id: int, result: CampaignResult) -> Table:
         t.add_column(col, justify="right" if col in ("points", "wall s") else "left")
     for o in result.outcomes:
         ms = by_case.get(o.case.key, [])
+        if o.status is ExecutionStatus.SKIPPED:
+            t.add_row(case_label(o.case), "[yellow]skipped[/]", "", o.error, "")
+            continue
         t.add_row(
             case_label(o.case),
             "[green]ok[/]" if o.status is ExecutionStatus.OK else f"[red]{o.status.value}[/]",
@@ -237,8 +226,21 @@ def case_label(case: Case) -> str:
 
 def _headline(ms: Sequence[Any]) -> str:
     """The figure a user looks for first in a case's measurements."""
-    from hpceval.show import format_size, format_value
+    from hpceval.show import (
+        APPLICATION_SECOND,
+        application_headline,
+        fio_headline,
+        format_size,
+        format_value,
+        hpcc_headline,
+    )
 
+    if any(m.benchmark in APPLICATION_SECOND for m in ms):
+        return application_headline(ms)
+    if any(m.benchmark == "fio" for m in ms):
+        return fio_headline(ms)
+    if any(m.benchmark == "hpcc" for m in ms):
+        return hpcc_headline(ms)
     if any(m.benchmark == "npb" for m in ms):
         best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
         fastest = min((m.value for m in ms if m.metric == "time"), default=None)
@@ -317,11 +319,12 @@ def _start_new_run(
 
 
 def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
-    """The planned cases of a run that are still pending, with the points they still lack."""
+    """The planned cases of a run that are still pending or were skipped (their tool was
+    missing: it may be there now), with the points they still lack."""
     completed = store.completed_points(run_id)
     work: list[tuple[Case, list[str]]] = []
     for row in store.cases(run_id):
-        if row.status != "pending":
+        if row.status not in ("pending", "skipped"):
             continue
         case = case_from_description(row.case_key, row.benchmark, row.description)
         remaining = [p for p in case.points if (case.key, p) not in completed]
@@ -334,13 +337,26 @@ def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
 
 def _prepare_resume(store: Store) -> tuple[int, Prepared]:
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-    # Imports are not campaigns: there is nothing to re-run for them.
+    # Imports are not campaigns: there is nothing to re-run for them. A completed run with
+    # skipped cases (a tool was missing) is resumable too: installing the tool and resuming
+    # measures what was skipped.
     row = next(
-        (r for r in store.runs() if r.status is Status.INTERRUPTED and r.launcher != "import"),
+        (
+            r
+            for r in sorted(store.runs(), key=lambda r: r.id, reverse=True)
+            if r.launcher != "import"
+            and (
+                r.status is Status.INTERRUPTED
+                or (
+                    r.status is Status.COMPLETED
+                    and any(c.status == "skipped" for c in store.cases(r.id))
+                )
+            )
+        ),
         None,
     )
     if row is None:
-        raise UserError(f"{store.url}: no interrupted run to resume")
+        raise UserError(f"{store.url}: no interrupted run to resume (nor one with skipped cases)")
     _, platform_raw = store.platform_config(row.platform_id)
     work = _remaining_work(store, row.id)
     prepared = _prepare(PlatformConfig.model_validate(platform_raw), [c for c, _ in work])
@@ -416,11 +432,20 @@ def run(
         ) from None
     store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
     out.print(_summary(store, run_id, result))
+    ok = len(result.outcomes) - len(result.failed) - len(result.skipped)
+    skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     out.print(
-        f"{len(result.outcomes) - len(result.failed)} of {len(result.outcomes)} cases ok; "
+        f"{ok} of {len(result.outcomes)} cases ok{skipped}; "
         f"see the tables with: hpceval show --run {run_id}",
         highlight=False,
     )
+    for outcome in result.skipped:
+        # Skipped is not a failure (exit status 0), but never a silent gap either.
+        err.print(
+            f"[yellow]skipped: {case_label(outcome.case)}: {outcome.error}[/]", highlight=False
+        )
+    if result.skipped:
+        err.print("[yellow]after installing what is missing: hpceval run --resume[/]")
     if result.failed:
         raise typer.Exit(1)
 
@@ -437,7 +462,14 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
-    from hpceval.show import collective_tables, npb_tables, point_to_point_tables
+    from hpceval.show import (
+        application_tables,
+        collective_tables,
+        fio_tables,
+        hpcc_tables,
+        npb_tables,
+        point_to_point_tables,
+    )
 
     store = open_store(db, create=False)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
@@ -454,11 +486,13 @@ def show(
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
-    for table in point_to_point_tables(ms) + collective_tables(ms) + npb_tables(ms):
+    tables = point_to_point_tables(ms) + collective_tables(ms) + npb_tables(ms)
+    for table in tables + fio_tables(ms) + hpcc_tables(ms) + application_tables(ms):
         out.print(table)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
-        out.print(f"[red]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
+        colour = "yellow" if e.status == "skipped" else "red"
+        out.print(f"[{colour}]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
 
 
 @app.command()
@@ -469,7 +503,14 @@ def runs(db: DbOption = None) -> None:
 
     store = open_store(db, create=False)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-    out.print(runs_table((r, store.cases(r.id)) for r in store.runs()))
+    out.print(
+        runs_table(
+            ((r, store.cases(r.id)) for r in store.runs()),
+            skip_reasons=lambda run_id: [
+                e.error for e in store.executions(run_id) if e.status == "skipped"
+            ],
+        )
+    )
 
 
 # --------------------------------------------------------------------------- catalogue
@@ -580,6 +621,8 @@ def import_npb_command(
 
 app.add_typer(db_app, name="db")
 register_analysis_commands(app, out)
+register_simulate_commands(app, out)
+register_report_command(app, out)
 
 netns_app = typer.Typer(
     help="The emulated clusters of the netns launcher (network namespaces).",

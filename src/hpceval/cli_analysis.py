@@ -6,12 +6,11 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Final, ParamSpec, TypeVar
+from typing import Annotated, Any, Final
 
 import numpy as np
 import pandas as pd
@@ -19,10 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.errors import UserError
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 TOP_DEFAULT: Final = 10
 _WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
@@ -32,16 +29,15 @@ class _Consoles:
     """Where the commands print: the main app's console (set on registration)."""
 
     out: Console = Console(soft_wrap=True)
-    err: Console = Console(stderr=True, soft_wrap=True)
+    err: Console = err
 
 
-DbOption = Annotated[
-    str | None,
+NoCacheOption = Annotated[
+    bool,
     typer.Option(
-        "--db",
-        envvar="HPCEVAL_DB",
-        help="Results database: a SQLite file path or URL, or postgresql://… "
-        "\\[default: ./hpceval.db]",
+        "--no-cache",
+        help="Read every measurement from the database, not from the frame cache "
+        "(also: HPCEVAL_FRAME_CACHE=off).",
     ),
 ]
 CsvOption = Annotated[
@@ -75,41 +71,35 @@ CurrencyOption = Annotated[
 ]
 
 
-def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Bad input ends the command with one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            _Consoles.err.print(
-                f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True
-            )
-            raise typer.Exit(e.exit_code) from None
-
-    return wrapper
 
 
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
     """Add compare, cost, recommend and fit to `app`; they print their tables on `out`."""
     _Consoles.out = out
-    app.command("compare")(_user_errors(compare_command))
-    app.command("cost")(_user_errors(cost_command))
-    app.command("recommend")(_user_errors(recommend_command))
-    app.command("fit")(_user_errors(fit_command))
+    app.command("compare")(user_errors(compare_command))
+    app.command("cost")(user_errors(cost_command))
+    app.command("recommend")(user_errors(recommend_command))
+    app.command("fit")(user_errors(fit_command))
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _load(db: str | None, *, benchmark: str | None = None, metric: str | None = None) -> Any:
-    """The measurement frame of the database; a UserError when there is nothing in it."""
+def _load(
+    db: str | None,
+    *,
+    benchmark: str | None = None,
+    metric: str | None = None,
+    cache: bool = True,
+) -> Any:
+    """The measurement frame of the database (through the frame cache unless `cache` is
+    False: a database unchanged since the last command is not decoded again); a UserError
+    when there is nothing in it."""
     from hpceval.analysis.frame import load_frame
     from hpceval.store import open_store
 
     with open_store(db, create=False) as store:
-        frame = load_frame(store, benchmark=benchmark, metric=metric)
+        frame = load_frame(store, benchmark=benchmark, metric=metric, cache=cache)
         url = store.url
     if frame.empty:
         what = " ".join(x for x in (benchmark, metric) if x)
@@ -241,12 +231,13 @@ def compare_command(
     ] = TOP_DEFAULT,
     csv: CsvOption = None,
     json: JsonOption = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Compare platforms with a baseline: ratios with confidence intervals, verdicts and
     overhead summaries per category."""
     from hpceval.analysis.compare import compare
 
-    frame = _load(db, benchmark=benchmark, metric=metric)
+    frame = _load(db, benchmark=benchmark, metric=metric, cache=not no_cache)
     result = compare(
         frame,
         baseline,

@@ -6,16 +6,15 @@ Self-contained (cli.py imports this module, so it cannot import cli.py back).
 from __future__ import annotations
 
 import datetime
-import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from hpceval.errors import UserError
+from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.store import ImportAction, database_url, shown_url
 from hpceval.transfer import Transferred, export_runs, merge
 
@@ -28,34 +27,9 @@ db_app = typer.Typer(
 )
 
 out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        envvar="HPCEVAL_DB",
-        help="Results database: a SQLite file path or URL, or postgresql://… "
-        "(default: ./hpceval.db)",
-    ),
-]
 
 
-def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Bad input ends the command with one line on stderr and exit status 2."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            err.print(f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True)
-            raise typer.Exit(e.exit_code) from None
-
-    return wrapper
 
 
 def _print_run(item: Transferred) -> None:
@@ -100,7 +74,7 @@ def _summary(items: Sequence[Transferred], destination: str) -> None:
 
 
 @db_app.command("export")
-@_user_errors
+@user_errors
 def export_command(
     file: Annotated[
         Path,
@@ -124,14 +98,14 @@ def export_command(
     """Export runs to a file (to carry them elsewhere).
 
     Each run goes with everything attached: platform, provenance, planned cases, executions
-    and measurements with their raw samples.
+    and measurements with their raw samples, and a simulated run with its SMPI calibration.
     """
     items = export_runs(db, file, run, on_run=_print_run)
     _summary(items, str(file))
 
 
 @db_app.command("import")
-@_user_errors
+@user_errors
 def import_command(
     file: Annotated[
         str,
@@ -151,7 +125,7 @@ def import_command(
 
 
 @db_app.command("merge")
-@_user_errors
+@user_errors
 def merge_command(
     sources: Annotated[
         list[str],

@@ -71,7 +71,8 @@ _TOOLS = (
         "hpcc",
         ("hpcc",),
         None,
-        "reference numbers from HPC Challenge (b_eff rings)",
+        "the hpcc benchmark (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, b_eff); "
+        "without it its cases are skipped",
         _Package("hpcc", "the HPC Challenge benchmark (hpcc)"),
         required=False,
     ),
@@ -79,8 +80,25 @@ _TOOLS = (
         "fio",
         ("fio",),
         ("--version",),
-        "storage benchmarks (sequential MiB/s, random IOPS)",
+        "the fio storage benchmark (sequential MiB/s, random IOPS and latency); "
+        "without it its cases are skipped",
         _Package("fio", "fio, the flexible I/O tester"),
+        required=False,
+    ),
+    _Tool(
+        "gmx",
+        ("gmx", "gmx_mpi"),
+        ("--version",),
+        "the GROMACS application benchmark (ns/day); without it its cases are skipped",
+        _Package("gromacs", "GROMACS (gmx)"),
+        required=False,
+    ),
+    _Tool(
+        "lmp",
+        ("lmp", "lmp_openmpi", "lmp_mpich"),
+        ("-h",),
+        "the LAMMPS application benchmark (timesteps/s); without it its cases are skipped",
+        _Package("lammps", "LAMMPS (lmp)"),
         required=False,
     ),
     _Tool(
@@ -184,6 +202,16 @@ def _postgres_outside_path(host: Host) -> str | None:
     return None
 
 
+def _blas_of(host: Host, program: str) -> str:
+    """The BLAS library a program loads (ldd): hpcc's HPL and DGEMM figures depend on it."""
+    result = host.run(["ldd", program])
+    for line in result.output.splitlines() if result is not None else []:
+        name, arrow, rest = line.strip().partition("=>")
+        if arrow and "blas" in name.lower():
+            return rest.split("(")[0].strip()
+    return ""
+
+
 def _check_tool(host: Host, tool: _Tool, debian: bool) -> Check:
     path = _find(host, tool)
     if path is None:
@@ -194,6 +222,9 @@ def _check_tool(host: Host, tool: _Tool, debian: bool) -> Check:
     if tool.version_args is not None:
         version = _first_line(host, [path, *tool.version_args])
         found = f"{version} ({path})" if version else path
+    if tool.name == "hpcc" and (blas := _blas_of(host, path)):
+        # The reference BLAS makes HPL ~10x slower than OpenBLAS: say which one is used.
+        found += f", BLAS {blas}"
     return Check(tool.name, "ok", found, tool.needed_for, "")
 
 

@@ -58,7 +58,8 @@ class Executor(Protocol):
 
 
 def last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    """The last line that says something: mpirun frames its messages with rows of dashes."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]
     return lines[-1] if lines else ""
 
 

@@ -38,6 +38,9 @@ class ExecutionStatus(StrEnum):
     FAILED = "failed"  # non-zero exit, crash, or failed sanity/verification
     TIMEOUT = "timeout"  # killed at its time limit
     INTERRUPTED = "interrupted"  # killed because the campaign was interrupted
+    # Not started: the benchmark's tool is missing here (Benchmark.unavailable gives the
+    # reason); not a failure, and `hpceval run --resume` tries the case again.
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)

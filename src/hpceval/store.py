@@ -22,10 +22,12 @@ Times are Unix seconds (`time.time()`) stored as floats, everywhere.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
 import math
+import operator
 import time
 import uuid
 from collections import Counter
@@ -35,6 +37,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
@@ -49,7 +52,7 @@ from hpceval.model import (
     Status,
 )
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 DEFAULT_URL: Final = "sqlite:///hpceval.db"
 
 # How long an SQLite writer waits for another process's write transaction before giving up.
@@ -66,6 +69,9 @@ _SQLITE_BEGIN_OPTION: Final = "hpceval_sqlite_begin"
 # non-finite float is written as {"$float": "nan" | "inf" | "-inf"} and turned back on reading.
 _NON_FINITE_FLOAT_KEY: Final = "$float"
 
+# Rows read per slice by Store.measurement_columns.
+_READ_SLICE: Final = 100_000
+
 EXECUTION_RUNNING: Final = "running"  # executions.status while the command has not ended
 
 
@@ -73,6 +79,7 @@ class CaseStatus(StrEnum):
     PENDING = "pending"
     DONE = "done"
     FAILED = "failed"
+    SKIPPED = "skipped"  # its tool was missing; --resume tries it again
 
 
 class StoreUnavailable(UserError):
@@ -241,6 +248,39 @@ measurements = sa.Table(
     sa.Index("ix_measurements_benchmark_metric", "benchmark", "metric"),
 )
 
+# SimGrid SMPI calibrations (schema version 2; see hpceval.simulate.calibrate): the fitted
+# network factors and host speed of a simulated platform, the residuals per message size
+# against the measured (or published) curve they were fitted on, and where that curve came
+# from. Simulated runs name the calibration they used by uid (in their suite_config).
+calibrations = sa.Table(
+    "calibrations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uid", sa.String(36), nullable=False, unique=True),
+    # Same key = same inputs (platform or profile, source curves, SimGrid, options): reusable.
+    sa.Column("key", sa.String(64), nullable=False, index=True),
+    sa.Column("platform_name", sa.Text, nullable=False),
+    sa.Column("source_kind", sa.String(16), nullable=False),  # platform | profile
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("source_run_ids", sa.JSON, nullable=False),
+    sa.Column("simgrid_version", sa.Text, nullable=False),
+    sa.Column("parameters", sa.JSON, nullable=False),
+    sa.Column("residuals", sa.JSON, nullable=False),
+    sa.Column("max_residual", sa.Float, nullable=False),
+    sa.Column("tolerance", sa.Float, nullable=False),
+    sa.Column("iterations", sa.Integer, nullable=False),
+    sa.Column("converged", sa.Boolean, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
+def _add_calibrations_table(conn: Connection) -> None:
+    """Schema 1 -> 2: the calibrations table (nothing else changed)."""
+    calibrations.create(conn, checkfirst=True)
+
+
+MIGRATIONS[1] = _add_calibrations_table
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -291,6 +331,27 @@ class ExecutionRow:
 
 
 @dataclass(frozen=True)
+class CalibrationRow:
+    """A stored SMPI calibration (see the calibrations table)."""
+
+    id: int
+    uid: str
+    key: str
+    platform_name: str
+    source_kind: str
+    source: str
+    source_run_ids: tuple[int, ...]
+    simgrid_version: str
+    parameters: Mapping[str, Any]
+    residuals: tuple[Mapping[str, Any], ...]
+    max_residual: float
+    tolerance: float
+    iterations: int
+    converged: bool
+    created: float
+
+
+@dataclass(frozen=True)
 class StoredMeasurement:
     id: int
     run_id: int
@@ -299,6 +360,31 @@ class StoredMeasurement:
     point_key: str
     created: float
     measurement: Measurement
+
+
+# What a measurement is, less its run, value and samples: (platform name, origin, benchmark,
+# metric, unit, statistic, parameters as stored JSON text).
+MeasurementKind = tuple[str, str, str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class MeasurementColumns:
+    """Measurements as columns, rows in (run id, measurement id) order.
+
+    The set-oriented read behind the analysis frame (`Store.measurement_columns`): no
+    Measurement objects are built. Row i has run `run_id[i]`, value `value[i]`, the samples
+    JSON text `samples[i]` (decode with `decode_json_texts`) and the kind `kinds[kind[i]]`:
+    each distinct kind (a few thousand for a million rows) is held once.
+    """
+
+    run_id: list[int]
+    value: list[float]
+    samples: list[str]
+    kind: list[int]
+    kinds: list[MeasurementKind]
+
+    def __len__(self) -> int:
+        return len(self.run_id)
 
 
 def database_url(url_or_path: str | None) -> URL:
@@ -570,7 +656,7 @@ class Store:
 
     @_outage_is_a_user_error
     def set_case_status(self, run_id: int, case_key: str, status: str) -> None:
-        """Set a case's status: a CaseStatus value (pending, done, failed)."""
+        """Set a case's status: a CaseStatus value (pending, done, failed, skipped)."""
         checked = CaseStatus(status)
         with self._writer.begin() as conn:
             result = conn.execute(
@@ -763,6 +849,81 @@ class Store:
         return [_stored_measurement(row) for row in rows]
 
     @_outage_is_a_user_error
+    def measurement_columns(
+        self,
+        *,
+        run_ids: Collection[int] | None = None,
+        platform_names: Collection[str] | None = None,
+        benchmark: str | None = None,
+        metric: str | None = None,
+    ) -> MeasurementColumns:
+        """Every measurement of the given runs / platforms / benchmark / metric (None: any), as
+        columns, in one query: the filters and the join to the run's platform are SQL's.
+
+        Rows come in (run id, measurement id) order, the order of `measurements(run)` for each
+        run in turn. A million rows take seconds rather than the minutes that building a
+        Measurement per row takes.
+        """
+        query = (
+            sa.select(
+                measurements.c.run_id,
+                measurements.c.value,
+                # JSON as text: decoded in bulk by the caller, not row by row by the driver.
+                sa.cast(measurements.c.samples, sa.Text),
+                # The kind, from here to the end (the platform's id: its name comes once).
+                runs.c.platform_id,
+                measurements.c.origin,
+                measurements.c.benchmark,
+                measurements.c.metric,
+                measurements.c.unit,
+                measurements.c.statistic,
+                sa.cast(measurements.c.parameters, sa.Text),
+            )
+            .select_from(
+                measurements.join(runs, measurements.c.run_id == runs.c.id).join(
+                    platforms, runs.c.platform_id == platforms.c.id
+                )
+            )
+            # Storage order (cheap on both dialects); runs are put in order below, stably.
+            .order_by(measurements.c.id)
+        )
+        if run_ids is not None:
+            query = query.where(measurements.c.run_id.in_(sorted(set(run_ids))))
+        if platform_names is not None:
+            query = query.where(platforms.c.name.in_(sorted(set(platform_names))))
+        if benchmark is not None:
+            query = query.where(measurements.c.benchmark == benchmark)
+        if metric is not None:
+            query = query.where(measurements.c.metric == metric)
+        run_id: list[int] = []
+        value: list[float] = []
+        samples: list[str] = []
+        kind: list[int] = []
+        index: dict[tuple[Any, ...], int] = {}
+        kind_of = operator.itemgetter(3, 4, 5, 6, 7, 8, 9)
+        with self._engine.connect() as conn:
+            names = {row.id: row.name for row in conn.execute(sa.select(platforms))}
+            # In slices (a server-side cursor on PostgreSQL): the rows of one slice at a time.
+            result = conn.execute(query, execution_options={"yield_per": _READ_SLICE})
+            for rows in result.partitions():
+                for column, i in ((run_id, 0), (value, 1), (samples, 2)):
+                    column.extend(map(operator.itemgetter(i), rows))
+                kind.extend(index.setdefault(kind_of(row), len(index)) for row in rows)
+        kinds: list[MeasurementKind] = [
+            (names[platform_id], origin, benchmark_name, metric_name, unit, statistic, params)
+            for platform_id, origin, benchmark_name, metric_name, unit, statistic, params in index
+        ]
+        if run_id != sorted(run_id):
+            # Runs interleaved in storage (a run resumed after another, an import): a stable
+            # sort by run keeps the measurement ids in order within each run.
+            order = sorted(range(len(run_id)), key=run_id.__getitem__)
+            run_id = [run_id[i] for i in order]
+            value = [value[i] for i in order]
+            samples = [samples[i] for i in order]
+            kind = [kind[i] for i in order]
+        return MeasurementColumns(run_id, value, samples, kind, kinds)
+
+    @_outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:
         """(case_key, point_key) pairs of a run that have at least one measurement."""
         with self._engine.connect() as conn:
@@ -795,6 +956,74 @@ class Store:
         if row is None:
             raise UserError(f"no platform with id {platform_id}", source=self.url)
         return row.name, _from_json(row.config)
+
+    # --- SMPI calibrations ------------------------------------------------------------------
+
+    @_outage_is_a_user_error
+    def add_calibration(
+        self,
+        *,
+        key: str,
+        platform_name: str,
+        source_kind: str,
+        source: str,
+        source_run_ids: Sequence[int],
+        simgrid_version: str,
+        parameters: Mapping[str, Any],
+        residuals: Sequence[Mapping[str, Any]],
+        max_residual: float,
+        tolerance: float,
+        iterations: int,
+        converged: bool,
+    ) -> CalibrationRow:
+        """Store a calibration; committed when this returns."""
+        uid = str(uuid.uuid4())
+        with self._writer.begin() as conn:
+            calibration_id = _inserted_id(
+                conn.execute(
+                    calibrations.insert().values(
+                        uid=uid,
+                        key=key,
+                        platform_name=platform_name,
+                        source_kind=source_kind,
+                        source=source,
+                        source_run_ids=list(source_run_ids),
+                        simgrid_version=simgrid_version,
+                        parameters=_to_json(parameters),
+                        residuals=_to_json(list(residuals)),
+                        max_residual=max_residual,
+                        tolerance=tolerance,
+                        iterations=iterations,
+                        converged=converged,
+                        created=self._clock(),
+                    )
+                )
+            )
+        return self.calibration(calibration_id)
+
+    @_outage_is_a_user_error
+    def calibration(self, calibration_id: int) -> CalibrationRow:
+        with self._engine.connect() as conn:
+            row = conn.execute(
+                sa.select(calibrations).where(calibrations.c.id == calibration_id)
+            ).one_or_none()
+        if row is None:
+            raise UserError(f"no calibration with id {calibration_id}", source=self.url)
+        return _calibration_row(row)
+
+    @_outage_is_a_user_error
+    def calibrations(
+        self, *, key: str | None = None, platform_name: str | None = None
+    ) -> list[CalibrationRow]:
+        """Calibrations, newest first, optionally with one key or of one platform."""
+        query = sa.select(calibrations).order_by(calibrations.c.id.desc())
+        if key is not None:
+            query = query.where(calibrations.c.key == key)
+        if platform_name is not None:
+            query = query.where(calibrations.c.platform_name == platform_name)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [_calibration_row(row) for row in rows]
 
     # --- portable runs (see RunBundle; hpceval.transfer writes them to files) -------------
 
@@ -920,9 +1149,14 @@ LOCAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     run_cases.name: frozenset({"run_id"}),
     executions.name: frozenset({"id", "run_id"}),
     measurements.name: frozenset({"id", "run_id", "execution_id"}),
+    # A calibration names the runs it was fitted on by uid (CALIBRATION_SOURCE_RUNS) instead.
+    calibrations.name: frozenset({"id", "source_run_ids"}),
 }
 BUNDLE_TABLES: Final = (platforms, environments, runs, run_cases, executions, measurements)
 EXECUTION_INDEX: Final = "execution"  # a bundle measurement's reference to its execution
+# A bundle calibration's runs it was fitted on, by uid (those of its source_run_ids that are
+# runs of the database it comes from), in source_run_ids' order.
+CALIBRATION_SOURCE_RUNS: Final = "source_runs"
 
 # What a later copy of a run may change: a resumed run gets a new owner, status and end time
 # (and its cases a new status). Every other column of a run is fixed when it is created.
@@ -960,6 +1194,10 @@ class RunBundle:
     cases: Sequence[Mapping[str, Any]]  # in the suite's order
     executions: Sequence[Mapping[str, Any]]  # in the order they were started
     measurements: Sequence[Mapping[str, Any]]  # in the order they were stored, + EXECUTION_INDEX
+    # The SMPI calibration a simulated run names in its suite_config (portable columns +
+    # CALIBRATION_SOURCE_RUNS), or None: not a simulated run, or its calibration is not in the
+    # database the bundle comes from.
+    calibration: Mapping[str, Any] | None = None
 
     @property
     def uid(self) -> str:
@@ -1022,6 +1260,7 @@ def _read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
     measurement_rows = conn.execute(
         sa.select(measurements).where(measurements.c.run_id == run_id).order_by(measurements.c.id)
     ).all()
+    calibration = _portable_calibration(conn, calibration_reference(_portable(runs, run)))
     index = {row.id: position for position, row in enumerate(execution_rows)}
     bundled: list[dict[str, Any]] = []
     for row in measurement_rows:
@@ -1039,7 +1278,95 @@ def _read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
         cases=[_portable(run_cases, row) for row in case_rows],
         executions=[_portable(executions, row) for row in execution_rows],
         measurements=bundled,
+        calibration=calibration,
     )
+
+
+def calibration_reference(run: Mapping[str, Any]) -> str | None:
+    """The uid of the SMPI calibration a simulated run (its portable row) names in its
+    suite_config ({"calibration": {"id": ..., "uid": ...}}), or None."""
+    if run.get("origin") != Origin.SIMULATED.value:
+        return None
+    config = run.get("suite_config")
+    named = config.get("calibration") if isinstance(config, Mapping) else None
+    if not isinstance(named, Mapping) or "id" not in named:
+        return None
+    uid = named.get("uid")
+    return uid if isinstance(uid, str) and uid else None
+
+
+def _portable_calibration(conn: Connection, uid: str | None) -> dict[str, Any] | None:
+    """The calibration `uid` as a bundle carries it: its runs named by uid, not by id."""
+    if uid is None:
+        return None
+    row = conn.execute(sa.select(calibrations).where(calibrations.c.uid == uid)).one_or_none()
+    if row is None:
+        return None
+    ids = [int(run_id) for run_id in row.source_run_ids]
+    uid_of: dict[int, str] = {}
+    if ids:
+        uid_of = {
+            int(found.id): str(found.uid)
+            for found in conn.execute(sa.select(runs.c.id, runs.c.uid).where(runs.c.id.in_(ids)))
+        }
+    return {
+        **_portable(calibrations, row),
+        CALIBRATION_SOURCE_RUNS: [uid_of[run_id] for run_id in ids if run_id in uid_of],
+    }
+
+
+def _with_local_calibration(conn: Connection, bundle: RunBundle) -> tuple[RunBundle, str]:
+    """`bundle` with the calibration it names brought here and named by its id here.
+
+    The calibration is matched by uid, inserted when it is not here and the bundle carries
+    it. The run's suite_config then names it by this database's id, or by None where it is not
+    here (an id from elsewhere would name another calibration); runs here that name it are
+    brought in line (one imported before its calibration gets the new id). Returns the bundle
+    and what was done, for the import's detail.
+    """
+    uid = calibration_reference(bundle.run)
+    if uid is None:
+        return bundle, ""
+    done = ""
+    local_id = conn.execute(
+        sa.select(calibrations.c.id).where(calibrations.c.uid == uid)
+    ).scalar_one_or_none()
+    carried = bundle.calibration
+    if local_id is None and carried is not None and carried.get("uid") == uid:
+        source_uids = list(carried[CALIBRATION_SOURCE_RUNS])
+        local_runs: dict[str, int] = {}
+        if source_uids:
+            local_runs = {
+                str(found.uid): int(found.id)
+                for found in conn.execute(
+                    sa.select(runs.c.id, runs.c.uid).where(runs.c.uid.in_(source_uids))
+                )
+            }
+        local_id = _inserted_id(
+            conn.execute(
+                calibrations.insert().values(
+                    **{k: v for k, v in carried.items() if k != CALIBRATION_SOURCE_RUNS},
+                    # Only the source runs that are here can be named (by their id here).
+                    source_run_ids=[local_runs[u] for u in source_uids if u in local_runs],
+                )
+            )
+        )
+        done = f", calibration {uid[:8]} added as {local_id}"
+    simulated = conn.execute(
+        sa.select(runs.c.id, runs.c.suite_config).where(runs.c.origin == Origin.SIMULATED.value)
+    ).all()
+    for found in simulated:
+        config = found.suite_config
+        named = config.get("calibration") if isinstance(config, Mapping) else None
+        if isinstance(named, Mapping) and named.get("uid") == uid and named.get("id") != local_id:
+            conn.execute(
+                runs.update()
+                .where(runs.c.id == found.id)
+                .values(suite_config={**config, "calibration": {**named, "id": local_id}})
+            )
+    config = bundle.run["suite_config"]
+    local = {**config, "calibration": {**config["calibration"], "id": local_id}}
+    return dataclasses.replace(bundle, run={**bundle.run, "suite_config": local}), done
 
 
 def _id_of(
@@ -1052,13 +1379,15 @@ def _id_of(
 
 
 def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
+    bundle, calibration_done = _with_local_calibration(conn, bundle)
     existing = conn.execute(
         sa.select(runs.c.id).where(runs.c.uid == bundle.uid)
     ).scalar_one_or_none()
     if existing is not None:
         here = _read_bundle(conn, existing)
         assert here is not None
-        return _reconcile(conn, int(existing), here, bundle)
+        outcome = _reconcile(conn, int(existing), here, bundle)
+        return dataclasses.replace(outcome, detail=outcome.detail + calibration_done)
     platform = bundle.platform
     platform_id = _id_of(
         conn,
@@ -1095,7 +1424,7 @@ def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
         run_id=run_id,
         detail=(
             f"{len(bundle.cases)} cases, {len(bundle.executions)} executions, "
-            f"{len(bundle.measurements)} measurements"
+            f"{len(bundle.measurements)} measurements{calibration_done}"
         ),
         executions_added=len(bundle.executions),
         measurements_added=len(bundle.measurements),
@@ -1353,6 +1682,26 @@ def _run_row(row: sa.Row[Any]) -> RunRow:
     )
 
 
+def _calibration_row(row: sa.Row[Any]) -> CalibrationRow:
+    return CalibrationRow(
+        id=row.id,
+        uid=row.uid,
+        key=row.key,
+        platform_name=row.platform_name,
+        source_kind=row.source_kind,
+        source=row.source,
+        source_run_ids=tuple(int(i) for i in row.source_run_ids),
+        simgrid_version=row.simgrid_version,
+        parameters=_from_json(row.parameters),
+        residuals=tuple(_from_json(row.residuals)),
+        max_residual=row.max_residual,
+        tolerance=row.tolerance,
+        iterations=row.iterations,
+        converged=bool(row.converged),
+        created=row.created,
+    )
+
+
 def _stored_measurement(row: sa.Row[Any]) -> StoredMeasurement:
     return StoredMeasurement(
         id=row.id,
@@ -1419,6 +1768,25 @@ def _from_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_from_json(item) for item in value]
     return value
+
+
+def decode_json_texts(texts: Sequence[str]) -> list[Any]:
+    """The values of many stored JSON texts (as written by this module), decoded in one pass.
+
+    One parse of the texts joined into a JSON array (orjson), instead of a parse per text;
+    non-finite floats come back as floats (see _NON_FINITE_FLOAT_KEY).
+    """
+    if not texts:
+        return []
+    joined = "[" + ",".join(texts) + "]"
+    try:
+        values: list[Any] = orjson.loads(joined)
+    except orjson.JSONDecodeError:
+        # What orjson refuses and the json module accepts (integers beyond 64 bits).
+        values = json.loads(joined)
+    if _NON_FINITE_FLOAT_KEY in joined:
+        values = [_from_json(value) for value in values]
+    return values
 
 
 def _text(value: str) -> str:

@@ -272,3 +272,54 @@ def detect_mpi(
         compile_flags=compile_flags,
         link_flags=link_flags,
     )
+
+
+# ------------------------------------------------------------------ SimGrid SMPI --
+
+_SMPI_VERSION = re.compile(r"SimGrid version\s+(\S+)")
+
+
+def parse_smpi_version(text: str) -> str | None:
+    """SimGrid's version from `smpicc --version` / `smpirun --version` ("SimGrid version 3.32")."""
+    match = _SMPI_VERSION.search(text)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class SmpiToolchain:
+    """SimGrid's SMPI as found on this machine: smpicc builds, smpirun simulates."""
+
+    smpicc: str
+    smpirun: str
+    version: str | None
+    compiler: str | None  # the C compiler smpicc calls ("/usr/bin/cc")
+    compiler_version: str | None
+
+    def identity(self) -> str:
+        """A short stable string naming SimGrid and the C compiler, for build-cache keys."""
+        compiler = self.compiler_version or self.compiler or "?"
+        return f"SimGrid SMPI {self.version or '?'}; {compiler}"
+
+
+def detect_smpi(
+    smpicc: str = "smpicc",
+    smpirun: str = "smpirun",
+    *,
+    which: Which = shutil.which,
+    run: Runner = run_command,
+) -> SmpiToolchain:
+    """Find smpicc and smpirun and describe them; ToolMissing when either is absent."""
+    remedy = "install Debian package libsimgrid-dev (SimGrid)"
+    smpicc_path = which(smpicc)
+    if smpicc_path is None:
+        raise ToolMissing(f"{smpicc} not found: {remedy}")
+    smpirun_path = which(smpirun)
+    if smpirun_path is None:
+        raise ToolMissing(f"{smpirun} not found: {remedy}")
+    version = parse_smpi_version(_output(run, [smpicc_path, "--version"]))
+    # `smpicc -show` prints the whole compiler command, like MPICH's wrapper.
+    compiler, _, _ = parse_wrapper_show(_output(run, [smpicc_path, "-show"]))
+    compiler_version = None
+    if compiler is not None:
+        compiler_version = parse_compiler_version(_output(run, [compiler, "--version"]))
+    return SmpiToolchain(smpicc_path, smpirun_path, version, compiler, compiler_version)

@@ -8,23 +8,30 @@ raw samples), as the store's RunBundles.
 The export file is JSON lines, gzip-compressed when its name ends in .gz (readers look at the
 content, not the name). Line 1 is the header:
 
-    {"format": "hpceval-results", "version": 1, "runs": N, "exported": UNIX_TIME,
+    {"format": "hpceval-results", "version": 2, "runs": N, "exported": UNIX_TIME,
      "hpceval_version": "...", "source": "sqlite:///site.db"}
 
-then one record a line: a `platform` (every portable column of the platforms table) and an
-`environment` before the first run that uses them, and a `run`:
+then one record a line: a `platform` (every portable column of the platforms table), an
+`environment` and a `calibration` before the first run that uses them, and a `run`:
 
     {"record": "run", "platform": {"name": ..., "config_hash": ...}, "environment": FINGERPRINT,
-     "run": {...}, "cases": [...], "executions": [...], "measurements": [{..., "execution": I}]}
+     "calibration": UID or null, "run": {...}, "cases": [...], "executions": [...],
+     "measurements": [{..., "execution": I}]}
 
-where `execution` is the index of the measurement's execution in `executions` (or null). Values
-are those stored: JSON has no NaN or infinities, so non-finite floats inside JSON values appear
-as {"$float": "nan"}. The reader accepts only this format name and version, checks every field
-of every record (names, types, vocabularies, references) before anything is imported, and
-refuses a file that holds fewer runs than its header announces (a truncated copy).
+where `execution` is the index of the measurement's execution in `executions` (or null). A
+`calibration` record is the SimGrid SMPI calibration a simulated run names in its suite_config
+(every column of the calibrations table but its id, the runs it was fitted on as
+"source_runs": [RUN_UID, ...]); a run's "calibration" is null when it names none or its source
+database did not hold it. Values are those stored: JSON has no NaN or infinities, so non-finite
+floats inside JSON values appear as {"$float": "nan"}. The reader accepts only this format name
+and versions 1 (no calibrations) and 2, checks every field of every record (names, types,
+vocabularies, references) before anything is imported, and refuses a file that holds fewer
+runs than its header announces (a truncated copy).
 
-Runs are identified by their uid: importing a run twice adds nothing the second time.
-Each run is imported in its own transaction: an error leaves no half-imported run.
+Runs and calibrations are identified by their uid: importing a run twice adds nothing the
+second time, and a calibration is added once, with the first run that names it (the run's
+suite_config then names it by its id in the destination). Each run is imported in its own
+transaction (its calibration included): an error leaves no half-imported run.
 """
 
 from __future__ import annotations
@@ -50,11 +57,14 @@ from hpceval.errors import UserError
 from hpceval.model import ExecutionStatus, Origin, Status
 from hpceval.store import (
     BUNDLE_TABLES,
+    CALIBRATION_SOURCE_RUNS,
     EXECUTION_INDEX,
     EXECUTION_RUNNING,
     CaseStatus,
     RunBundle,
     Store,
+    calibration_reference,
+    calibrations,
     environments,
     executions,
     measurement_from_values,
@@ -70,7 +80,10 @@ from hpceval.store import (
 FORMAT_NAME: Final = "hpceval-results"
 # Bump whenever the records change (a column added to a bundle table, a record kind...):
 # an older hpceval must refuse the file rather than misread it.
-FORMAT_VERSION: Final = 1
+# Version 2: `calibration` records, and the run record's "calibration" (its uid or null).
+FORMAT_VERSION: Final = 2
+# The older versions this hpceval still reads (a version 1 file holds no calibrations).
+READABLE_VERSIONS: Final = frozenset({1, FORMAT_VERSION})
 
 SQLITE_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
 # A merge destination that does not exist yet is an export file when its name ends so.
@@ -83,9 +96,10 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 _HEADER_KEYS: Final = frozenset(
     {"format", "version", "runs", "exported", "hpceval_version", "source"}
 )
-_RUN_KEYS: Final = frozenset(
+_RUN_KEYS_V1: Final = frozenset(
     {"record", "platform", "environment", "run", "cases", "executions", "measurements"}
 )
+_RUN_KEYS: Final = _RUN_KEYS_V1 | {"calibration"}
 
 # The values a column may take, where the store gives it a vocabulary.
 _VOCABULARY: Final[Mapping[tuple[str, str], frozenset[str]]] = {
@@ -96,6 +110,7 @@ _VOCABULARY: Final[Mapping[tuple[str, str], frozenset[str]]] = {
         [*(status.value for status in ExecutionStatus), EXECUTION_RUNNING]
     ),
     (measurements.name, "origin"): frozenset(origin.value for origin in Origin),
+    (calibrations.name, "source_kind"): frozenset({"platform", "profile"}),
 }
 
 
@@ -332,6 +347,7 @@ class ExportWriter:
         self._out: io.BufferedIOBase | None = None
         self._platforms: set[tuple[str, str]] = set()
         self._environments: set[str] = set()
+        self._calibrations: set[str] = set()
         self.written = 0
 
     def __enter__(self) -> ExportWriter:
@@ -364,11 +380,18 @@ class ExportWriter:
         if fingerprint not in self._environments:
             self._line({"record": "environment", **bundle.environment})
             self._environments.add(fingerprint)
+        calibration: str | None = None
+        if bundle.calibration is not None:
+            calibration = str(bundle.calibration["uid"])
+            if calibration not in self._calibrations:
+                self._line({"record": "calibration", **bundle.calibration})
+                self._calibrations.add(calibration)
         self._line(
             {
                 "record": "run",
                 "platform": {"name": platform[0], "config_hash": platform[1]},
                 "environment": fingerprint,
+                "calibration": calibration,
                 "run": dict(bundle.run),
                 "cases": [dict(case) for case in bundle.cases],
                 "executions": [dict(execution) for execution in bundle.executions],
@@ -422,6 +445,8 @@ class ExportFile:
         """Every run in the file, each checked completely before it is yielded."""
         platforms_seen: dict[tuple[str, str], dict[str, Any]] = {}
         environments_seen: dict[str, dict[str, Any]] = {}
+        calibrations_seen: dict[str, dict[str, Any]] = {}
+        version = self.header["version"]
         uids: set[str] = set()
         count = 0
         with self._lines() as lines:
@@ -436,17 +461,25 @@ class ExportFile:
                     elif kind == "environment":
                         environment = _environment_record(record)
                         environments_seen[environment["fingerprint"]] = environment
+                    elif kind == "calibration" and version >= 2:
+                        calibration = _calibration_record(record)
+                        if calibration["uid"] in calibrations_seen:
+                            raise _Invalid(f"calibration {calibration['uid']} appears twice")
+                        calibrations_seen[calibration["uid"]] = calibration
                     elif kind == "run":
-                        bundle = _run_record(record, platforms_seen, environments_seen)
+                        bundle = _run_record(
+                            record, platforms_seen, environments_seen, calibrations_seen, version
+                        )
                         if bundle.uid in uids:
                             raise _Invalid(f"run {bundle.uid} appears twice")
                         uids.add(bundle.uid)
                         count += 1
                         yield bundle
                     else:
-                        raise _Invalid(
-                            f"unknown record {kind!r} (expected platform, environment or run)"
+                        expected = "platform, environment" + (
+                            ", calibration" if version >= 2 else ""
                         )
+                        raise _Invalid(f"unknown record {kind!r} (expected {expected} or run)")
                 except _Invalid as exc:
                     raise self._bad(number, str(exc)) from None
         if count != self.header["runs"]:
@@ -497,9 +530,11 @@ class ExportFile:
                 f"format version {version} is newer than this hpceval reads ({FORMAT_VERSION});"
                 " upgrade hpceval",
             )
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS:
             raise self._bad(
-                number, f"format version {version} is not one this hpceval reads ({FORMAT_VERSION})"
+                number,
+                f"format version {version} is not one this hpceval reads"
+                f" ({', '.join(map(str, sorted(READABLE_VERSIONS)))})",
             )
         unknown = sorted(set(header) - _HEADER_KEYS)
         missing = sorted(_HEADER_KEYS - set(header))
@@ -554,16 +589,47 @@ def _environment_record(record: dict[str, Any]) -> dict[str, Any]:
     return environment
 
 
+def _calibration_record(record: dict[str, Any]) -> dict[str, Any]:
+    values = {k: v for k, v in record.items() if k != "record"}
+    calibration = _row(calibrations, values, "calibration", extra=(CALIBRATION_SOURCE_RUNS,))
+    if not calibration["uid"]:
+        raise _Invalid("calibration.uid: empty")
+    where = f"calibration {calibration['uid']}"
+    if not isinstance(calibration["parameters"], dict):
+        raise _Invalid(f"{where}: parameters: expected an object")
+    residuals = calibration["residuals"]
+    if not isinstance(residuals, list) or not all(isinstance(r, dict) for r in residuals):
+        raise _Invalid(f"{where}: residuals: expected a list of objects")
+    source_runs = calibration[CALIBRATION_SOURCE_RUNS]
+    if not isinstance(source_runs, list) or not all(
+        isinstance(uid, str) and uid for uid in source_runs
+    ):
+        raise _Invalid(f"{where}: {CALIBRATION_SOURCE_RUNS}: expected a list of run uids")
+    return calibration
+
+
 def _run_record(
     record: dict[str, Any],
     platforms_seen: Mapping[tuple[str, str], dict[str, Any]],
     environments_seen: Mapping[str, dict[str, Any]],
+    calibrations_seen: Mapping[str, dict[str, Any]],
+    version: int,
 ) -> RunBundle:
-    _keys(record, _RUN_KEYS, "run record")
+    _keys(record, _RUN_KEYS if version >= 2 else _RUN_KEYS_V1, "run record")
     run = _row(runs, record["run"], "run")
     if not run["uid"]:
         raise _Invalid("run.uid: empty")
     where = f"run {run['uid']}"
+    calibration = None
+    if version >= 2 and record["calibration"] is not None:
+        uid = record["calibration"]
+        if not isinstance(uid, str):
+            raise _Invalid(f"{where}: calibration: expected a calibration uid or null")
+        if calibration_reference(run) != uid:
+            raise _Invalid(f"{where}: calibration {uid!r} is not the one its suite_config names")
+        calibration = calibrations_seen.get(uid)
+        if calibration is None:
+            raise _Invalid(f"{where}: calibration {uid!r} has no record before the run")
     reference = record["platform"]
     if not isinstance(reference, dict) or set(reference) != {"name", "config_hash"}:
         raise _Invalid(f"{where}: platform: expected {{name, config_hash}}")
@@ -610,6 +676,7 @@ def _run_record(
         cases=cases,
         executions=execution_rows,
         measurements=measurement_rows,
+        calibration=calibration,
     )
 
 
@@ -649,7 +716,10 @@ def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: st
     kind = column.type
     if isinstance(kind, sa.JSON):
         return value  # any JSON value
-    if isinstance(kind, sa.Integer):
+    if isinstance(kind, sa.Boolean):
+        if not isinstance(value, bool):
+            raise _Invalid(f"{where}: expected true or false, not {value!r}")
+    elif isinstance(kind, sa.Integer):
         if not _is_int(value):
             raise _Invalid(f"{where}: expected an integer, not {value!r}")
     elif isinstance(kind, sa.Float):
@@ -679,6 +749,8 @@ def _is_int(value: Any) -> bool:
 
 # Every bundle table has a check for each of its column types (asserted at import time, so a
 # schema change that this module cannot read fails every test at once, not in the field).
-for _table in BUNDLE_TABLES:
+for _table in (*BUNDLE_TABLES, calibrations):
     for _column in portable_columns(_table):
-        assert isinstance(_column.type, sa.JSON | sa.Integer | sa.Float | sa.String), _column
+        assert isinstance(
+            _column.type, sa.JSON | sa.Boolean | sa.Integer | sa.Float | sa.String
+        ), _column

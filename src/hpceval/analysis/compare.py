@@ -23,9 +23,13 @@ are the raw samples of every measurement of that point, repetitions and runs poo
   * ``delta``: log(ratio) ± t·se with se² = s²ₚ/(nₚ·x̄ₚ²) + s²ᵦ/(nᵦ·x̄ᵦ²) (delta method on the
     log of each mean) and t Student's quantile with the Welch-Satterthwaite degrees of
     freedom; the interval is exponentiated back. Closed form, for very many points.
-  * ``auto`` (the default): bootstrap while points × resamples stays within
-    ``BOOTSTRAP_BUDGET`` (about two seconds of work), delta beyond, so that a comparison of a
-    million measurements takes seconds; the method used is reported.
+  * ``auto`` (the default): bootstrap while its work stays within ``BOOTSTRAP_BUDGET``
+    (about two seconds), delta beyond, so that a comparison of a million measurements takes
+    seconds; the method used is reported. The work counts, per resample, the points, the
+    weights drawn (the sample count of each distinct weight matrix) and the matrix products
+    (both sides' samples of every point, at a fraction of the cost): many points, or points
+    pooling hundreds of samples with many distinct counts, go to the delta method, which is
+    accurate there (large samples) and closed-form.
 
   A point with a single sample on either side has no interval (it says so in ``note``).
 - verdict: *faster* when the whole interval of the performance lies above 1, *slower* when it
@@ -76,14 +80,20 @@ from hpceval.units import HIGHER_IS_BETTER
 CiMethod = Literal["auto", "bootstrap", "delta"]
 
 DEFAULT_RESAMPLES: Final = 2000
-# Largest points x resamples that method "auto" bootstraps (about 2 s on a 2-core machine).
+# Largest bootstrap work (see _bootstrap_work) that method "auto" takes on (about 2 s on a
+# 2-core machine).
 BOOTSTRAP_BUDGET: Final = 20_000_000
+# Relative costs in _bootstrap_work, measured on the 2-core machine: a weight drawn (numpy's
+# multinomial) costs about two replicates (a ratio and its share of the order statistics,
+# ~70 ns); a multiply-add of the products, about 1/256 of one.
+_UNITS_PER_WEIGHT_DRAWN: Final = 2
+_PRODUCTS_PER_UNIT: Final = 256
 # Welch degrees of freedom beyond which Student's t is taken at this value.
 _DF_CAP: Final = 100_000
-# Bootstrap weight matrices (one per sample count and side) kept for reuse, in bytes.
-_WEIGHT_CACHE_BYTES: Final = 256 * 2**20
 # Bootstrap replicates held in memory at once (rows x resamples), per side.
 _CHUNK_ELEMENTS: Final = 2_000_000
+# Replicate means of baseline points held at once (points x resamples).
+_BASELINE_ELEMENTS: Final = 8_000_000
 
 STORAGE_BENCHMARKS: Final[frozenset[str]] = frozenset({"fio", "ior", "storage"})
 APPLICATION_BENCHMARKS: Final[frozenset[str]] = frozenset(
@@ -371,25 +381,40 @@ def compare(
     )
 
 
+# Metric names of HPCC's b_eff figures (hpceval.benchmarks.hpcc.parse.MESSAGING_METRICS).
+HPCC_BEFF_PREFIXES: tuple[str, ...] = ("pingpong_", "natural_ring_", "random_ring_")
+
+
 def categorize(table: pd.DataFrame) -> IntArray:
     """The Category of each row, as its position in `Category`.
 
     mpibench point-to-point patterns and HPCC rings are shared-memory messaging for an
     intra-node pair or on one node, inter-node messaging for an inter-node pair or on
     several nodes; mpibench collectives are collectives; npb is compute kernels; fio/ior are
-    storage; GROMACS, LAMMPS, PARATEC, MILC are applications; anything else is other.
+    storage; GROMACS, LAMMPS, PARATEC, MILC are applications; HPCC's b_eff figures are
+    messaging (by node count) and its other figures compute; anything else is other.
     """
     mpi = _is_in(table, "benchmark", {"mpibench"})
     p2p = mpi & _is_in(table, "pattern", POINT_TO_POINT | RINGS)
     no_pair = ~present(table, "pair")
     nodes = numeric(table, "nodes")
+    # HPC Challenge: its b_eff figures (ping-pong, rings) are messaging, the rest
+    # (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT) compute.
+    hpcc = _is_in(table, "benchmark", {"hpcc"})
+    beff = hpcc & (
+        np.asarray(table["metric"].astype(str).str.startswith(HPCC_BEFF_PREFIXES), dtype=bool)
+        if "metric" in table.columns
+        else False
+    )
     shared = p2p & (_is_in(table, "pair", {"intra-node"}) | (no_pair & (nodes == 1)))
     inter = p2p & (_is_in(table, "pair", {"inter-node"}) | (no_pair & (nodes > 1)))
+    shared |= beff & (nodes == 1)
+    inter |= beff & (nodes > 1)
     conditions = [
         shared,
         inter,
         mpi & _is_in(table, "pattern", COLLECTIVES),
-        _is_in(table, "benchmark", {"npb"}),
+        _is_in(table, "benchmark", {"npb"}) | (hpcc & ~beff),
         _is_in(table, "benchmark", STORAGE_BENCHMARKS),
         _is_in(table, "benchmark", APPLICATION_BENCHMARKS),
     ]
@@ -513,10 +538,10 @@ def _ratios(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(positive, m_a / m_b, np.nan)
     has_ci = positive & (n_a >= 2) & (n_b >= 2)
-    wanted = int(has_ci.sum())
     used: Literal["bootstrap", "delta"] = "delta" if method == "delta" else "bootstrap"
     if method == "auto":
-        used = "bootstrap" if wanted * resamples <= BOOTSTRAP_BUDGET else "delta"
+        work = _bootstrap_work(n_a[has_ci], n_b[has_ci], resamples)
+        used = "bootstrap" if work <= BOOTSTRAP_BUDGET else "delta"
     low = np.full(len(ga), np.nan)
     high = np.full(len(ga), np.nan)
     idx = np.flatnonzero(has_ci)
@@ -566,6 +591,16 @@ def _ratios(
     return columns, used
 
 
+def _bootstrap_work(n_a: IntArray, n_b: IntArray, resamples: int) -> int:
+    """The bootstrap's work in units of one replicate (see BOOTSTRAP_BUDGET): per resample,
+    each point's ratio and order statistics, each weight drawn (one matrix per distinct
+    sample count and side, of that many rows) and the products of the samples by them."""
+    drawn = int(np.unique(n_a).sum()) + int(np.unique(n_b).sum())
+    products = int(n_a.sum()) + int(n_b.sum())
+    units = len(n_a) + _UNITS_PER_WEIGHT_DRAWN * drawn + products // _PRODUCTS_PER_UNIT
+    return resamples * units
+
+
 def bootstrap_ratio_ci(
     pooled: Pooled,
     ga: IntArray,
@@ -576,48 +611,76 @@ def bootstrap_ratio_ci(
 ) -> tuple[FloatArray, FloatArray]:
     """Percentile bootstrap interval of mean(group ga) / mean(group gb), for each pair.
 
-    Groups need at least one sample each; see the module docstring for the scheme.
+    Groups need at least one sample each; see the module docstring for the scheme. Each
+    weight matrix is drawn once per section of baseline groups (one section unless there are
+    very many), and the replicate means of a baseline group, shared by every platform
+    compared with it, are computed once.
     """
-    n_a, n_b = pooled.count[ga], pooled.count[gb]
+    n_a = pooled.count[ga]
     alpha = 1 - confidence
     k_low = math.floor((resamples - 1) * alpha / 2)
     k_high = math.ceil((resamples - 1) * (1 - alpha / 2))
     low = np.empty(len(ga))
     high = np.empty(len(ga))
-    weights: dict[tuple[int, int], FloatArray] = {}
+    bases, base_of_pair = np.unique(gb, return_inverse=True)
+    base_of_pair = base_of_pair.reshape(len(gb))
+    # Baseline groups in order of sample count, so that a section draws few matrices.
+    by_count = np.argsort(pooled.count[bases], kind="stable")
+    rank = np.empty(len(bases), dtype=np.int64)
+    rank[by_count] = np.arange(len(bases))
+    per_section = max(1, _BASELINE_ELEMENTS // resamples)
+    section_of_pair = rank[base_of_pair] // per_section
+    for section in np.unique(section_of_pair).tolist():
+        members = by_count[section * per_section : (section + 1) * per_section]
+        position = np.full(len(bases), -1, dtype=np.int64)
+        position[members] = np.arange(len(members))
+        replicates_b = _replicate_means(pooled, bases[members], 1, resamples, seed)
+        pairs = np.flatnonzero(section_of_pair == section)
+        pairs = pairs[np.argsort(n_a[pairs], kind="stable")]
+        for block in _runs_of_equal(n_a[pairs], pairs):
+            na = int(n_a[block[0]])
+            wa = _weight_matrix(0, na, resamples, seed)
+            step = max(1, _CHUNK_ELEMENTS // resamples)
+            for start in range(0, len(block), step):
+                part = block[start : start + step]
+                xa = pooled.values[pooled.offsets[ga[part]][:, None] + np.arange(na)]
+                r = (xa @ wa) / replicates_b[position[base_of_pair[part]]]
+                r.partition((k_low, k_high), axis=1)
+                low[part] = r[:, k_low]
+                high[part] = r[:, k_high]
+    return low, high
 
-    def weight_matrix(side: int, n: int) -> FloatArray:
-        w = weights.get((side, n))
-        if w is None:
-            rng = np.random.default_rng([seed, side, n])
-            counts = rng.multinomial(n, np.full(n, 1 / n), size=resamples)
-            w = np.ascontiguousarray((counts / n).T)
-            # Keep the matrices within _WEIGHT_CACHE_BYTES, dropping the oldest first.
-            while weights and sum(m.nbytes for m in weights.values()) + w.nbytes > (
-                _WEIGHT_CACHE_BYTES
-            ):
-                del weights[next(iter(weights))]
-            weights[(side, n)] = w
-        return w
 
-    order = np.lexsort((n_b, n_a))
-    na_sorted, nb_sorted = n_a[order], n_b[order]
-    change = np.flatnonzero((np.diff(na_sorted) != 0) | (np.diff(nb_sorted) != 0)) + 1
-    for block in np.split(order, change):
-        if not len(block):
-            continue
-        na, nb = int(n_a[block[0]]), int(n_b[block[0]])
-        wa, wb = weight_matrix(0, na), weight_matrix(1, nb)
-        step = max(1, _CHUNK_ELEMENTS // resamples)
+def _replicate_means(
+    pooled: Pooled, groups: IntArray, side: int, resamples: int, seed: int
+) -> FloatArray:
+    """The bootstrap replicates of the mean of each group (rows: groups, in order of sample
+    count), each weight matrix drawn once."""
+    out = np.empty((len(groups), resamples))
+    counts = pooled.count[groups]
+    step = max(1, _CHUNK_ELEMENTS // resamples)
+    for block in _runs_of_equal(counts, np.arange(len(groups))):
+        n = int(counts[block[0]])
+        w = _weight_matrix(side, n, resamples, seed)
         for start in range(0, len(block), step):
             part = block[start : start + step]
-            xa = pooled.values[pooled.offsets[ga[part]][:, None] + np.arange(na)]
-            xb = pooled.values[pooled.offsets[gb[part]][:, None] + np.arange(nb)]
-            r = (xa @ wa) / (xb @ wb)
-            r.partition((k_low, k_high), axis=1)
-            low[part] = r[:, k_low]
-            high[part] = r[:, k_high]
-    return low, high
+            x = pooled.values[pooled.offsets[groups[part]][:, None] + np.arange(n)]
+            out[part] = x @ w
+    return out
+
+
+def _weight_matrix(side: int, n: int, resamples: int, seed: int) -> FloatArray:
+    """Resampling weights (n x resamples) for `n` samples on one side, from a generator
+    seeded with (seed, side, n): the same for every point with that many samples."""
+    rng = np.random.default_rng([seed, side, n])
+    counts = rng.multinomial(n, np.full(n, 1 / n), size=resamples)
+    return np.ascontiguousarray((counts / n).T)
+
+
+def _runs_of_equal(keys: IntArray, items: IntArray) -> list[IntArray]:
+    """`items` cut where `keys` (sorted, aligned with them) changes value."""
+    change = np.flatnonzero(np.diff(keys) != 0) + 1
+    return [run for run in np.split(items, change) if len(run)]
 
 
 def delta_ratio_ci(

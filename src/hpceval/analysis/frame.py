@@ -13,7 +13,8 @@ Columns (in this order):
   mixed stays object. A parameter whose name is a core column is renamed ``parameter.NAME``.
 
 The *point* of a row is its benchmark, metric, unit and parameters, less the parameters in
-``NON_POINT_PARAMETERS`` (names of files, not properties of the point). Rows of the same
+``NON_POINT_PARAMETERS`` (names of files, why fio fell back to buffered I/O: not properties
+of the point, which `direct` and `ioengine` already say). Rows of the same
 platform, origin and point are repetitions of one measurement: analyses pool their samples
 (``pool``). Everything here works column-wise on numpy arrays: a frame of a million rows is
 grouped and pooled in about a second.
@@ -21,17 +22,28 @@ grouped and pooled in about a second.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import hashlib
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+import json
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import sqlalchemy as sa
 
+import hpceval
 from hpceval.model import Measurement, Origin
-from hpceval.store import Store
+from hpceval.store import MeasurementColumns, Store, decode_json_texts
+from hpceval.units import check_unit
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -57,9 +69,11 @@ CATEGORICAL_COLUMNS: Final[tuple[str, ...]] = (
 )
 # Parameters that name where a measurement came from, not the point it measures
 # (the NPB importer records the output file's name): never part of a point's identity.
-NON_POINT_PARAMETERS: Final[frozenset[str]] = frozenset({"file"})
+NON_POINT_PARAMETERS: Final[frozenset[str]] = frozenset({"file", "io_fallback"})
 # Grouping beyond this many combined codes re-numbers the codes first (int64 headroom).
 _CODE_LIMIT: Final = 2**62
+# Sample texts decoded per JSON parse (bounds the Python lists alive at once).
+_DECODE_CHUNK: Final = 100_000
 
 Entry = tuple[str, int | None, Measurement]
 
@@ -132,22 +146,184 @@ def load_frame(
     platforms: Sequence[str] | None = None,
     benchmark: str | None = None,
     metric: str | None = None,
+    cache: bool = False,
 ) -> pd.DataFrame:
     """Every measurement of the store (or of the given runs / platforms / benchmark / metric).
 
     The platform of a row is its run's platform name; its origin is the measurement's own.
+    Rows come run by run (in run id order), each run's in the order they were stored. One
+    query (`Store.measurement_columns`, filters in SQL) and column-wise decoding: the frame
+    is the one `build_frame` makes of the same Measurements, without building them.
+
+    `cache`: keep the frame in the frame cache (see `FrameCache`) and take it from there
+    when the database has not changed since (unless $HPCEVAL_FRAME_CACHE is off).
     """
+    if cache and frame_cache_enabled():
+        filters = {
+            "runs": sorted(set(runs)) if runs is not None else None,
+            "platforms": sorted(set(platforms)) if platforms is not None else None,
+            "benchmark": benchmark,
+            "metric": metric,
+        }
+        return FrameCache().load(
+            store,
+            filters,
+            lambda: load_frame(
+                store, runs=runs, platforms=platforms, benchmark=benchmark, metric=metric
+            ),
+        )
+    with paused_garbage_collection():
+        columns = store.measurement_columns(
+            run_ids=runs, platform_names=platforms, benchmark=benchmark, metric=metric
+        )
+        return frame_from_columns(columns)
 
-    def entries() -> Iterator[Entry]:
-        for run in sorted(store.runs(), key=lambda r: r.id):
-            if runs is not None and run.id not in runs:
-                continue
-            if platforms is not None and run.platform_name not in platforms:
-                continue
-            for stored in store.measurements(run.id, benchmark=benchmark, metric=metric):
-                yield run.platform_name, run.id, stored.measurement
 
-    return build_frame(entries())
+@contextlib.contextmanager
+def paused_garbage_collection() -> Iterator[None]:
+    """No cyclic garbage collection inside: bulk decoding makes millions of lists and rows
+    that hold no reference cycles, and the collector's passes over them (triggered by the
+    allocations alone) would double the time taken."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
+    """The frame of measurements read as columns (see `load_frame`).
+
+    Everything but the samples is computed once per distinct kind of measurement and taken
+    by code. What building each Measurement would check is checked once per distinct value:
+    units in the vocabulary, known origins, finite values (the same errors).
+    """
+    n = len(columns)
+    if n == 0:
+        return build_frame(())
+    kind = np.fromiter(columns.kind, dtype=np.int64, count=n)
+    fields = list(zip(*columns.kinds, strict=True))
+    platform, origin, benchmark, metric, unit, statistic, parameters = (
+        list(field) for field in fields
+    )
+    data: dict[str, Any] = {
+        "run": pd.arrays.IntegerArray(
+            np.fromiter(columns.run_id, dtype=np.int64, count=n), np.zeros(n, dtype=bool)
+        ),
+        "platform": _categorical(platform, kind),
+        "origin": _categorical(origin, kind, check=Origin),
+        "benchmark": _categorical(benchmark, kind),
+        "metric": _categorical(metric, kind),
+        "unit": _categorical(unit, kind, check=check_unit),
+        "statistic": _categorical(statistic, kind),
+    }
+    values = np.fromiter(columns.value, dtype=np.float64, count=n)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        first = int(bad[0])
+        raise ValueError(
+            f"{benchmark[kind[first]]}.{metric[kind[first]]}: value {values[first]} "
+            "is not finite"
+        )
+    data["value"] = values
+    data["samples"] = _sample_column(columns.samples, values)
+    for name, column in sorted(_parameter_columns(parameters, kind).items()):
+        data[f"parameter.{name}" if name in CORE_COLUMNS else name] = column
+    return pd.DataFrame(data, index=pd.RangeIndex(n))
+
+
+def _categorical(
+    distinct: list[str], codes: IntArray, check: Callable[[str], object] | None = None
+) -> Any:
+    """pd.Categorical of the values `distinct[codes]`, built from the distinct values (and
+    after the check of each)."""
+    if check is not None:
+        for value in set(distinct):
+            check(value)
+    # The categories as pd.Categorical makes them of the values (sorted, same dtype): every
+    # distinct value occurs in a row.
+    template = pd.Categorical(distinct)
+    return pd.Categorical.from_codes(
+        np.asarray(template.codes, dtype=np.int64)[codes], dtype=template.dtype
+    )
+
+
+def _sample_column(texts: list[str], values: FloatArray) -> npt.NDArray[np.object_]:
+    """Each row's samples as a float64 view into one flat array (the value where none)."""
+    n = len(texts)
+    lengths = np.empty(n, dtype=np.int64)
+    parts: list[FloatArray] = []
+    for start in range(0, n, _DECODE_CHUNK):
+        decoded: list[Any] = decode_json_texts(texts[start : start + _DECODE_CHUNK])
+        chunk = np.fromiter(map(len, decoded), dtype=np.int64, count=len(decoded))
+        for i in np.flatnonzero(chunk == 0).tolist():
+            decoded[i] = [values[start + i]]  # stored without samples: the value is one
+            chunk[i] = 1
+        lengths[start : start + len(decoded)] = chunk
+        parts.append(
+            np.fromiter(
+                itertools.chain.from_iterable(decoded), dtype=np.float64, count=int(chunk.sum())
+            )
+        )
+    flat = np.concatenate(parts)
+    ends = np.cumsum(lengths).tolist()
+    column = np.empty(n, dtype=object)
+    column[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
+    return column
+
+
+def _parameter_columns(texts: list[str], codes: IntArray) -> dict[str, Any]:
+    """One column per parameter name, typed as `build_frame` types it, for the rows whose
+    parameters are the JSON texts `texts[codes]`.
+
+    Each distinct text is decoded once; each column is assembled from its values per
+    distinct text, taken by code.
+    """
+    index: dict[str, int] = {}
+    of_text = np.fromiter(
+        (index.setdefault(text, len(index)) for text in texts), dtype=np.int64, count=len(texts)
+    )
+    sets: list[dict[str, Any]] = decode_json_texts(list(index))
+    names: dict[str, None] = {}
+    for parameters in sets:
+        names.update(dict.fromkeys(parameters))
+    rows = of_text[codes]
+    out: dict[str, Any] = {}
+    for name in names:
+        distinct = np.empty(len(sets), dtype=object)
+        distinct[:] = [parameters.get(name) for parameters in sets]
+        out[name] = _expand(distinct, rows)
+    return out
+
+
+def _expand(distinct: npt.NDArray[np.object_], codes: IntArray) -> Any:
+    """`_parameter_array(distinct[codes])`, computed on the distinct values."""
+    given = distinct != None  # noqa: E711  (element-wise: the values that are set)
+    kinds = set(map(type, distinct[given].tolist()))
+    missing = ~given[codes]
+    if kinds == {bool}:
+        flags = np.zeros(len(distinct), dtype=bool)
+        flags[given] = distinct[given].astype(bool)
+        return pd.arrays.BooleanArray(flags[codes], missing)
+    if kinds == {int}:
+        integers = np.zeros(len(distinct), dtype=np.int64)
+        try:
+            integers[given] = np.asarray(distinct[given].tolist(), dtype=np.int64)
+        except OverflowError:
+            return _parameter_array(distinct[codes])  # beyond int64: as build_frame fails
+        return pd.arrays.IntegerArray(integers[codes], missing)
+    if kinds and kinds <= {int, float}:
+        numbers = np.full(len(distinct), np.nan)
+        numbers[given] = distinct[given].astype(np.float64)
+        return numbers[codes]
+    if kinds == {str}:
+        template = pd.Categorical(distinct)
+        return pd.Categorical.from_codes(
+            np.asarray(template.codes, dtype=np.int64)[codes], dtype=template.dtype
+        )
+    return _parameter_array(distinct[codes])
 
 
 def check_frame(frame: pd.DataFrame) -> None:
@@ -351,3 +527,163 @@ def _parameter_array(column: npt.NDArray[np.object_]) -> Any:
     if kinds == {str}:
         return pd.Categorical(column)
     return column
+
+
+# --------------------------------------------------------------------------- frame cache
+
+# Bump when the frame's layout or the cache file's layout changes: old entries then miss.
+FRAME_CACHE_FORMAT: Final = 1
+# Entries kept (the most recently used); each is about 150 bytes per measurement.
+FRAME_CACHE_ENTRIES: Final = 4
+FRAME_CACHE_ENV: Final = "HPCEVAL_FRAME_CACHE"
+
+
+def frame_cache_enabled() -> bool:
+    """False when $HPCEVAL_FRAME_CACHE is off / 0 / no / false."""
+    return os.environ.get(FRAME_CACHE_ENV, "").strip().lower() not in {"0", "off", "no", "false"}
+
+
+def database_state(store: Store, filters: dict[str, Any]) -> dict[str, Any]:
+    """What identifies the content of a frame of `store` with `filters`.
+
+    Measurements are only ever inserted (no code path updates or deletes one), and a run's
+    platform never changes: the database's identity (URL, SQLite file, creation time) with the
+    count and the largest id of its measurements pins every row. Versions of hpceval and of
+    the libraries whose objects are pickled pin the frame's layout.
+    """
+    from hpceval.store import measurements, schema_info
+
+    engine = store._engine  # the store's own engine: one more read, same transaction rules
+    with engine.connect() as conn:
+        count, last = conn.execute(
+            sa.select(sa.func.count(), sa.func.max(measurements.c.id)).select_from(measurements)
+        ).one()
+        schema = conn.execute(sa.select(schema_info.c.version, schema_info.c.created)).one()
+    url = engine.url
+    database = url.database or ""
+    if url.get_backend_name() == "sqlite" and database and database != ":memory:":
+        database = os.path.realpath(database)
+    return {
+        "format": FRAME_CACHE_FORMAT,
+        "hpceval": hpceval.__version__,
+        "pandas": pd.__version__,
+        "numpy": np.__version__,
+        "url": url.render_as_string(hide_password=True),
+        "database": database,
+        "schema": [int(schema[0]), float(schema[1])],
+        "measurements": [int(count), int(last or 0)],
+        "filters": filters,
+    }
+
+
+class FrameCache:
+    """Frames kept on disk under <cache root>/frames (see `hpceval.build.cache_root`),
+    one file per database state and filters (`database_state`), the last few only.
+
+    A file holds the frame without its samples column, the samples as one flat float64 array
+    and their lengths (pickle protocol 5): reading 1M rows takes under a second where
+    pickling the object column of a million arrays takes four. Files are written to a
+    temporary name and renamed, so a reader never sees half a file. Anything wrong with an
+    entry (missing, unreadable, another state) is a miss: the frame is loaded from SQL.
+    """
+
+    def __init__(self, root: Path | None = None, entries: int = FRAME_CACHE_ENTRIES) -> None:
+        if root is None:
+            from hpceval.build import cache_root
+
+            root = cache_root() / "frames"
+        self.root = root
+        self.entries = entries
+
+    def path(self, state: dict[str, Any]) -> Path:
+        digest = hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+        return self.root / f"frame-{digest[:40]}.pickle"
+
+    def load(
+        self, store: Store, filters: dict[str, Any], fresh: Callable[[], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """The cached frame of `store` with `filters`, else `fresh()` (then cached)."""
+        try:
+            state = database_state(store, filters)
+        except sa.exc.SQLAlchemyError:
+            return fresh()  # the SQL load reports what is wrong with the database
+        # Taken before the load: a measurement stored meanwhile makes the entry hold more
+        # than its state says, and no later state can equal this one (counts only grow).
+        path = self.path(state)
+        frame = self.read(path, state)
+        if frame is not None:
+            return frame
+        frame = fresh()
+        self.write(path, state, frame)
+        return frame
+
+    def read(self, path: Path, state: dict[str, Any]) -> pd.DataFrame | None:
+        try:
+            with path.open("rb") as fh:
+                entry = pickle.load(fh)
+            if not isinstance(entry, dict) or entry.get("state") != state:
+                return None
+            frame = _unpack_frame(entry)
+            os.utime(path)  # recently used: kept by the trimming
+            return frame
+        except FileNotFoundError:
+            return None
+        except Exception:  # a corrupt entry, of whatever kind, is a miss
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+
+    def write(self, path: Path, state: dict[str, Any], frame: pd.DataFrame) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            entry = _pack_frame(frame)
+            entry["state"] = state
+            fd, temporary = tempfile.mkstemp(dir=self.root, prefix=".frame-", suffix=".partial")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump(entry, fh, protocol=5)
+                os.replace(temporary, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+                raise
+            self.trim()
+        except (OSError, pickle.PicklingError, ValueError, TypeError):
+            return  # no cache (read-only or full disk...): the frame is still right
+
+    def trim(self) -> None:
+        """Remove all but the `entries` most recently used files."""
+        files = sorted(
+            self.root.glob("frame-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True
+        )
+        for stale in files[self.entries :]:
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _pack_frame(frame: pd.DataFrame) -> dict[str, Any]:
+    samples = frame["samples"].to_numpy()
+    lengths = np.fromiter(map(len, samples), dtype=np.int64, count=len(samples))
+    flat = np.concatenate(samples) if len(samples) else np.empty(0, dtype=np.float64)
+    return {
+        "columns": list(frame.columns),
+        "frame": frame.drop(columns=["samples"]),
+        "flat": np.ascontiguousarray(flat, dtype=np.float64),
+        "lengths": lengths,
+    }
+
+
+def _unpack_frame(entry: dict[str, Any]) -> pd.DataFrame:
+    frame: pd.DataFrame = entry["frame"]
+    flat: FloatArray = entry["flat"]
+    lengths: IntArray = entry["lengths"]
+    columns: list[str] = entry["columns"]
+    if len(lengths) != len(frame) or int(lengths.sum()) != len(flat):
+        raise ValueError("frame cache entry: samples do not match the rows")
+    ends = np.cumsum(lengths).tolist()
+    samples = np.empty(len(lengths), dtype=object)
+    samples[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
+    frame.insert(columns.index("samples"), "samples", samples)
+    if list(frame.columns) != columns:
+        raise ValueError("frame cache entry: columns differ")
+    return frame

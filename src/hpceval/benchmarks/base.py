@@ -8,8 +8,10 @@ function, tested on captured outputs), and verifies the run. Exit status 0 is no
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,6 +37,9 @@ class Case:
     options: Mapping[str, Any] = field(default_factory=dict)
     # Rough seconds the case takes; weights the progress bar's ETA.
     estimate_s: float = 1.0
+    # The options of the suite entry the case comes from (set by the campaign's planning and
+    # stored with the case): `Benchmark.unavailable` is asked again with them on --resume.
+    entry_options: Mapping[str, Any] = field(default_factory=dict)
 
     def description(self) -> dict[str, Any]:
         return {
@@ -99,6 +104,37 @@ class Benchmark(ABC):
     @abstractmethod
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         """Check a finished execution's whole output; raise BenchmarkFailure if not sound."""
+
+    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
+        """Why this suite entry cannot run here (its tool is missing), or None if it can.
+
+        A one-line reason with the remedy ("fio not found on PATH; install Debian package
+        fio (./setup.sh deps)"). The campaign then records every case of the entry as a
+        skipped execution with this reason, measures nothing for it and goes on;
+        `hpceval run --resume` asks again and runs the cases once the tool is there. `build`
+        is not called for a benchmark whose every case is skipped. Must be cheap (a PATH
+        lookup), and must not raise for a missing tool.
+        """
+        return None
+
+    def staged(self, case: Case, points: Sequence[str]) -> AbstractContextManager[Case]:
+        """Set up what one execution needs, and remove it afterwards on every exit path.
+
+        Entered just before the execution's command is built and left once its output has
+        been parsed, also after a failure, a time-out or an interruption. Yields the case to
+        run (it may carry, in `options`, a per-execution working directory made here). Raise
+        BenchmarkFailure when it cannot be set up: the execution is then a failure.
+        Default: nothing to set up.
+        """
+        return contextlib.nullcontext(case)
+
+    def collect(self, stdout: str, case: Case, points: Sequence[str]) -> list[ParsedPoint]:
+        """Points that can only be read once the program has exited successfully: an output
+        file in the staged directory, a JSON document on stdout. Called after exit status 0
+        and before `verify`, inside `staged`; raises BenchmarkFailure. Default: none (the
+        points stream through `parse_line`).
+        """
+        return []
 
     def parse(self, stdout: str, case: Case) -> list[ParsedPoint]:
         """All points of a complete output (pure; used by tests and importers)."""

@@ -17,7 +17,8 @@ from pydantic import Field, model_validator
 from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.build import compile_program
+from hpceval.benchmarks.common import case_key, time_limit
+from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
@@ -203,7 +204,7 @@ class Mpibench(Benchmark):
             sizes = sizes_for(pattern, opts)
             points = tuple(point_key(s) for s in sizes)
             estimate = STARTUP_ESTIMATE_S + len(sizes) * (opts.warmup_s + opts.budget_s)
-            limit = opts.time_limit_s or max(60.0, 5 * estimate)
+            limit = time_limit(opts.time_limit_s, estimate, floor_s=60.0, factor=5)
             run_options = {
                 "target_rci": opts.target_rci,
                 "budget_s": opts.budget_s,
@@ -238,10 +239,11 @@ class Mpibench(Benchmark):
                             variants = [({}, {})]
                         for extra_params, extra_opts in variants:
                             params: dict[str, ParamValue] = {"pattern": pattern, **extra_params}
-                            key = ":".join(
-                                [self.name, pattern, f"np={ranks}", placement.label()]
-                                + [f"{k}={v}" for k, v in extra_params.items()]
-                                + [f"bind={placement.binding}"]
+                            key = case_key(
+                                self.name,
+                                [pattern, f"np={ranks}"],
+                                placement,
+                                [f"{k}={v}" for k, v in extra_params.items()],
                             )
                             cases.append(
                                 Case(
@@ -258,7 +260,11 @@ class Mpibench(Benchmark):
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
-        flags = (*cflags, "-std=c11")
+        check_smpi_options(compiler, cflags)
+        flags: tuple[str, ...] = (*cflags, "-std=c11")
+        if is_smpi_compiler(compiler):
+            # Runs unchanged under SMPI; built apart (the define is part of the cache key).
+            flags = smpi_cflags(flags)
         path = compile_program(
             self.name,
             [SOURCE],

@@ -17,13 +17,18 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.build import compile_program
+from hpceval.benchmarks.common import (
+    rank_placements,
+    repeated_case,
+    repetition_key,
+    single_run_measurements,
+)
+from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.model import ParamValue, Placement
 from hpceval.units import MOPS, SECOND
 
 HERE = Path(__file__).parent
@@ -35,6 +40,14 @@ NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-std=c11")
 # Rough seconds of one class-S/W/A/B run on one core of a current x86 machine, to weigh
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
+
+# SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
+# result for simulation speed (sampling) and memory (folding), passed in cflags.
+SMPI_SAMPLE_FLAG = "-DHPCEVAL_SMPI_SAMPLE"
+SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
+# Case option naming the approximations of the SMPI build a case runs: a mapping
+# {"sampling": bool, "memory_folding": bool}. Only with it may a result be "not checked".
+SMPI_BUILD_OPTION = "smpi_build"
 
 Kernel = Literal["ep", "is", "cg", "mg", "ft"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
@@ -182,21 +195,15 @@ class NpbOptions(StrictModel):
         return self
 
 
-def point_key(rep: int) -> str:
-    return f"rep={rep}"
+# One run per point: the points are repetitions "rep=1", "rep=2", ...
+point_key = repetition_key
 
 
 def placements(
     options: NpbOptions, ranks: int, threads: int, platform: PlatformConfig
 ) -> list[Placement]:
-    from hpceval.benchmarks.mpibench import MpibenchOptions, placements_for
-
     # The same placement rules as the communication benchmarks.
-    shim = MpibenchOptions(
-        patterns=["barrier"], ranks=[ranks], ranks_per_node=options.ranks_per_node,
-        threads_per_rank=[threads], binding=options.binding,
-    )  # fmt: skip
-    return placements_for(ranks, threads, shim, platform)
+    return rank_placements(ranks, threads, options.ranks_per_node, options.binding, platform)
 
 
 @register
@@ -230,33 +237,24 @@ class Npb(Benchmark):
                                     f"{available / 1e9:.1f} GB available"
                                 )
                             estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks)
-                            limit = opts.time_limit_s or max(120.0, 10 * estimate)
                             params: dict[str, ParamValue] = {"kernel": kernel, "class": class_name}
-                            key = ":".join(
-                                [self.name, kernel, class_name, f"np={ranks}", placement.label(),
-                                 f"bind={placement.binding}"]
-                            )  # fmt: skip
-                            cases.append(
-                                Case(
-                                    key=key,
-                                    benchmark=self.name,
-                                    placement=placement,
-                                    parameters=params,
-                                    points=tuple(point_key(i + 1) for i in range(opts.repeat)),
-                                    time_limit_s=limit,
-                                    options={
-                                        "memory_per_rank_bytes": memory_per_rank(
-                                            kernel, class_name, ranks
-                                        )
-                                    },
-                                    estimate_s=estimate * opts.repeat,
-                                )
-                            )
+                            key_parts = [kernel, class_name, f"np={ranks}"]
+                            memory = memory_per_rank(kernel, class_name, ranks)
+                            cases.append(repeated_case(
+                                self.name, key_parts, placement, params,
+                                repeat=opts.repeat, run_estimate_s=estimate,
+                                explicit_limit_s=opts.time_limit_s,
+                                options={"memory_per_rank_bytes": memory},
+                            ))  # fmt: skip
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        check_smpi_options(compiler, cflags)
         # The kernels are compute benchmarks: they get NPB_CFLAGS, not the platform's -O2.
-        flags = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
+        flags: tuple[str, ...] = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
+        if is_smpi_compiler(compiler):
+            # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
+            flags = smpi_cflags(flags)
         executables = {}
         for kernel in KERNELS:
             executables[kernel] = compile_program(
@@ -296,9 +294,11 @@ class Npb(Benchmark):
         results = [r for r in records if r.get("record") == "result"]
         if len(results) != 1:
             raise BenchmarkFailure(f"expected one result record, got {len(results)}")
-        check_verification(results[0], case)
+        checked = check_verification(results[0], case)
+        # A result not checked (SMPI sampling/folding) ends "not_checked", never "ok".
+        expected = "ok" if checked else "not_checked"
         ends = [r for r in records if r.get("record") == "end"]
-        if not ends or ends[-1].get("status") != "ok":
+        if not ends or ends[-1].get("status") != expected:
             raise BenchmarkFailure("the kernel's output has no successful end record")
 
 
@@ -346,9 +346,53 @@ def verification_table(record: Mapping[str, Any]) -> str:
     )
 
 
-def check_verification(record: Mapping[str, Any], case: Case) -> None:
-    """The program's verdict, and its reference values against the official ones."""
+def smpi_build_flags(*, sampling: bool, folding: bool) -> list[str]:
+    """The cflags selecting computation sampling and memory folding in an smpicc build."""
+    return [f for f, on in ((SMPI_SAMPLE_FLAG, sampling), (SMPI_FOLD_FLAG, folding)) if on]
+
+
+def not_checked_reason(record: Mapping[str, Any], case: Case) -> str:
+    """Why a result was not verified, if its case allows it; else BenchmarkFailure.
+
+    Only an SMPI build with sampling or folding skips verification (its quantities are
+    garbage), and only a case that declares that build (option SMPI_BUILD_OPTION) accepts
+    it: a native or plain SMPI program saying "not checked" is a failure.
+    """
     kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
+    build = case.options.get(SMPI_BUILD_OPTION)
+    smpi = record.get("smpi")
+    if not isinstance(build, Mapping) or not isinstance(smpi, Mapping):
+        raise BenchmarkFailure(
+            f"{kernel} class {class_name}: verification not checked, but the case is not an "
+            "SMPI sampled or folded build"
+        )
+    sampled = smpi.get("sampled") is True
+    folded = isinstance(smpi.get("folded_bytes"), int | float) and smpi["folded_bytes"] > 0
+    if record.get("verified") is not None or not (sampled or folded):
+        raise BenchmarkFailure(
+            f"{kernel} class {class_name}: inconsistent not-checked result (verified "
+            f"{record.get('verified')!r}, sampled {sampled}, folded {folded})"
+        )
+    if (sampled and not build.get("sampling")) or (folded and not build.get("memory_folding")):
+        raise BenchmarkFailure(
+            f"{kernel} class {class_name}: the program sampled={sampled} folded={folded} but "
+            f"the case's build is {dict(build)!r}"
+        )
+    return " and ".join(
+        r for r, on in (("computation sampling", sampled), ("memory folding", folded)) if on
+    )
+
+
+def check_verification(record: Mapping[str, Any], case: Case) -> bool:
+    """The program's verdict, and its reference values against the official ones.
+
+    Returns True when verified, False for a result accepted as not checked (SMPI sampled or
+    folded build, see not_checked_reason); raises BenchmarkFailure otherwise.
+    """
+    kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
+    if record.get("verification_status") == "not_checked":
+        not_checked_reason(record, case)
+        return False
     rows = {str(q.get("quantity")): q for q in record.get("verification") or []}
     if not record.get("verified"):
         detail = verification_table(record) or str(record.get("note") or "no detail")
@@ -368,10 +412,11 @@ def check_verification(record: Mapping[str, Any], case: Case) -> None:
                 f"{kernel} class {class_name} failed verification: {name}: computed "
                 f"{computed!r}, reference {ref!r}"
             )
+    return True
 
 
 def result_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
-    check_verification(record, case)
+    checked = check_verification(record, case)
     kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
     try:
         seconds = float(record["time_s"])
@@ -387,28 +432,19 @@ def result_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
             f"operation count ({expected:.6g} Mop/s for {seconds:.6g} s)"
         )
     params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
-    details = {
+    details: dict[str, Any] = {
         "iterations": record.get("iterations"),
         "verification": record.get("verification"),
     }
+    if not checked:
+        details["verification"] = f"not checked ({not_checked_reason(record, case)})"
+    if isinstance(record.get("smpi"), Mapping):
+        details["smpi"] = dict(record["smpi"])
     (point,) = case.points
     per_process = mops / case.placement.ranks
-    out = tuple(
-        Measurement(
-            benchmark="npb",
-            metric=metric,
-            value=value,
-            unit=unit,
-            parameters=params,
-            samples=(value,),
-            statistics=describe([value]),
-            statistic="single run",
-            details=details,
-        )
-        for metric, value, unit in (
-            ("time", seconds, SECOND),
-            ("mops_total", mops, MOPS),
-            ("mops_per_process", per_process, MOPS),
-        )
+    rows = (
+        ("time", seconds, SECOND),
+        ("mops_total", mops, MOPS),
+        ("mops_per_process", per_process, MOPS),
     )
-    return ParsedPoint(point, out)
+    return ParsedPoint(point, single_run_measurements("npb", rows, params, details))

@@ -22,7 +22,9 @@
  * Inside a rank, OpenMP threads share the rows of the product and the vector loops; every
  * sum is combined in a fixed order (per-thread partial sums added in thread order), so a
  * run is reproducible for a given rank and thread count. */
+#ifndef _DEFAULT_SOURCE /* smpicc's helpers define it already */
 #define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) */
+#endif
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -254,6 +256,43 @@ static int random_vector(int n, int nn1, int nonzer, int iouter, double *tran, d
     return nzv;
 }
 
+#ifdef HPCEVAL_SMPI
+/* Under SMPI every rank lives in one process and would redraw the same na random vectors
+ * twice: on 512 ranks that is ~10^10 generator calls, nearly all the simulation's time. The
+ * whole sequence is drawn once, by the first rank, and shared through SMPI_SHARED_CALL (its
+ * table lives in SimGrid, outside the ranks' privatized globals). Same vectors, same matrix:
+ * the result is unchanged. Never freed: it lives as long as the simulation. */
+struct cg_vector_table {
+    int stride;   /* nonzer + 1: the most entries a vector has */
+    int *nzv;     /* n: entries of vector iouter - 1 */
+    int *iv;      /* n * stride positions */
+    double *v;    /* n * stride values */
+};
+
+static void *cg_draw_vectors(int n, int nn1, int nonzer, double tran)
+{
+    struct cg_vector_table *t = npb_alloc(sizeof *t, "cg shared vectors");
+    t->stride = nonzer + 1;
+    t->nzv = npb_alloc(sizeof(int) * (size_t)n, "cg shared vectors");
+    t->iv = npb_alloc(sizeof(int) * (size_t)n * (size_t)t->stride, "cg shared vectors");
+    t->v = npb_alloc(sizeof(double) * (size_t)n * (size_t)t->stride, "cg shared vectors");
+    for (int iouter = 1; iouter <= n; ++iouter) {
+        size_t at = (size_t)(iouter - 1) * (size_t)t->stride;
+        t->nzv[iouter - 1] = random_vector(n, nn1, nonzer, iouter, &tran, t->v + at, t->iv + at);
+    }
+    return t;
+}
+
+static int table_vector(const struct cg_vector_table *t, int iouter, double *v, int *iv)
+{
+    const size_t at = (size_t)(iouter - 1) * (size_t)t->stride;
+    const int nzv = t->nzv[iouter - 1];
+    memcpy(v, t->v + at, sizeof(double) * (size_t)nzv);
+    memcpy(iv, t->iv + at, sizeof(int) * (size_t)nzv);
+    return nzv;
+}
+#endif
+
 /* Large arrays: 2 MiB aligned and, where the system has it, backed by transparent huge
  * pages (fewer TLB misses in the scattered fill and the product). */
 static void *alloc_big(size_t bytes, const char *what)
@@ -296,10 +335,23 @@ static void makea(const struct cg_class *cls, const struct cg_grid *g, double tr
     int64_t *rowstr = npb_alloc(sizeof(int64_t) * ((size_t)nr + 1), "cg row pointers");
     memset(rowstr, 0, sizeof(int64_t) * ((size_t)nr + 1));
 
+#ifdef HPCEVAL_SMPI
+    char table_key[96];
+    snprintf(table_key, sizeof table_key, "cg:%d:%d:%.17g", n, nonzer, tran0);
+    const struct cg_vector_table *table =
+        SMPI_SHARED_CALL(cg_draw_vectors, table_key, n, nn1, nonzer, tran0);
+#define CG_NEXT_VECTOR(iouter) table_vector(table, (iouter), v, iv)
+#else
+#define CG_NEXT_VECTOR(iouter) random_vector(n, nn1, nonzer, (iouter), &tran, v, iv)
+#endif
+
     /* Pass 1: entries per local row (rowstr[j + 1] counts row j). */
     double tran = tran0;
+#ifdef HPCEVAL_SMPI
+    (void)tran; /* the shared table replaces the generator */
+#endif
     for (int iouter = 1; iouter <= n; ++iouter) {
-        int nzv = random_vector(n, nn1, nonzer, iouter, &tran, v, iv);
+        int nzv = CG_NEXT_VECTOR(iouter);
         int local_cols = 0;
         for (int k = 0; k < nzv; ++k)
             if (iv[k] - 1 >= c0 && iv[k] - 1 < c0 + nc) ++local_cols;
@@ -320,7 +372,12 @@ static void makea(const struct cg_class *cls, const struct cg_grid *g, double tr
      * as in the product), so that pages land near them. Merging only moves entries back by
      * the few duplicates, so rows stay (nearly) on the pages they were touched on. */
     int *colidx = alloc_big(sizeof(int) * (size_t)ndup, "cg matrix column indices");
+#ifdef HPCEVAL_SMPI_FOLD
+    /* Folded: only the values, the column indices must stay this rank's own. */
+    double *a = NPB_FOLDABLE_ALLOC(sizeof(double) * (size_t)ndup, "cg matrix values");
+#else
     double *a = alloc_big(sizeof(double) * (size_t)ndup, "cg matrix values");
+#endif
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < nr; ++j) {
         for (int64_t k = rowstr[j]; k < rowstr[j + 1]; ++k) {
@@ -336,7 +393,7 @@ static void makea(const struct cg_class *cls, const struct cg_grid *g, double tr
     double size = 1.0;
     tran = tran0;
     for (int iouter = 1; iouter <= n; ++iouter) {
-        int nzv = random_vector(n, nn1, nonzer, iouter, &tran, v, iv);
+        int nzv = CG_NEXT_VECTOR(iouter);
         for (int kc = 0; kc < nzv; ++kc) {
             int col = iv[kc] - 1 - c0;
             if (col < 0 || col >= nc) continue;
@@ -427,7 +484,11 @@ static void makea(const struct cg_class *cls, const struct cg_grid *g, double tr
     m->nnz = nnz;
     m->rowstr = rowstr;
     int *colidx_fit = realloc(colidx, sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
+#ifdef HPCEVAL_SMPI_FOLD
+    double *a_fit = a; /* shared memory cannot be reallocated */
+#else
     double *a_fit = realloc(a, sizeof(double) * (size_t)(nnz > 0 ? nnz : 1));
+#endif
     m->colidx = colidx_fit != NULL ? colidx_fit : colidx;
     m->a = a_fit != NULL ? a_fit : a;
 }
@@ -460,6 +521,21 @@ static double *alloc_vector(int n, const char *what)
     if (v == NULL) npb_fail("cannot allocate %zu bytes for %s", bytes, what);
     memset(v, 0, bytes);
     return v;
+}
+
+/* The vectors exchanged between ranks: folded too under HPCEVAL_SMPI_FOLD, because SMPI
+ * does not copy the payload of a message between folded buffers (a tenth of the 512-rank
+ * simulation's time went to those copies). */
+static double *alloc_exchanged_vector(int n, const char *what)
+{
+#ifdef HPCEVAL_SMPI_FOLD
+    size_t bytes = ((sizeof(double) * (size_t)(n + 1)) | 63) + 1;
+    double *v = NPB_FOLDABLE_ALLOC(bytes, what);
+    memset(v, 0, bytes);
+    return v;
+#else
+    return alloc_vector(n, what);
+#endif
 }
 
 /* Sums `count` doubles over the process row by pairwise exchanges (the NPB pattern,
@@ -514,13 +590,17 @@ static double *matvec(struct cg_work *wk, const double *restrict v, double *dest
     const int *restrict col = m->colidx;
     const double *restrict a = m->a;
     double *restrict w = wk->w;
+    /* The hot loop of the benchmark: sampled under SMPI with HPCEVAL_SMPI_SAMPLE. */
+    NPB_SAMPLED("cg-matvec")
+    {
 #pragma omp for schedule(static)
-    for (int j = 0; j < m->nrows; ++j) {
-        double sum = 0.0;
-        const int64_t k0 = rowstr[j], k1 = rowstr[j + 1];
+        for (int j = 0; j < m->nrows; ++j) {
+            double sum = 0.0;
+            const int64_t k0 = rowstr[j], k1 = rowstr[j + 1];
 #pragma omp simd reduction(+ : sum)
-        for (int64_t k = k0; k < k1; ++k) sum += a[k] * v[col[k]];
-        w[j] = sum;
+            for (int64_t k = k0; k < k1; ++k) sum += a[k] * v[col[k]];
+            w[j] = sum;
+        }
     }
     /* (implicit barrier: w complete) */
     if (g->l2npcols == 0) return w;
@@ -585,26 +665,35 @@ static double conj_grad(struct cg_work *wk)
             const double *restrict q = matvec(wk, p, wk->q);
 
             s = 0.0; /* p . q */
+            NPB_SAMPLED("cg-pq")
+            {
 #pragma omp simd reduction(+ : s)
-            for (int j = lo; j < hi; ++j) s += p[j] * q[j];
+                for (int j = lo; j < hi; ++j) s += p[j] * q[j];
+            }
             part[SLOT_PQ] = s;
             const double alpha = rho / team_sum(wk, SLOT_PQ);
 
             s = 0.0; /* z = z + alpha p, r = r - alpha q, r . r */
+            NPB_SAMPLED("cg-zr")
+            {
 #pragma omp simd reduction(+ : s)
-            for (int j = lo; j < hi; ++j) {
-                z[j] = z[j] + alpha * p[j];
-                const double rj = r[j] - alpha * q[j];
-                r[j] = rj;
-                s += rj * rj;
+                for (int j = lo; j < hi; ++j) {
+                    z[j] = z[j] + alpha * p[j];
+                    const double rj = r[j] - alpha * q[j];
+                    r[j] = rj;
+                    s += rj * rj;
+                }
             }
             part[SLOT_RR] = s;
             const double rho0 = rho;
             rho = team_sum(wk, SLOT_RR);
             const double beta = rho / rho0;
 
+            NPB_SAMPLED("cg-p")
+            {
 #pragma omp simd
-            for (int j = lo; j < hi; ++j) p[j] = r[j] + beta * p[j];
+                for (int j = lo; j < hi; ++j) p[j] = r[j] + beta * p[j];
+            }
 #pragma omp barrier
         }
 
@@ -719,10 +808,10 @@ int main(int argc, char **argv)
     wk.x = alloc_vector(g.ncols, "cg vector x");
     wk.z = alloc_vector(g.ncols, "cg vector z");
     wk.p = alloc_vector(g.ncols, "cg vector p");
-    wk.r = alloc_vector(g.ncols, "cg vector r");
-    wk.q = alloc_vector(g.ncols, "cg vector q");
-    wk.w = alloc_vector(g.nrows, "cg vector w");
-    wk.rbuf = alloc_vector(g.nrows, "cg receive buffer");
+    wk.r = alloc_exchanged_vector(g.ncols, "cg vector r");
+    wk.q = alloc_exchanged_vector(g.ncols, "cg vector q");
+    wk.w = alloc_exchanged_vector(g.nrows, "cg vector w");
+    wk.rbuf = alloc_exchanged_vector(g.nrows, "cg receive buffer");
     wk.partial = alloc_vector(CG_PSTRIDE * wk.nthreads, "cg partial sums");
 
     /* One untimed outer iteration (page tables, caches), then x = 1 again. */
@@ -760,14 +849,14 @@ int main(int argc, char **argv)
     free(wk.x);
     free(wk.z);
     free(wk.p);
-    free(wk.r);
-    free(wk.q);
-    free(wk.w);
-    free(wk.rbuf);
+    NPB_FOLDABLE_FREE(wk.r);
+    NPB_FOLDABLE_FREE(wk.q);
+    NPB_FOLDABLE_FREE(wk.w);
+    NPB_FOLDABLE_FREE(wk.rbuf);
     free(wk.partial);
     free(m.rowstr);
     free(m.colidx);
-    free(m.a);
+    NPB_FOLDABLE_FREE(m.a);
     NPB_CHECK_MPI(MPI_Finalize());
     return result.verified ? 0 : 3;
 }

@@ -183,8 +183,16 @@ int main(int argc, char **argv)
         memset(&s, 0, sizeof s);
         double y[2 * EP_CHUNK_PAIRS] __attribute__((aligned(64)));
         struct ep_gen g;
+#ifdef HPCEVAL_SMPI_SAMPLE
+        /* Simulated with sampling: the first batches of this rank run for real, the rest
+         * are injected at their mean duration (every batch does the same work). */
+        npb_note_sampling();
+        SMPI_SAMPLE_LOCAL(long long b = 0, b < my_count, ++b, NPB_SMPI_SAMPLES, -1.0)
+#else
 #pragma omp for schedule(static)
-        for (long long b = 0; b < my_count; ++b) {
+        for (long long b = 0; b < my_count; ++b)
+#endif
+        {
             ep_gen_start(&g, my_first + b);
             for (int c = 0; c < EP_NK; c += EP_CHUNK_PAIRS) {
                 ep_gen_fill(&g, 2 * EP_CHUNK_PAIRS, y);

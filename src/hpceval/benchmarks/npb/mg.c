@@ -117,7 +117,8 @@ static void zero3(const struct level *L, double *x);
 /* Zeroed by the threads' planes, so that pages are first touched where they are used. */
 static double *alloc_grid(const struct level *L, const char *what)
 {
-    double *p = npb_alloc(L->size * sizeof(double), what);
+    /* Grids hold values only: folded under SMPI with HPCEVAL_SMPI_FOLD. */
+    double *p = NPB_FOLDABLE_ALLOC(L->size * sizeof(double), what);
     zero3(L, p);
     return p;
 }
@@ -167,12 +168,12 @@ static void setup(void)
 static void release(void)
 {
     for (int k = 1; k <= lt; ++k) {
-        free(u_lev[k]);
-        free(r_lev[k]);
+        NPB_FOLDABLE_FREE(u_lev[k]);
+        NPB_FOLDABLE_FREE(r_lev[k]);
     }
-    free(v_top);
-    free(r_full);
-    free(u_full);
+    NPB_FOLDABLE_FREE(v_top);
+    if (r_full != NULL) NPB_FOLDABLE_FREE(r_full);
+    if (u_full != NULL) NPB_FOLDABLE_FREE(u_full);
     free(gather_send);
     free(gather_recv);
     for (int d = 0; d < 2; ++d) {
@@ -343,18 +344,22 @@ static void resid(const struct level *L, const double *u, const double *v, doubl
     const int m0 = L->m[0], n0 = L->n[0], n1 = L->n[1], n2 = L->n[2];
     const size_t sy = (size_t)m0, sz = (size_t)m0 * L->m[1];
     const int B = block_rows(L);
-#pragma omp parallel if ((size_t)n0 * n1 * n2 >= OMP_MIN_POINTS)
+    /* Sampled under SMPI with HPCEVAL_SMPI_SAMPLE, per grid size (local points). */
+    NPB_SAMPLED_SIZED("mg-resid", L->size)
     {
-        double u1[m0], u2[m0];
-        int lo, hi;
-        thread_planes(n2, &lo, &hi);
-        for (int b0 = 1; b0 <= n1; b0 += B) {
-            const int b1 = b0 + B - 1 < n1 ? b0 + B - 1 : n1;
-            for (int i3 = lo; i3 < hi; ++i3)
-                for (int i2 = b0; i2 <= b1; ++i2) {
-                    const size_t o = sy * i2 + sz * i3;
-                    resid_row(u + o, v + o, r + o, sy, sz, n0, m0, u1, u2);
-                }
+#pragma omp parallel if ((size_t)n0 * n1 * n2 >= OMP_MIN_POINTS)
+        {
+            double u1[m0], u2[m0];
+            int lo, hi;
+            thread_planes(n2, &lo, &hi);
+            for (int b0 = 1; b0 <= n1; b0 += B) {
+                const int b1 = b0 + B - 1 < n1 ? b0 + B - 1 : n1;
+                for (int i3 = lo; i3 < hi; ++i3)
+                    for (int i2 = b0; i2 <= b1; ++i2) {
+                        const size_t o = sy * i2 + sz * i3;
+                        resid_row(u + o, v + o, r + o, sy, sz, n0, m0, u1, u2);
+                    }
+            }
         }
     }
     comm3(L, r);
@@ -382,18 +387,22 @@ static void psinv(const struct level *L, const double *r, double *u)
     const int m0 = L->m[0], n0 = L->n[0], n1 = L->n[1], n2 = L->n[2];
     const size_t sy = (size_t)m0, sz = (size_t)m0 * L->m[1];
     const int B = block_rows(L);
-#pragma omp parallel if ((size_t)n0 * n1 * n2 >= OMP_MIN_POINTS)
+    /* Sampled under SMPI with HPCEVAL_SMPI_SAMPLE, per grid size (local points). */
+    NPB_SAMPLED_SIZED("mg-psinv", L->size)
     {
-        double r1[m0], r2[m0];
-        int lo, hi;
-        thread_planes(n2, &lo, &hi);
-        for (int b0 = 1; b0 <= n1; b0 += B) {
-            const int b1 = b0 + B - 1 < n1 ? b0 + B - 1 : n1;
-            for (int i3 = lo; i3 < hi; ++i3)
-                for (int i2 = b0; i2 <= b1; ++i2) {
-                    const size_t o = sy * i2 + sz * i3;
-                    psinv_row(r + o, u + o, sy, sz, n0, m0, r1, r2);
-                }
+#pragma omp parallel if ((size_t)n0 * n1 * n2 >= OMP_MIN_POINTS)
+        {
+            double r1[m0], r2[m0];
+            int lo, hi;
+            thread_planes(n2, &lo, &hi);
+            for (int b0 = 1; b0 <= n1; b0 += B) {
+                const int b1 = b0 + B - 1 < n1 ? b0 + B - 1 : n1;
+                for (int i3 = lo; i3 < hi; ++i3)
+                    for (int i2 = b0; i2 <= b1; ++i2) {
+                        const size_t o = sy * i2 + sz * i3;
+                        psinv_row(r + o, u + o, sy, sz, n0, m0, r1, r2);
+                    }
+            }
         }
     }
     comm3(L, u);
@@ -408,30 +417,34 @@ static void rprj3(const struct level *F, const double *r, const struct level *C,
     const int c0 = C->n[0], c1 = C->n[1], c2 = C->n[2];
     int B = block_rows(F) / 2; /* coarse rows per block: twice as many fine rows */
     if (B < 2) B = 2;
-#pragma omp parallel if ((size_t)F->n[0] * F->n[1] * F->n[2] >= OMP_MIN_POINTS)
+    /* Sampled under SMPI with HPCEVAL_SMPI_SAMPLE, per grid size (local points). */
+    NPB_SAMPLED_SIZED("mg-rprj3", F->size)
     {
-        double x1[m0], y1[m0];
-        int lo, hi;
-        thread_planes(c2, &lo, &hi);
-        for (int b0 = 1; b0 <= c1; b0 += B) {
-            const int b1 = b0 + B - 1 < c1 ? b0 + B - 1 : c1;
-            for (int j3 = lo; j3 < hi; ++j3)
-                for (int j2 = b0; j2 <= b1; ++j2) {
-                    const double *rc = r + sy * (size_t)(2 * j2) + sz * (size_t)(2 * j3);
-                    const double *ym = rc - sy, *yp = rc + sy, *zm = rc - sz, *zp = rc + sz;
-                    const double *ymzm = ym - sz, *ypzm = yp - sz, *ymzp = ym + sz, *ypzp = yp + sz;
-                    for (int i1 = 1; i1 <= 2 * c0 + 1; ++i1) {
-                        x1[i1] = ym[i1] + yp[i1] + zm[i1] + zp[i1];
-                        y1[i1] = ymzm[i1] + ymzp[i1] + ypzm[i1] + ypzp[i1];
+#pragma omp parallel if ((size_t)F->n[0] * F->n[1] * F->n[2] >= OMP_MIN_POINTS)
+        {
+            double x1[m0], y1[m0];
+            int lo, hi;
+            thread_planes(c2, &lo, &hi);
+            for (int b0 = 1; b0 <= c1; b0 += B) {
+                const int b1 = b0 + B - 1 < c1 ? b0 + B - 1 : c1;
+                for (int j3 = lo; j3 < hi; ++j3)
+                    for (int j2 = b0; j2 <= b1; ++j2) {
+                        const double *rc = r + sy * (size_t)(2 * j2) + sz * (size_t)(2 * j3);
+                        const double *ym = rc - sy, *yp = rc + sy, *zm = rc - sz, *zp = rc + sz;
+                        const double *ymzm = ym - sz, *ypzm = yp - sz, *ymzp = ym + sz, *ypzp = yp + sz;
+                        for (int i1 = 1; i1 <= 2 * c0 + 1; ++i1) {
+                            x1[i1] = ym[i1] + yp[i1] + zm[i1] + zp[i1];
+                            y1[i1] = ymzm[i1] + ymzp[i1] + ypzm[i1] + ypzp[i1];
+                        }
+                        double *ss = s + IDX(C, 0, j2, j3);
+                        for (int j1 = 1; j1 <= c0; ++j1) {
+                            const int i1 = 2 * j1;
+                            ss[j1] = 0.5 * rc[i1] + 0.25 * (rc[i1 - 1] + rc[i1 + 1] + x1[i1]) +
+                                     0.125 * (x1[i1 - 1] + x1[i1 + 1] + y1[i1]) +
+                                     0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
+                        }
                     }
-                    double *ss = s + IDX(C, 0, j2, j3);
-                    for (int j1 = 1; j1 <= c0; ++j1) {
-                        const int i1 = 2 * j1;
-                        ss[j1] = 0.5 * rc[i1] + 0.25 * (rc[i1 - 1] + rc[i1 + 1] + x1[i1]) +
-                                 0.125 * (x1[i1 - 1] + x1[i1 + 1] + y1[i1]) +
-                                 0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
-                    }
-                }
+            }
         }
     }
     comm3(C, s);
@@ -447,32 +460,36 @@ static void interp(const struct level *C, const double *z, const struct level *F
     const size_t uy = (size_t)F->m[0], uz = (size_t)F->m[0] * F->m[1];
     if (F->m[0] != 2 * mm0 - 2 || F->m[1] != 2 * mm1 - 2 || F->m[2] != 2 * mm2 - 2)
         npb_fail("internal error: interp between levels of sizes %d and %d", mm0, F->m[0]);
-#pragma omp parallel if (F->size >= OMP_MIN_POINTS)
+    /* Sampled under SMPI with HPCEVAL_SMPI_SAMPLE, per grid size (local points). */
+    NPB_SAMPLED_SIZED("mg-interp", C->size)
     {
-        double z1[mm0], z2[mm0], z3[mm0];
+#pragma omp parallel if (F->size >= OMP_MIN_POINTS)
+        {
+            double z1[mm0], z2[mm0], z3[mm0];
 #pragma omp for schedule(static)
-        for (int i3 = 0; i3 < mm2 - 1; ++i3)
-            for (int i2 = 0; i2 < mm1 - 1; ++i2) {
-                const double *zc = z + zy * i2 + zz * i3;
-                const double *zyp = zc + zy, *zzp = zc + zz, *zyzp = zc + zy + zz;
-                for (int i1 = 0; i1 < mm0; ++i1) {
-                    z1[i1] = zyp[i1] + zc[i1];
-                    z2[i1] = zzp[i1] + zc[i1];
-                    z3[i1] = zyzp[i1] + zzp[i1] + z1[i1];
+            for (int i3 = 0; i3 < mm2 - 1; ++i3)
+                for (int i2 = 0; i2 < mm1 - 1; ++i2) {
+                    const double *zc = z + zy * i2 + zz * i3;
+                    const double *zyp = zc + zy, *zzp = zc + zz, *zyzp = zc + zy + zz;
+                    for (int i1 = 0; i1 < mm0; ++i1) {
+                        z1[i1] = zyp[i1] + zc[i1];
+                        z2[i1] = zzp[i1] + zc[i1];
+                        z3[i1] = zyzp[i1] + zzp[i1] + z1[i1];
+                    }
+                    double *p00 = u + uy * (size_t)(2 * i2) + uz * (size_t)(2 * i3);
+                    double *p10 = p00 + uy, *p01 = p00 + uz, *p11 = p00 + uy + uz;
+                    for (int i1 = 0; i1 < mm0 - 1; ++i1) {
+                        p00[2 * i1] += zc[i1];
+                        p00[2 * i1 + 1] += 0.5 * (zc[i1 + 1] + zc[i1]);
+                        p10[2 * i1] += 0.5 * z1[i1];
+                        p10[2 * i1 + 1] += 0.25 * (z1[i1] + z1[i1 + 1]);
+                        p01[2 * i1] += 0.5 * z2[i1];
+                        p01[2 * i1 + 1] += 0.25 * (z2[i1] + z2[i1 + 1]);
+                        p11[2 * i1] += 0.25 * z3[i1];
+                        p11[2 * i1 + 1] += 0.125 * (z3[i1] + z3[i1 + 1]);
+                    }
                 }
-                double *p00 = u + uy * (size_t)(2 * i2) + uz * (size_t)(2 * i3);
-                double *p10 = p00 + uy, *p01 = p00 + uz, *p11 = p00 + uy + uz;
-                for (int i1 = 0; i1 < mm0 - 1; ++i1) {
-                    p00[2 * i1] += zc[i1];
-                    p00[2 * i1 + 1] += 0.5 * (zc[i1 + 1] + zc[i1]);
-                    p10[2 * i1] += 0.5 * z1[i1];
-                    p10[2 * i1 + 1] += 0.25 * (z1[i1] + z1[i1 + 1]);
-                    p01[2 * i1] += 0.5 * z2[i1];
-                    p01[2 * i1 + 1] += 0.25 * (z2[i1] + z2[i1 + 1]);
-                    p11[2 * i1] += 0.25 * z3[i1];
-                    p11[2 * i1 + 1] += 0.125 * (z3[i1] + z3[i1 + 1]);
-                }
-            }
+        }
     }
 }
 

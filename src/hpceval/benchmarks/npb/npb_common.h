@@ -12,6 +12,60 @@
 #define NPB_PROTOCOL_VERSION "1.0"
 #define NPB_MAX_QUANTITIES 64
 
+/* Builds for SimGrid's SMPI simulator (smpicc -DHPCEVAL_SMPI, docs in SMPI.md). Two
+ * options trade the numerical result for simulation speed and memory; either one makes the
+ * result unverifiable, and the result record then says "not_checked" with the reason:
+ *   -DHPCEVAL_SMPI_SAMPLE  computation sampling: a hot compute block runs for real its
+ *                          first NPB_SMPI_SAMPLES times on each rank, later its mean
+ *                          duration is injected into the simulated clock without running it;
+ *   -DHPCEVAL_SMPI_FOLD    memory folding: the big value arrays come from
+ *                          SMPI_SHARED_MALLOC, which maps every rank's array (and every
+ *                          block of it) onto the same physical pages.
+ * Native builds define neither and are unchanged. */
+#if (defined(HPCEVAL_SMPI_SAMPLE) || defined(HPCEVAL_SMPI_FOLD)) && !defined(HPCEVAL_SMPI)
+#error "HPCEVAL_SMPI_SAMPLE and HPCEVAL_SMPI_FOLD need an SMPI build (smpicc -DHPCEVAL_SMPI)"
+#endif
+#if defined(HPCEVAL_SMPI) && !defined(SMPI_SAMPLE_LOCAL_TAG)
+#error "HPCEVAL_SMPI is defined but this is not an SMPI compiler (smpicc)"
+#endif
+
+#if defined(HPCEVAL_SMPI_SAMPLE)
+#ifndef NPB_SMPI_SAMPLES
+#define NPB_SMPI_SAMPLES 4 /* real runs of each sampled block per rank before injecting */
+#endif
+/* NPB_SAMPLED(tag) { block }: `block` is a pure computation (no MPI call inside, SMPI
+ * forbids it). The tag (a string, it may be built at run time) tells apart the blocks that
+ * share a source line but not a duration, e.g. one stencil on different grid levels. */
+#define NPB_SAMPLED(tag)                                                                     \
+    npb_note_sampling();                                                                     \
+    SMPI_SAMPLE_LOCAL_TAG(int npb_sample_once_ = 0, npb_sample_once_ < 1, ++npb_sample_once_, \
+                          NPB_SMPI_SAMPLES, -1.0, (tag))
+#define NPB_SMPI_SAMPLES_VALUE NPB_SMPI_SAMPLES
+/* The same with the tag "<name>-<n>" (one per scope), for blocks whose work depends on n. */
+#define NPB_SAMPLED_SIZED(name, n)                                                           \
+    char npb_sample_tag_[64];                                                                \
+    snprintf(npb_sample_tag_, sizeof npb_sample_tag_, "%s-%ld", (name), (long)(n));          \
+    NPB_SAMPLED(npb_sample_tag_)
+#else
+#define NPB_SAMPLED(tag)
+#define NPB_SAMPLED_SIZED(name, n)
+#define NPB_SMPI_SAMPLES_VALUE 0
+#endif
+
+/* Records that this rank reached a sampled block (the result is then not checked). */
+void npb_note_sampling(void);
+
+/* Allocation of a big value array (never of indices: folded memory holds garbage, which in
+ * an index array would send the program out of bounds) and its release. */
+#if defined(HPCEVAL_SMPI_FOLD)
+#define NPB_FOLDABLE_ALLOC(bytes, what) npb_shared_alloc((bytes), (what))
+#define NPB_FOLDABLE_FREE(ptr) SMPI_SHARED_FREE(ptr)
+void *npb_shared_alloc(size_t bytes, const char *what);
+#else
+#define NPB_FOLDABLE_ALLOC(bytes, what) npb_alloc((bytes), (what))
+#define NPB_FOLDABLE_FREE(ptr) free(ptr)
+#endif
+
 /* The NPB generator: x_{k+1} = a * x_k mod 2^46, returns x_{k+1} * 2^-46. */
 #define NPB_A 1220703125.0 /* 5^13 */
 #define NPB_SEED 314159265.0
@@ -35,7 +89,8 @@ struct npb_result {
     double time_s;      /* the kernel's official timed section, max over ranks */
     double mops_total;  /* official operation count / time / 1e6 */
     int iterations;
-    int verified;       /* 1 when every quantity (and any kernel-specific check) passed */
+    int verified;       /* 1 when every quantity (and any kernel-specific check) passed;
+                         * also 1 when verification was not checked (SMPI sampling/folding) */
     int nquantities;
     struct npb_quantity quantities[NPB_MAX_QUANTITIES];
     const char *note;   /* optional: why verification failed beyond the quantities */

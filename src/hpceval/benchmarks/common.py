@@ -1,0 +1,152 @@
+"""What the benchmark modules share: tool lookup, placements, case keys and repeated cases,
+default time limits, and single-run measurements."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from hpceval.analysis.statistics import describe
+from hpceval.benchmarks.base import Case
+from hpceval.config import PlatformConfig
+from hpceval.errors import BenchmarkFailure
+from hpceval.model import Measurement, ParamValue, Placement
+
+Binding = Literal["core", "socket", "numa", "hwthread", "none"]
+
+
+def tool_missing_reason(program: str, package: str) -> str:
+    """The one-line reason (with its remedy) a case is skipped when `program` is missing."""
+    return f"{program} not found on PATH; install Debian package {package} (./setup.sh deps)"
+
+
+def missing_tool(programs: Iterable[str], package: str) -> str | None:
+    """`Benchmark.unavailable`'s answer: the first of `programs` not on PATH, or None."""
+    for program in programs:
+        if shutil.which(program) is None:
+            return tool_missing_reason(program, package)
+    return None
+
+
+def require_tool(program: str, package: str) -> str:
+    """The path of `program` for an execution's argv; BenchmarkFailure if it is missing."""
+    path = shutil.which(program)
+    if path is None:
+        raise BenchmarkFailure(tool_missing_reason(program, package))
+    return path
+
+
+def rank_placements(
+    ranks: int,
+    threads: int,
+    ranks_per_node: list[int] | None,
+    binding: Binding,
+    platform: PlatformConfig,
+) -> list[Placement]:
+    """Placements of `ranks` x `threads` on the platform, by the communication benchmarks'
+    rules (mpibench.placements_for): the explicit ranks_per_node sweep, or fill nodes."""
+    # Imported here: mpibench registers itself through hpceval.benchmarks, which imports
+    # the benchmark modules (and so this one).
+    from hpceval.benchmarks.mpibench import MpibenchOptions, placements_for
+
+    shim = MpibenchOptions(
+        patterns=["barrier"], ranks=[ranks], ranks_per_node=ranks_per_node,
+        threads_per_rank=[threads], binding=binding,
+    )  # fmt: skip
+    return placements_for(ranks, threads, shim, platform)
+
+
+def case_key(
+    benchmark: str, parts: Sequence[str], placement: Placement, qualifiers: Sequence[str] = ()
+) -> str:
+    """A case's stable key (--resume finds cases by it): the benchmark, its own parts, the
+    placement, `qualifiers` (e.g. a rank pair), the binding."""
+    return ":".join(
+        [benchmark, *parts, placement.label(), *qualifiers, f"bind={placement.binding}"]
+    )
+
+
+def time_limit(
+    explicit: float | None, estimate_s: float, *, floor_s: float, factor: float
+) -> float:
+    """The suite's time limit, else a generous one: `factor` x the estimate, at least `floor_s`."""
+    return explicit or max(floor_s, factor * estimate_s)
+
+
+def repetition_key(rep: int) -> str:
+    """The point of the `rep`-th repetition (from 1) of a case that measures one run per point."""
+    return f"rep={rep}"
+
+
+def repeated_case(
+    benchmark: str,
+    key_parts: Sequence[str],
+    placement: Placement,
+    parameters: Mapping[str, ParamValue],
+    *,
+    repeat: int,
+    run_estimate_s: float,
+    explicit_limit_s: float | None,
+    options: Mapping[str, Any],
+    limit_floor_s: float = 120.0,
+    limit_factor: float = 10.0,
+) -> Case:
+    """A case of `repeat` points "rep=1".."rep=N", one program run each (`run_estimate_s`):
+    keyed by `key_parts` and the placement (case_key), limited to the suite's time limit
+    for one run, else `limit_factor` x the estimate, at least `limit_floor_s` (time_limit)."""
+    return Case(
+        key=case_key(benchmark, key_parts, placement),
+        benchmark=benchmark,
+        placement=placement,
+        parameters=parameters,
+        points=tuple(repetition_key(i + 1) for i in range(repeat)),
+        time_limit_s=time_limit(
+            explicit_limit_s, run_estimate_s, floor_s=limit_floor_s, factor=limit_factor
+        ),
+        options=options,
+        estimate_s=run_estimate_s * repeat,
+    )
+
+
+class WholeOutputs:
+    """The output lines of the executions under way, per case, for a program whose point can
+    only be read from its whole output (`parse_line` sees one line at a time)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {}
+
+    def add(self, case_key: str, line: str, *, starts: bool) -> list[str]:
+        """Add one line (`starts`: it begins a new output) and return the output so far."""
+        if starts:
+            self._lines[case_key] = []
+        lines = self._lines.setdefault(case_key, [])
+        lines.append(line.rstrip("\n"))
+        return lines
+
+    def discard(self, case_key: str) -> None:
+        """Forget a case's output: it is complete, failed, or its execution is over."""
+        self._lines.pop(case_key, None)
+
+
+def single_run_measurements(
+    benchmark: str,
+    rows: Iterable[tuple[str, float, str]],
+    parameters: Mapping[str, ParamValue],
+    details: Mapping[str, Any],
+) -> tuple[Measurement, ...]:
+    """One measurement per (metric, value, unit) row, each the one sample of a single run."""
+    return tuple(
+        Measurement(
+            benchmark=benchmark,
+            metric=metric,
+            value=value,
+            unit=unit,
+            parameters=parameters,
+            samples=(value,),
+            statistics=describe([value]),
+            statistic="single run",
+            details=details,
+        )
+        for metric, value, unit in rows
+    )

@@ -1,0 +1,87 @@
+"""`hpceval report`: the HTML report of a results database (Typer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from hpceval.cli_analysis import NoCacheOption
+from hpceval.cli_common import DbOption, user_errors
+from hpceval.errors import UserError
+
+
+class _Consoles:
+    out: Console = Console(soft_wrap=True)
+
+
+def register_report_command(app: typer.Typer, out: Console) -> None:
+    """Add `report` to `app`; it prints where the report went on `out`."""
+    _Consoles.out = out
+    app.command("report")(user_errors(report_command))
+
+
+def report_command(
+    out_dir: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory of the report (new, empty, or a "
+                           "previous report, whose files are replaced).")
+    ],
+    db: DbOption = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", "-b", help="Platform the others are compared with "
+                     "(overhead heat map); without it the heat map is left out."),
+    ] = None,
+    catalog: Annotated[
+        list[str] | None,
+        typer.Option("--catalog", help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) "
+                     "or a TOML file (repeatable). Platform files' `price` tables are used too."),
+    ] = None,
+    instance: Annotated[
+        list[str] | None,
+        typer.Option("--instance", help="PLATFORM=ENTRY: price a platform as this catalog "
+                     "entry (repeatable; default: the entry named like the platform)."),
+    ] = None,
+    platform: Annotated[
+        list[str] | None,
+        typer.Option("--platform", "-p", help="Only these platforms (repeatable; the "
+                     "baseline is always included) \\[default: every platform]."),
+    ] = None,
+    currency: Annotated[
+        str | None,
+        typer.Option("--currency", help="Currency of the catalog amounts (converted with the "
+                     "catalog's rates)."),
+    ] = None,
+    no_cache: NoCacheOption = False,
+) -> None:
+    """Write a self-contained HTML report (DIR/index.html), every figure as PNG and SVG
+    (DIR/figures) and every table as CSV (DIR/tables)."""
+    from hpceval.report import ReportOptions, generate_report
+
+    instances: dict[str, str] = {}
+    for item in instance or []:
+        name, sep, entry = item.partition("=")
+        if not sep or not name.strip() or not entry.strip():
+            raise UserError(f"--instance {item!r}: expected PLATFORM=ENTRY")
+        instances[name.strip()] = entry.strip()
+    if instances and not catalog:
+        raise UserError("--instance needs a --catalog to take the entries from")
+    options = ReportOptions(
+        baseline=baseline,
+        platforms=platform or None,
+        catalogs=tuple(catalog or ()),
+        instances=instances,
+        currency=currency.upper() if currency else None,
+        cache=not no_cache,
+    )
+    result = generate_report(db, out_dir, options)
+    out = _Consoles.out
+    out.print(
+        f"wrote {result.index} ({len(result.figures)} figures, {len(result.tables)} tables, "
+        f"{result.measurements:,} measurements, {result.seconds:.1f} s)",
+        highlight=False,
+    )
+    if result.empty_sections:
+        out.print(f"sections without data: {'; '.join(result.empty_sections)}", highlight=False)

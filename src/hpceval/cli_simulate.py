@@ -1,0 +1,372 @@
+"""`hpceval simulate`, `hpceval profiles`, `hpceval calibrations` (SimGrid SMPI projections).
+
+`register_simulate_commands(app, out)` adds them to the main app.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hpceval.errors import UserError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Consoles:
+    out: Console = Console(soft_wrap=True)
+    err: Console = Console(stderr=True, soft_wrap=True)
+
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="HPCEVAL_DB",
+        help="Results database: a SQLite file path or URL, or postgresql://… "
+        "\\[default: ./hpceval.db]",
+    ),
+]
+
+
+def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Bad input ends the command with one line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as e:
+            _Consoles.err.print(
+                f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True
+            )
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper
+
+
+def register_simulate_commands(app: typer.Typer, out: Console) -> None:
+    _Consoles.out = out
+    app.command("simulate")(_user_errors(simulate_command))
+    app.command("profiles")(_user_errors(profiles_command))
+    app.command("calibrations")(_user_errors(calibrations_command))
+
+
+_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+
+
+def parse_ranks(text: str) -> tuple[int, ...]:
+    """`16,32,64` or `16..512` (the powers of two from 16 to 512)."""
+    if m := _RANGE.match(text):
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if lo < 1 or hi < lo:
+            raise UserError(f"--ranks: {text!r} is an empty range")
+        out, p = [], 1
+        while p <= hi:
+            if p >= lo:
+                out.append(p)
+            p *= 2
+        if not out:
+            raise UserError(f"--ranks: no power of two in {text!r}")
+        return tuple(out)
+    try:
+        ranks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(
+            f"--ranks: {text!r} is not a list of rank counts (16,32 or 16..512)"
+        ) from None
+    if not ranks or any(r < 1 for r in ranks):
+        raise UserError(f"--ranks: {text!r} is not a list of positive rank counts")
+    return ranks
+
+
+def _parse_sizes(text: str | None) -> str | list[int | str] | None:
+    if text is None:
+        return None
+    return text if ".." in text else [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.1%}"
+
+
+def calibration_table(row: Any) -> Table:
+    """Residuals per size: measured and simulated PingPong on each path."""
+    t = Table(
+        title=f"calibration {row.id} of {row.platform_name} (SimGrid {row.simgrid_version}): "
+        f"worst {row.max_residual:.1%} (tolerance {row.tolerance:.0%}), "
+        f"{'converged' if row.converged else 'NOT converged'} in {row.iterations} iterations",
+        title_justify="left",
+    )
+    paths = sorted({str(r["path"]) for r in row.residuals if "size" in r})
+    t.add_column("size B", justify="right")
+    for p in paths:
+        calibrated = any(r["path"] == p and r.get("calibrated") for r in row.residuals)
+        label = p + ("" if calibrated else " (not calibrated)")
+        t.add_column(f"{label}: measured µs", justify="right")
+        t.add_column("simulated µs", justify="right")
+        t.add_column("residual", justify="right")
+    sizes = sorted({int(r["size"]) for r in row.residuals if "size" in r})
+    by = {(str(r["path"]), int(r["size"])): r for r in row.residuals if "size" in r}
+    for size in sizes:
+        cells = [str(size)]
+        for p in paths:
+            r = by.get((p, size))
+            if r is None:
+                cells += ["", "", ""]
+            else:
+                cells += [
+                    f"{r['measured_us']:.4g}",
+                    f"{r['simulated_us']:.4g}",
+                    _pct(float(r["residual"])),
+                ]
+        t.add_row(*cells)
+    return t
+
+
+def _speed_line(row: Any) -> str:
+    speed = row.parameters.get("host_speed", {})
+    line = (
+        f"core speed {speed.get('speed_flops', 0) / 1e9:.4g} × this machine's core "
+        f"({speed.get('how', '')})"
+    )
+    for r in row.residuals:
+        if r.get("path") == "compute":
+            line += (
+                f"; npb {r['kernel']} class {r['class']}: measured {r['measured_s']:.4g} s, "
+                f"simulated {r['simulated_s']:.4g} s ({_pct(float(r['residual']))})"
+            )
+    return line
+
+
+def simulate_command(
+    bench: Annotated[
+        str, typer.Option("--bench", help="npb.KERNEL (npb.cg, npb.ft, ...) or mpibench.")
+    ],
+    ranks: Annotated[
+        str, typer.Option("--ranks", help="Rank counts: 16,32,64 or 16..512 (powers of two).")
+    ],
+    platform: Annotated[
+        str | None,
+        typer.Option("--platform", "-p", help="A platform measured in the store."),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="A published profile (hpceval profiles) or a TOML file."),
+    ] = None,
+    class_name: Annotated[str | None, typer.Option("--class", help="NPB class.")] = None,
+    pattern: Annotated[
+        str | None, typer.Option("--pattern", help="mpibench pattern (pingpong, allreduce, ...).")
+    ] = None,
+    sizes: Annotated[
+        str | None, typer.Option("--sizes", help="mpibench sizes: 0..4MiB or 8,1KiB,...")
+    ] = None,
+    ppn: Annotated[
+        int | None, typer.Option("--ppn", help="Ranks per node [default: cores per node].")
+    ] = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option("--nodes", help="Simulated nodes [default: as many as the ranks need]."),
+    ] = None,
+    oversubscribe: Annotated[
+        bool, typer.Option("--oversubscribe", help="Allow more ranks per node than cores.")
+    ] = False,
+    backbone: Annotated[
+        str | None,
+        typer.Option("--backbone", help="fatpipe (full bisection) or shared (contention)."),
+    ] = None,
+    backbone_gbps: Annotated[
+        float | None, typer.Option("--backbone-gbps", help="Shared backbone bandwidth, Gbit/s.")
+    ] = None,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
+    ] = 0.10,
+    recalibrate: Annotated[
+        bool, typer.Option("--recalibrate", help="Calibrate again even if a calibration fits.")
+    ] = False,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Seconds per simulated execution.")
+    ] = 3600.0,
+    sampling: Annotated[
+        bool | None,
+        typer.Option(
+            "--sampling/--no-sampling",
+            help="NPB: SMPI computation sampling (faster, not verified) \\[default: auto: "
+            "classes C and D].",
+            show_default=False,
+        ),
+    ] = None,
+    folding: Annotated[
+        bool | None,
+        typer.Option(
+            "--folding/--no-folding",
+            help="NPB: SMPI memory folding (little memory, not verified) \\[default: auto: "
+            "when the ranks' arrays exceed 1/4 of this machine's available memory, or at 64+ "
+            "ranks with sampling].",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Project a benchmark at scale on a calibrated SimGrid SMPI model of a platform.
+
+    Results are stored as origin "simulated", tied to their calibration; they are never
+    mixed with measured ones.
+    """
+    from hpceval.build import cache_root
+    from hpceval.simulate.runner import Request, execute, obtain_calibration, prepare
+    from hpceval.store import open_store
+
+    if backbone not in (None, "fatpipe", "shared"):
+        raise UserError(f"--backbone: {backbone!r} is not fatpipe or shared")
+    if not 0 < tolerance < 1:
+        raise UserError(f"--tolerance: {tolerance} is not between 0 and 1")
+    bb: Literal["fatpipe", "shared"] | None = backbone  # type: ignore[assignment]
+    request = Request(
+        bench=bench,
+        ranks=parse_ranks(ranks),
+        class_name=class_name.upper() if class_name else None,
+        pattern=pattern,
+        sizes=_parse_sizes(sizes),
+        ppn=ppn,
+        nodes=nodes,
+        oversubscribe=oversubscribe,
+        backbone=bb,
+        backbone_gbps=backbone_gbps,
+        time_limit_s=time_limit,
+        tolerance=tolerance,
+        recalibrate=recalibrate,
+        sampling=sampling,
+        folding=folding,
+    )
+    # A profile needs no database to be checked; a platform is read from it.
+    store = open_store(db, create=platform is None)
+    with store:
+        sim = prepare(store, platform, profile, request)
+        err = _Consoles.err
+        err.print(
+            f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
+        )
+        calibration, reused = obtain_calibration(
+            store,
+            sim.target,
+            sim.tools,
+            kernel=request.kernel,
+            tolerance=tolerance,
+            recalibrate=recalibrate,
+            workdir=cache_root() / "simulate" / "calibrating",
+        )
+        out = _Consoles.out
+        out.print(calibration_table(calibration))
+        out.print(
+            ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
+            + _speed_line(calibration),
+            highlight=False,
+        )
+        if sim.build is not None:
+            out.print(f"NPB build: {sim.build.describe()}; {sim.build.reason}", highlight=False)
+        from hpceval.cli import RichReporter
+
+        run_id, result = execute(store, sim, calibration, RichReporter(err))
+        out.print(_results_table(store, run_id, result))
+        ok = len(result.outcomes) - len(result.failed)
+        out.print(
+            f"run {run_id} (simulated): {ok} of {len(result.outcomes)} cases ok; "
+            f"hpceval show --run {run_id}",
+            highlight=False,
+        )
+        if result.failed:
+            raise typer.Exit(1)
+
+
+def _results_table(store: Any, run_id: int, result: Any) -> Table:
+    from hpceval.cli import _headline, case_label
+
+    by_case: dict[str, list[Any]] = {}
+    for sm in store.measurements(run_id):
+        by_case.setdefault(sm.case_key, []).append(sm.measurement)
+    t = Table(title=f"run {run_id}: simulated", title_justify="left")
+    for col in ("case", "status", "projected", "simulation wall s"):
+        t.add_column(col, justify="right" if col.endswith(" s") else "left")
+    for o in result.outcomes:
+        ok = o.status.value == "ok"
+        t.add_row(
+            case_label(o.case),
+            "[green]ok[/]" if ok else f"[red]{o.status.value}[/]",
+            _headline(by_case.get(o.case.key, [])).replace(" (verified)", "")
+            if ok
+            else o.error[:100],
+            f"{o.wall_s:.1f}",
+        )
+    return t
+
+
+def profiles_command() -> None:
+    """The shipped published platform profiles, with their sources."""
+    from hpceval.simulate.profiles import load_profile, profile_names
+
+    t = Table(title="published profiles (hpceval simulate --profile NAME)", title_justify="left")
+    for col in ("name", "cores/node", "inter-node", "intra-node", "source", "assumed"):
+        t.add_column(col, overflow="fold")
+    for name in profile_names():
+        p, _ = load_profile(name)
+
+        def fig(f: Any) -> str:
+            if f is None:
+                return "-"
+            mark = " (assumed)" if f.assumed else ""
+            return f"{f.latency:g} µs, {f.bandwidth_mb_s:g} MB/s{mark}"
+
+        t.add_row(
+            name,
+            str(p.cores_per_node or "-"),
+            fig(p.inter_node),
+            fig(p.intra_node),
+            p.source.split(":")[0],
+            str(len(p.assumed)),
+        )
+    _Consoles.out.print(t)
+
+
+def calibrations_command(
+    calibration_id: Annotated[
+        int | None, typer.Option("--id", help="Show this calibration's residuals.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """The stored SMPI calibrations, or one with its residuals per size."""
+    from hpceval.store import open_store
+
+    with open_store(db, create=False) as store:
+        if calibration_id is not None:
+            row = store.calibration(calibration_id)
+            _Consoles.out.print(calibration_table(row))
+            _Consoles.out.print(_speed_line(row), highlight=False)
+            _Consoles.out.print(
+                f"source: {row.source}; runs {list(row.source_run_ids)}; "
+                f"lat-factor {row.parameters['smpi_config']['smpi/lat-factor']}; "
+                f"bw-factor {row.parameters['smpi_config']['smpi/bw-factor']}",
+                highlight=False,
+            )
+            return
+        rows: Sequence[Any] = store.calibrations()
+    t = Table(title="SMPI calibrations", title_justify="left")
+    for col in ("id", "platform", "source", "SimGrid", "worst residual", "converged"):
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(
+            str(row.id),
+            row.platform_name,
+            row.source,
+            row.simgrid_version,
+            f"{row.max_residual:.1%}",
+            "yes" if row.converged else "no",
+        )
+    _Consoles.out.print(t)

@@ -1,0 +1,423 @@
+"""Calibrating SMPI on a PingPong curve: piecewise network factors and the host speed.
+
+SMPI times a message of n bytes on a route of latency L and bandwidth B as
+L·lat_factor(n) + n / (B·bw_factor(n)), the factors being piecewise constant over message
+size ranges (`smpi/lat-factor`, `smpi/bw-factor`: "size:factor;..." where a factor applies
+from its size up). SimGrid's calibration procedure fits a segmented linear regression of
+the PingPong time against the size, one segment per protocol range, and takes each
+segment's intercept and slope as the latency and bandwidth factors. hpceval does the same:
+
+1. segments: the piecewise Hockney fit of hpceval.analysis.network (breakpoints chosen by
+   BIC), each segment refitted with non-negative intercept and slope, and split further
+   while one of its sizes misses the curve by more than half the tolerance;
+2. factors: segment k's α_k and β_k over the nominal route's L and B;
+3. a real `smpirun` of mpibench PingPong on the generated platform, compared size by size
+   with the target curve; SMPI adds what the model does not know (MPI_Wtime and the
+   benchmark's own loop, the rank skew after a barrier), so the curve the segments are fitted
+   on is corrected by measured/simulated at each size and the fit repeated, until every size
+   is within half the tolerance or the iterations run out; the best iteration is kept, and
+   the calibration has converged when its worst size is within the tolerance (10 %).
+
+The factors are global in SMPI, so they are fitted on one path, the network (inter-node)
+when the target has it; the loopback link of the other (shared-memory) path then gets the
+latency and bandwidth that fit that path best under the same factors, and its residuals are
+reported beside the network's, calibrated or not.
+
+The host speed: SMPI runs the ranks' computation for real and converts the CPU time into
+flops with `smpi/host-speed` (REFERENCE_SPEED_FLOPS: by convention one core of the
+simulating machine is 1 Gflop/s); a simulated core of speed s then takes REFERENCE/s times
+as long. With a single-rank NPB time of the target, s is fitted by running that kernel under
+smpirun (time scales as 1/s: one correction, then a check run); without one, s is the
+reference (stated as assumed).
+
+Network settings kept fixed (and recorded): TCP-gamma 0 (no TCP window bound: the measured
+curve already holds what the windows do), SMPI's defaults for eager/rendezvous thresholds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Final
+
+import numpy as np
+from scipy.optimize import nnls
+
+from hpceval.analysis.network import fit_hockney
+from hpceval.errors import UserError
+from hpceval.simulate.platform import LinkSpec, PlatformSpec
+from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
+
+# 2: PingPong simulated without host computation, segments fitted with SMPI's 16-byte
+# envelope, one-size segments of large messages as bandwidth. Bump when the procedure
+# changes: old calibrations are not reused.
+CALIBRATION_VERSION: Final = 2
+DEFAULT_TOLERANCE: Final = 0.10
+MAX_ITERATIONS: Final = 8
+# Iterations go on while the worst residual exceeds this share of the tolerance (they are
+# cheap); the best iteration is kept, and it converged if it is within the tolerance.
+GOOD_ENOUGH: Final = 0.5
+REFERENCE_SPEED_FLOPS: Final = 1e9
+# Factors are bounded so that SMPI is never given a zero or absurd one.
+MIN_FACTOR: Final = 1e-3
+SMPI_ENVELOPE_BYTES: Final = 16
+# A segment of one size from this size up is all transfer time, below it all latency.
+BANDWIDTH_BOUND_BYTES: Final = 65536
+MAX_FACTOR: Final = 1e3
+
+# SMPI settings hpceval fixes for every simulation (recorded with each calibration).
+BASE_CONFIG: Final[Mapping[str, str]] = {
+    "smpi/host-speed": f"{REFERENCE_SPEED_FLOPS:.9g}f",
+    "network/TCP-gamma": "0",
+    "smpi/send-is-detached-thresh": "65536",
+    "smpi/async-small-thresh": "0",
+    "smpi/display-timing": "yes",
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Sizes from `first_size` up: time = alpha_us + (size + 16) / beta_mb_s (SMPI's
+    envelope; β inf: flat)."""
+
+    first_size: int
+    alpha_us: float
+    beta_mb_s: float
+
+    def predict(self, size: float) -> float:
+        return self.alpha_us + (size / self.beta_mb_s if math.isfinite(self.beta_mb_s) else 0.0)
+
+
+def _fit_nonnegative(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """α ≥ 0 and slope c ≥ 0 minimizing Σ((t - α - c·x)/t)² (relative least squares)."""
+    scale = float(x.max()) or 1.0
+    design = np.column_stack([1 / t, (x / scale) / t])
+    (alpha, c_scaled), _ = nnls(design, np.ones(len(t)))
+    return float(alpha), float(c_scaled) / scale
+
+
+def _max_residual(x: np.ndarray, t: np.ndarray, alpha: float, c: float) -> float:
+    return float(np.max(np.abs((t - alpha - c * x) / t)))
+
+
+def piecewise_fit(
+    sizes: Sequence[int], times_us: Sequence[float], *, tolerance: float = DEFAULT_TOLERANCE / 2
+) -> list[Segment]:
+    """Segments (first sizes increasing) that fit every size within `tolerance` if they can.
+
+    Fitted as SMPI times a message, α + (n + 16) / β: SMPI sends a 16-byte envelope through
+    the bandwidth term. Fitted on n alone, a steep small-size segment (β of a few MB/s, on a
+    noisy curve) put 0.42 µs on a 0-byte message measured at 0.27 µs, which no factor undid."""
+    x = np.asarray(sizes, dtype=np.float64) + SMPI_ENVELOPE_BYTES
+    t = np.asarray(times_us, dtype=np.float64)
+    if len(x) < 2:
+        raise ValueError("a piecewise fit needs at least 2 sizes")
+    if len(x) >= 3:
+        model = fit_hockney(x, t, max_breakpoints=2, min_points=min(3, len(x)))
+        starts = [0, *(int(np.searchsorted(x, b)) for b in model.breakpoints)]
+    else:
+        starts = [0]
+    bounds = [*starts, len(x)]
+    pieces = [(bounds[i], bounds[i + 1]) for i in range(len(starts))]
+    done: list[tuple[int, int]] = []
+    while pieces:
+        a, b = pieces.pop()
+        alpha, c = _fit_nonnegative(x[a:b], t[a:b])
+        if b - a < 2 or _max_residual(x[a:b], t[a:b], alpha, c) <= tolerance:
+            done.append((a, b))
+            continue
+        # Split where the two halves fit best (each keeps at least one size).
+        best: tuple[float, int] | None = None
+        for cut in range(a + 1, b):
+            total = 0.0
+            for lo, hi in ((a, cut), (cut, b)):
+                al, cl = _fit_nonnegative(x[lo:hi], t[lo:hi])
+                total += float(np.sum(((t[lo:hi] - al - cl * x[lo:hi]) / t[lo:hi]) ** 2))
+            if best is None or total < best[0]:
+                best = (total, cut)
+        assert best is not None
+        pieces += [(a, best[1]), (best[1], b)]
+    segments = []
+    for a, b in sorted(done):
+        alpha, c = _fit_nonnegative(x[a:b], t[a:b])
+        if b - a == 1:
+            # One size: a small message's time is latency, a large one's is transfer (as
+            # latency, 710 µs at 4 MiB needed a factor beyond MAX_FACTOR on a loopback).
+            if sizes[a] >= BANDWIDTH_BOUND_BYTES:
+                alpha, c = 0.0, float(t[a] / x[a])
+            else:
+                alpha, c = float(t[a]), 0.0
+        segments.append(Segment(int(sizes[a]), alpha, 1 / c if c > 0 else math.inf))
+    return segments
+
+
+def _clamp(value: float) -> float:
+    return min(MAX_FACTOR, max(MIN_FACTOR, value))
+
+
+def factors(
+    segments: Sequence[Segment], route_latency_s: float, route_bandwidth_Bps: float
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """(lat factors, bw factors) as (first size, factor), relative to the nominal route."""
+    lat = [(s.first_size, _clamp(s.alpha_us * 1e-6 / route_latency_s)) for s in segments]
+    bw = [
+        (s.first_size, _clamp(s.beta_mb_s * 1e6 / route_bandwidth_Bps) if math.isfinite(
+            s.beta_mb_s) else MAX_FACTOR)
+        for s in segments
+    ]  # fmt: skip
+    return lat, bw
+
+
+def factor_string(pairs: Sequence[tuple[int, float]]) -> str:
+    """SMPI's syntax "threshold:factor;..." for segments given by their first sizes.
+
+    SMPI applies the factor of threshold T to a message of n bytes when n + 16 > T (up to the
+    next threshold): it counts a 16-byte envelope (measured with SimGrid 3.32: a factor at
+    T = 1000 applies from n = 985 on). A segment starting at size s therefore gets the
+    threshold s + 15, which holds s and not the size before it; the first segment gets 0.
+    """
+    ordered = sorted(pairs)
+    thresholds = [0] + [size + SMPI_ENVELOPE_BYTES - 1 for size, _ in ordered[1:]]
+    entries = sorted(zip(thresholds, ordered, strict=True), reverse=True)
+    return ";".join(f"{t}:{value:.9g}" for t, (_, value) in entries)
+
+
+def factor_at(pairs: Sequence[tuple[int, float]], size: int) -> float:
+    value = sorted(pairs)[0][1]
+    for first, f in sorted(pairs):
+        if size >= first:
+            value = f
+    return value
+
+
+def fit_loopback(
+    curve_sizes: Sequence[int],
+    times_us: Sequence[float],
+    lat: Sequence[tuple[int, float]],
+    bw: Sequence[tuple[int, float]],
+) -> LinkSpec:
+    """Loopback latency and bandwidth that best fit a curve under given factors.
+
+    time(n) = L·lat(n) + (n + 16)/bw(n)·(1/B) (SMPI's envelope) is linear in (L, 1/B):
+    relative non-negative LS.
+    """
+    t = np.asarray(times_us, dtype=np.float64) * 1e-6
+    a = np.array([factor_at(lat, s) for s in curve_sizes])
+    b = np.array(
+        [(s + SMPI_ENVELOPE_BYTES) / factor_at(bw, s) for s in curve_sizes], dtype=np.float64
+    )
+    scale = float(b.max()) or 1.0
+    design = np.column_stack([a / t, (b / scale) / t])
+    (latency, inv_bw_scaled), _ = nnls(design, np.ones(len(t)))
+    inv_bw = inv_bw_scaled / scale
+    bandwidth = 1 / inv_bw if inv_bw > 0 else 1e12
+    return LinkSpec(max(latency, 1e-9), min(bandwidth, 1e12))
+
+
+@dataclass(frozen=True)
+class Residual:
+    path: str
+    size: int
+    measured_us: float
+    simulated_us: float
+    calibrated: bool  # the factors were fitted on this path
+
+    @property
+    def residual(self) -> float:
+        return (self.simulated_us - self.measured_us) / self.measured_us
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "residual": self.residual}
+
+
+@dataclass(frozen=True)
+class SpeedCalibration:
+    speed_flops: float
+    reference: SpeedReference | None
+    simulated_s: float | None
+    iterations: int
+
+    @property
+    def residual(self) -> float | None:
+        if self.reference is None or self.simulated_s is None:
+            return None
+        return (self.simulated_s - self.reference.time_s) / self.reference.time_s
+
+    def describe(self) -> str:
+        if self.reference is None:
+            return (
+                "assumed: the simulating machine's core (no single-rank NPB time of the target)"
+            )
+        r = self.reference
+        return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, run {r.run_id}"
+
+
+@dataclass(frozen=True)
+class NetworkCalibration:
+    spec: PlatformSpec
+    lat_factor: tuple[tuple[int, float], ...]
+    bw_factor: tuple[tuple[int, float], ...]
+    segments: tuple[Segment, ...]
+    residuals: tuple[Residual, ...]
+    iterations: int
+    converged: bool
+    tolerance: float
+    history: tuple[float, ...] = field(default_factory=tuple)  # worst residual per iteration
+
+    @property
+    def max_residual(self) -> float:
+        return max(abs(r.residual) for r in self.residuals if r.calibrated)
+
+    def config(self) -> dict[str, str]:
+        return {
+            **BASE_CONFIG,
+            "smpi/lat-factor": factor_string(self.lat_factor),
+            "smpi/bw-factor": factor_string(self.bw_factor),
+        }
+
+
+# (platform, SMPI settings, path, sizes) -> simulated PingPong times (µs), one per size.
+PingPongSimulator = Callable[
+    [PlatformSpec, Mapping[str, str], NetworkPath, Sequence[int]], list[float]
+]
+# (platform, SMPI settings, speed reference) -> simulated single-rank NPB time (s).
+KernelSimulator = Callable[[PlatformSpec, Mapping[str, str], SpeedReference], float]
+
+
+def nominal_spec(target: Target, *, nodes: int, cores_per_node: int, speed: float) -> PlatformSpec:
+    """The platform before calibration: links from the curves' Hockney figures."""
+
+    def hockney(curve: Curve) -> LinkSpec:
+        segments = piecewise_fit(curve.sizes, curve.times_us, tolerance=math.inf)
+        alpha = segments[0].alpha_us or min(curve.times_us)
+        betas = [s.beta_mb_s for s in segments if math.isfinite(s.beta_mb_s)]
+        beta = max(betas) if betas else max(curve.sizes) / max(curve.times_us) or 1.0
+        return LinkSpec(alpha * 1e-6, beta * 1e6)
+
+    primary = hockney(target.curves[target.primary_path])
+    if target.primary_path == "inter-node":
+        link = LinkSpec(primary.latency_s / 2, primary.bandwidth_Bps)
+        intra = target.curves.get("intra-node")
+        loopback = hockney(intra) if intra is not None else primary
+    else:
+        link, loopback = primary, primary
+    return PlatformSpec(
+        name=target.name,
+        nodes=nodes,
+        cores_per_node=cores_per_node,
+        speed_flops=speed,
+        link=link,
+        loopback=loopback,
+        backbone=target.backbone,
+        backbone_bandwidth_Bps=target.backbone_Bps,
+        description=f"{target.name}: {target.source}",
+    )
+
+
+def _route(spec: PlatformSpec, path: NetworkPath) -> tuple[float, float]:
+    if path == "inter-node":
+        return spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps
+    return spec.loopback.latency_s, spec.loopback.bandwidth_Bps
+
+
+def calibrate_network(
+    target: Target,
+    spec: PlatformSpec,
+    simulate: PingPongSimulator,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_iterations: int = MAX_ITERATIONS,
+) -> NetworkCalibration:
+    """Fit the factors (and the other path's loopback) until the simulated curve matches."""
+    primary = target.primary_path
+    paths: list[NetworkPath] = [primary] + [p for p in target.curves if p != primary]
+    measured = {p: np.asarray(target.curves[p].times_us) for p in paths}
+    aims = {p: measured[p].copy() for p in paths}
+    best: NetworkCalibration | None = None
+    history: list[float] = []
+    for iteration in range(1, max_iterations + 1):
+        curve = target.curves[primary]
+        segments = piecewise_fit(curve.sizes, list(aims[primary]), tolerance=tolerance / 2)
+        lat, bw = factors(segments, *_route(spec, primary))
+        if primary == "inter-node" and "intra-node" in target.curves:
+            intra = target.curves["intra-node"]
+            loop = fit_loopback(intra.sizes, list(aims["intra-node"]), lat, bw)
+            spec = _with_loopback(spec, loop)
+        config = {**BASE_CONFIG, "smpi/lat-factor": factor_string(lat),
+                  "smpi/bw-factor": factor_string(bw)}  # fmt: skip
+        residuals: list[Residual] = []
+        simulated: dict[NetworkPath, np.ndarray] = {}
+        for p in paths:
+            c = target.curves[p]
+            simulated[p] = np.asarray(simulate(spec, config, p, c.sizes), dtype=np.float64)
+            residuals += [
+                Residual(p, s, float(m), float(v), p == primary)
+                for s, m, v in zip(c.sizes, measured[p], simulated[p], strict=True)
+            ]
+        worst = max(abs(r.residual) for r in residuals if r.calibrated)
+        history.append(worst)
+        result = NetworkCalibration(
+            spec, tuple(lat), tuple(bw), tuple(segments), tuple(residuals), iteration,
+            worst <= tolerance, tolerance, tuple(history),
+        )  # fmt: skip
+        if best is None or worst < best.max_residual:
+            best = result
+        if worst <= tolerance * GOOD_ENOUGH:
+            return result
+        for p in paths:
+            # Fixed point: aim where the simulator falls short (or overshoots) by as much.
+            aims[p] = aims[p] * measured[p] / np.maximum(simulated[p], 1e-12)
+    assert best is not None
+    return NetworkCalibration(
+        best.spec, best.lat_factor, best.bw_factor, best.segments, best.residuals,
+        max_iterations, best.max_residual <= tolerance, tolerance, tuple(history),
+    )  # fmt: skip
+
+
+def _with_loopback(spec: PlatformSpec, loopback: LinkSpec) -> PlatformSpec:
+    return replace(spec, loopback=loopback)
+
+
+def calibrate_speed(
+    spec: PlatformSpec,
+    config: Mapping[str, str],
+    reference: SpeedReference | None,
+    simulate: KernelSimulator,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_iterations: int = 3,
+) -> SpeedCalibration:
+    """The per-core speed whose simulated single-rank kernel time matches the reference."""
+    if reference is None:
+        return SpeedCalibration(REFERENCE_SPEED_FLOPS, None, None, 0)
+    speed = REFERENCE_SPEED_FLOPS
+    simulated = math.nan
+    for iteration in range(1, max_iterations + 1):
+        simulated = simulate(replace(spec, speed_flops=speed), config, reference)
+        if not (math.isfinite(simulated) and simulated > 0):
+            raise UserError(f"the simulated npb {reference.kernel} took {simulated!r} s")
+        if abs(simulated - reference.time_s) <= tolerance * reference.time_s:
+            return SpeedCalibration(speed, reference, simulated, iteration)
+        # Computation time scales as 1/speed.
+        speed *= simulated / reference.time_s
+    return SpeedCalibration(speed, reference, simulated, max_iterations)
+
+
+def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
+    """Same inputs, same key: a stored calibration with this key can be reused."""
+    payload = {
+        "version": CALIBRATION_VERSION,
+        "name": target.name,
+        "source_kind": target.source_kind,
+        "curves": {
+            p: [list(c.sizes), [round(t, 6) for t in c.times_us]]
+            for p, c in sorted(target.curves.items())
+        },
+        "backbone": [target.backbone, target.backbone_Bps],
+        **parts,
+    }
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,170 @@
+"""A simulated cluster and its SimGrid platform file (XML, version 4.1).
+
+The platform is one SimGrid `<cluster>`: `nodes` hosts of `cores_per_node` cores, each core
+computing at `speed_flops`; every host has its own link to the switch (the inter-node path:
+a message crosses the sender's link, the backbone and the receiver's link) and a loopback
+link for ranks on the same host (the shared-memory path). The backbone is either a fat pipe
+(full bisection: every flow gets the whole backbone bandwidth, as in an EC2 placement group)
+or shared (all inter-node flows divide `backbone_bandwidth_Bps`: contention). Node links are
+full duplex (SPLITDUPLEX) unless `link_sharing` is "shared".
+
+SMPI's network model multiplies a route's latency and bandwidth by the calibrated factors
+(hpceval.simulate.calibrate), so the figures here are nominal: the route latency of the
+inter-node path is 2 x `link.latency_s` (+ `backbone_latency_s`), that of the intra-node
+path `loopback.latency_s`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+from xml.sax.saxutils import quoteattr
+
+from hpceval.errors import UserError
+from hpceval.model import Placement
+
+PLATFORM_DTD = "https://simgrid.org/simgrid.dtd"
+HOST_PREFIX = "node-"
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link: latency in seconds, bandwidth in bytes per second."""
+
+    latency_s: float
+    bandwidth_Bps: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.latency_s) and self.latency_s >= 0):
+            raise ValueError(f"link latency {self.latency_s!r} s is not a valid latency")
+        if not (math.isfinite(self.bandwidth_Bps) and self.bandwidth_Bps > 0):
+            raise ValueError(f"link bandwidth {self.bandwidth_Bps!r} B/s is not positive")
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    name: str
+    nodes: int
+    cores_per_node: int
+    speed_flops: float  # per core
+    link: LinkSpec  # each node's link to the switch
+    loopback: LinkSpec  # ranks on the same node (shared memory)
+    backbone: Literal["fatpipe", "shared"] = "fatpipe"
+    backbone_bandwidth_Bps: float | None = None  # required for a shared backbone
+    backbone_latency_s: float = 0.0
+    link_sharing: Literal["splitduplex", "shared"] = "splitduplex"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError(f"nodes: {self.nodes} is not a valid node count")
+        if self.cores_per_node < 1:
+            raise ValueError(f"cores_per_node: {self.cores_per_node} is not a valid core count")
+        if not (math.isfinite(self.speed_flops) and self.speed_flops > 0):
+            raise ValueError(f"speed: {self.speed_flops!r} flop/s is not positive")
+        if self.backbone == "shared" and not self.backbone_bandwidth_Bps:
+            raise ValueError("backbone: a shared backbone needs its bandwidth")
+        if self.backbone_bandwidth_Bps is not None and not self.backbone_bandwidth_Bps > 0:
+            raise ValueError("backbone bandwidth must be positive")
+
+    @property
+    def cores(self) -> int:
+        return self.nodes * self.cores_per_node
+
+    @property
+    def inter_node_latency_s(self) -> float:
+        """The nominal latency of the inter-node route (before SMPI's latency factor)."""
+        return 2 * self.link.latency_s + self.backbone_latency_s
+
+    @property
+    def inter_node_bandwidth_Bps(self) -> float:
+        """The nominal bandwidth of one inter-node flow alone (before the bandwidth factor)."""
+        return min(self.link.bandwidth_Bps, self.backbone_bandwidth_Bps or math.inf)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PlatformSpec:
+        return cls(**{**d, "link": LinkSpec(**d["link"]), "loopback": LinkSpec(**d["loopback"])})
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.9g}s"
+
+
+def _bandwidth(value: float) -> str:
+    return f"{value:.9g}Bps"
+
+
+def _speed(value: float) -> str:
+    return f"{value:.9g}f"
+
+
+def cluster_id(name: str) -> str:
+    """An XML id made of the platform's name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "cluster"
+
+
+def platform_xml(spec: PlatformSpec) -> str:
+    """The SimGrid platform file of `spec` (deterministic: golden-file tested)."""
+    backbone_bw = spec.backbone_bandwidth_Bps or spec.link.bandwidth_Bps
+    attributes = [
+        ("id", cluster_id(spec.name)),
+        ("prefix", HOST_PREFIX),
+        ("suffix", ""),
+        ("radical", f"0-{spec.nodes - 1}"),
+        ("speed", _speed(spec.speed_flops)),
+        ("core", str(spec.cores_per_node)),
+        ("bw", _bandwidth(spec.link.bandwidth_Bps)),
+        ("lat", _seconds(spec.link.latency_s)),
+        ("sharing_policy", spec.link_sharing.upper()),
+        ("loopback_bw", _bandwidth(spec.loopback.bandwidth_Bps)),
+        ("loopback_lat", _seconds(spec.loopback.latency_s)),
+        ("bb_bw", _bandwidth(backbone_bw)),
+        ("bb_lat", _seconds(spec.backbone_latency_s)),
+        ("bb_sharing_policy", spec.backbone.upper()),
+    ]
+    attrs = "\n".join(f"           {key}={quoteattr(value)}" for key, value in attributes)
+    comment = spec.description.replace("--", "- -")
+    return (
+        "<?xml version='1.0'?>\n"
+        f'<!DOCTYPE platform SYSTEM "{PLATFORM_DTD}">\n'
+        '<platform version="4.1">\n'
+        f"  <!-- generated by hpceval: {comment} -->\n"
+        f"  <cluster\n{attrs}/>\n"
+        "</platform>\n"
+    )
+
+
+def host_name(node: int) -> str:
+    return f"{HOST_PREFIX}{node}"
+
+
+def hostfile_lines(placement: Placement) -> list[str]:
+    """One line per rank, ranks numbered node by node as every hpceval launcher does."""
+    return [host_name(n) for n in range(placement.nodes) for _ in range(placement.ranks_per_node)]
+
+
+def placement_for(ranks: int, ppn: int, spec: PlatformSpec) -> Placement:
+    """`ranks` at `ppn` ranks per node on the simulated platform, or a one-line UserError."""
+    if ranks < 1:
+        raise UserError(f"ranks: {ranks} is not a valid rank count")
+    if ppn > spec.cores_per_node:
+        raise UserError(
+            f"ppn: {ppn} ranks per node is more than the {spec.cores_per_node} cores of a "
+            f"node of {spec.name!r}"
+        )
+    per_node = min(ppn, ranks)
+    if ranks % per_node:
+        raise UserError(f"ranks: {ranks} is not a multiple of {per_node} ranks per node")
+    nodes = ranks // per_node
+    if nodes > spec.nodes:
+        raise UserError(
+            f"ranks: {ranks} ranks at {per_node} per node need {nodes} nodes; the simulated "
+            f"platform {spec.name!r} has {spec.nodes} ({spec.cores} cores)"
+        )
+    return Placement(nodes, per_node, 1, "core")

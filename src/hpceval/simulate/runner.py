@@ -1,0 +1,809 @@
+"""`hpceval simulate`: calibrated SMPI projections of mpibench and the NPB kernels.
+
+Order of work, so that bad input stores nothing: target (platform in the store, or profile)
+-> rank counts and placements on the simulated platform -> cases -> smpicc builds -> the
+calibration (reused when one with the same inputs is stored and converged) -> a run of origin
+"simulated" whose suite_config names the calibration, executed by the ordinary campaign
+through the `smpi` launcher, every point committed as it completes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from hpceval import __version__
+from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
+from hpceval.benchmarks.mpibench import PAIR_PATTERNS
+from hpceval.benchmarks.npb import (
+    SECONDS_ESTIMATE,
+    SMPI_BUILD_OPTION,
+    memory_per_rank,
+    smpi_build_flags,
+)
+from hpceval.build import cache_root
+from hpceval.campaign import Campaign, CampaignResult, Reporter, case_description
+from hpceval.config import (
+    InterconnectConfig,
+    LauncherConfig,
+    PlatformConfig,
+    validation_message,
+)
+from hpceval.errors import BenchmarkFailure, ToolMissing, UserError
+from hpceval.launch import MpiRuntime
+from hpceval.launch.smpi import SmpiLauncher
+from hpceval.model import Environment, Origin, Placement, Status
+from hpceval.provenance import collect_environment, fingerprint
+from hpceval.simulate.calibrate import (
+    BASE_CONFIG,
+    DEFAULT_TOLERANCE,
+    REFERENCE_SPEED_FLOPS,
+    NetworkCalibration,
+    SpeedCalibration,
+    calibrate_network,
+    calibrate_speed,
+    calibration_key,
+    nominal_spec,
+)
+from hpceval.simulate.platform import PlatformSpec, placement_for, platform_xml
+from hpceval.simulate.profiles import profile_target
+from hpceval.simulate.sources import NetworkPath, SpeedReference, Target, store_target
+from hpceval.store import CalibrationRow, Store
+
+SMPICC = "smpicc"
+SMPIRUN = "smpirun"
+SMPI_REMEDY = "install Debian package libsimgrid-dev (./setup.sh deps)"
+# Simulated time is deterministic once the host's computation is not simulated (below): a
+# point needs few samples, no warm-up, and short samples (SMPI.md: a 16-rank alltoall took
+# 57 s of wall time with mpibench's defaults, 1.5 s with these).
+MPIBENCH_SIM_OPTIONS: Mapping[str, Any] = {
+    "budget_s": 0.05,
+    "warmup_s": 0.0,
+    "sample_s": 0.0001,
+    "min_samples": 3,
+    "max_samples": 10,
+}
+# mpibench's only computation is its own bookkeeping between MPI calls: timed on this busy
+# host it made the 0-byte PingPong vary 0.22-0.31 µs; without it every sample is the model's.
+MPIBENCH_SIM_CONFIG: Mapping[str, str] = {"smpi/simulate-computation": "no"}
+
+# NPB kernels whose SMPI builds sample computation / fold memory (SMPI.md): IS does neither
+# (its loops index with what the previous ones computed), EP folds nothing.
+SAMPLING_KERNELS = frozenset({"cg", "ep", "mg", "ft"})
+FOLDING_KERNELS = frozenset({"cg", "mg", "ft"})
+# "auto": SMPI runs every rank's computation, one after the other, on one core of this
+# machine, so a plain simulation takes about the class's single-core time whatever the rank
+# count; sample from classes whose estimate exceeds this (C: ~400 s, D).
+SAMPLE_ABOVE_S = 300.0
+# "auto": all ranks live in the one smpirun process; fold when their arrays would take more
+# than this share of this machine's available memory (the rest: SimGrid, other jobs) ...
+FOLD_MEMORY_SHARE = 0.25
+# ... or from this many ranks on in a sampled class: folded buffers also spare SMPI the
+# copy of every message payload (SMPI.md; CG class C on 512 ranks was timed with both).
+FOLD_FROM_RANKS = 64
+CALIBRATION_TIMEOUT_S = 600.0
+DEFAULT_TIME_LIMIT_S = 3600.0
+SPEED_REFERENCE_MAX_S = 30.0  # calibrate the speed on a run this long at most (it runs for real)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+@dataclass(frozen=True)
+class SmpiTools:
+    smpicc: str
+    smpirun: str
+    simgrid_version: str
+
+    def identity(self) -> str:
+        return f"{self.smpicc} (SimGrid {self.simgrid_version})"
+
+
+def parse_simgrid_version(text: str) -> str | None:
+    """`smpirun -version` prints "SimGrid version 3.32" (pure, tested)."""
+    m = re.search(r"SimGrid version (\S+)", text)
+    return m.group(1) if m else None
+
+
+def detect_smpi() -> SmpiTools:
+    smpicc, smpirun = shutil.which(SMPICC), shutil.which(SMPIRUN)
+    if smpicc is None or smpirun is None:
+        missing = SMPICC if smpicc is None else SMPIRUN
+        raise ToolMissing(f"{missing} not found: {SMPI_REMEDY}")
+    try:
+        done = subprocess.run(
+            [smpirun, "-version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ToolMissing(f"{smpirun} -version failed ({e}): {SMPI_REMEDY}") from None
+    version = parse_simgrid_version(done.stdout + done.stderr)
+    if version is None:
+        raise ToolMissing(f"{smpirun} -version does not name a SimGrid version: {SMPI_REMEDY}")
+    return SmpiTools(smpicc, smpirun, version)
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to simulate (the CLI's options)."""
+
+    bench: str  # "mpibench" or "npb.<kernel>"
+    ranks: tuple[int, ...]
+    class_name: str | None = None  # NPB class
+    pattern: str | None = None  # mpibench pattern
+    sizes: str | list[int | str] | None = None  # mpibench sizes
+    ppn: int | None = None
+    nodes: int | None = None
+    oversubscribe: bool = False
+    backbone: Literal["fatpipe", "shared"] | None = None
+    backbone_gbps: float | None = None
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    tolerance: float = DEFAULT_TOLERANCE
+    recalibrate: bool = False
+    sampling: bool | None = None  # NPB computation sampling; None: auto (choose_smpi_build)
+    folding: bool | None = None  # NPB memory folding; None: auto
+
+    @property
+    def benchmark(self) -> str:
+        return self.bench.split(".", 1)[0]
+
+    @property
+    def kernel(self) -> str | None:
+        return self.bench.split(".", 1)[1] if "." in self.bench else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def check_request(request: Request) -> None:
+    if request.benchmark == "npb":
+        if request.kernel is None or request.class_name is None:
+            raise UserError("--bench npb.KERNEL needs a kernel (npb.cg...) and --class")
+    elif request.benchmark == "mpibench":
+        if request.pattern is None:
+            raise UserError("--bench mpibench needs --pattern (pingpong, allreduce, ...)")
+        if request.kernel is not None or request.class_name is not None:
+            raise UserError("--bench mpibench takes no kernel and no --class")
+    else:
+        raise UserError(f"--bench: {request.bench!r} cannot be simulated (mpibench, npb.KERNEL)")
+    if not request.ranks:
+        raise UserError("--ranks: no rank count")
+    if request.ppn is not None and request.ppn < 1:
+        raise UserError(f"--ppn: {request.ppn} is not a valid count")
+    if request.nodes is not None and request.nodes < 1:
+        raise UserError(f"--nodes: {request.nodes} is not a valid count")
+    if request.backbone == "shared" and request.backbone_gbps is None:
+        raise UserError("--backbone shared needs --backbone-gbps (the shared bandwidth)")
+    if request.benchmark != "npb":
+        for flag, value in (("sampling", request.sampling), ("folding", request.folding)):
+            if value is not None:
+                raise UserError(f"--{flag}/--no-{flag}: only NPB builds sample or fold")
+    else:
+        if request.sampling and request.kernel not in SAMPLING_KERNELS:
+            raise UserError(f"--sampling: npb.{request.kernel} has no sampled computation")
+        if request.folding and request.kernel not in FOLDING_KERNELS:
+            raise UserError(f"--folding: npb.{request.kernel} has no foldable array")
+
+
+# --------------------------------------------------------------------------- SMPI builds
+
+
+@dataclass(frozen=True)
+class SmpiBuild:
+    """The approximations of the NPB smpicc build a simulation runs, and why."""
+
+    sampling: bool
+    folding: bool
+    reason: str
+
+    @property
+    def cflags(self) -> list[str]:
+        return ["-O2", *smpi_build_flags(sampling=self.sampling, folding=self.folding)]
+
+    @property
+    def option(self) -> dict[str, bool]:
+        """The case option (SMPI_BUILD_OPTION) that lets a "not checked" result be accepted."""
+        return {"sampling": self.sampling, "memory_folding": self.folding}
+
+    def describe(self) -> str:
+        done = [n for n, on in (("computation sampling", self.sampling),
+                                ("memory folding", self.folding)) if on]  # fmt: skip
+        if not done:
+            return "plain SMPI build (verified)"
+        return f"{' and '.join(done)} (verification not checked)"
+
+
+def machine_available_bytes() -> int | None:
+    """MemAvailable of this machine, where smpirun holds every simulated rank."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def choose_smpi_build(request: Request, available_bytes: int | None) -> SmpiBuild:
+    """Sampling and folding of an NPB simulation: the user's choice, else "auto" (pure).
+
+    Decided once per command, on its largest rank count, so that one projected curve comes
+    from one build. Auto samples when a plain simulation would take minutes (the class's
+    single-core estimate above SAMPLE_ABOVE_S: classes C, D) and folds when the ranks' arrays
+    would not fit comfortably in this machine's memory, or from FOLD_FROM_RANKS ranks on in
+    a sampled class. A kernel without sampled blocks / foldable arrays never gets the option.
+    """
+    assert request.kernel is not None and request.class_name is not None
+    kernel, class_name, ranks = request.kernel, request.class_name, max(request.ranks)
+    reasons: list[str] = []
+    if request.sampling is not None:
+        sampling = request.sampling
+        reasons.append(f"sampling {'on' if sampling else 'off'} (asked)")
+    else:
+        estimate = SECONDS_ESTIMATE.get(class_name, 0.0)
+        sampling = kernel in SAMPLING_KERNELS and estimate > SAMPLE_ABOVE_S
+        if sampling:
+            reasons.append(f"sampling: class {class_name} takes ~{estimate:g} s on one core")
+    if request.folding is not None:
+        folding = request.folding
+        reasons.append(f"folding {'on' if folding else 'off'} (asked)")
+    else:
+        total = ranks * memory_per_rank(kernel, class_name, ranks)
+        too_big = available_bytes is not None and total > FOLD_MEMORY_SHARE * available_bytes
+        many = sampling and ranks >= FOLD_FROM_RANKS
+        folding = kernel in FOLDING_KERNELS and (too_big or many)
+        if folding and too_big:
+            reasons.append(
+                f"folding: {ranks} ranks need ~{total / 1e9:.1f} GB, this machine has "
+                f"{(available_bytes or 0) / 1e9:.1f} GB available"
+            )
+        elif folding:
+            reasons.append(f"folding: {ranks} ranks (no payload copies)")
+    return SmpiBuild(sampling, folding, "; ".join(reasons) or "auto: plain build")
+
+
+def resolve_target(
+    store: Store | None, platform: str | None, profile: str | None, request: Request
+) -> Target:
+    if (platform is None) == (profile is None):
+        raise UserError("give one of --platform (measured in the store) or --profile")
+    if profile is not None:
+        target = profile_target(profile)
+    else:
+        assert platform is not None and store is not None
+        target = store_target(store, platform)
+    if request.backbone is not None:
+        backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
+        target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)
+    return target
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def simulated_shape(target: Target, request: Request) -> tuple[int, int, int]:
+    """(nodes, cores per node, ranks per node) of the simulated platform."""
+    cores = target.cores_per_node
+    if cores is None:
+        if request.ppn is None:
+            raise UserError(
+                f"{target.name}: the source gives no cores per node; pass --ppn"
+            )
+        cores = request.ppn
+    ppn = request.ppn or cores
+    if ppn > cores and not request.oversubscribe:
+        raise UserError(
+            f"--ppn: {ppn} ranks per node is more than the {cores} cores of a node of "
+            f"{target.name!r} (--oversubscribe to let simulated ranks share cores)"
+        )
+    needed = max(math.ceil(r / min(ppn, r)) for r in request.ranks)
+    if request.pattern in PAIR_PATTERNS and 2 in request.ranks and request.ppn is None:
+        needed = max(needed, 2)  # two ranks measure an intra-node and an inter-node pair
+    # No network measured: the projection cannot leave one node.
+    nodes = (request.nodes or needed) if "inter-node" in target.curves else 1
+    return nodes, cores, ppn
+
+
+def plan(
+    request: Request,
+    platform: PlatformConfig,
+    placements_: Sequence[Placement],
+    build: SmpiBuild | None = None,
+) -> list[Case]:
+    """The cases, from the benchmark's own planning (its rank rules and memory checks).
+
+    NPB cases declare their SMPI build (option SMPI_BUILD_OPTION, and parameters
+    smpi_sampling / smpi_memory_folding on every measurement)."""
+    bench = get_benchmark(request.benchmark)
+    cases: list[Case] = []
+    for placement in placements_:
+        options: dict[str, Any]
+        if request.benchmark == "npb":
+            options = {
+                "kernels": [request.kernel],
+                "classes": [request.class_name],
+                "ranks": [placement.ranks],
+                "ranks_per_node": [placement.ranks_per_node],
+            }
+        else:
+            options = {
+                "patterns": [request.pattern],
+                "ranks": [placement.ranks],
+                **MPIBENCH_SIM_OPTIONS,
+            }
+            if request.sizes is not None:
+                options["sizes"] = request.sizes
+            if not (
+                request.pattern in PAIR_PATTERNS and placement.ranks == 2 and request.ppn is None
+            ):
+                # Two ranks of a pair pattern, no --ppn: both an intra- and an inter-node pair.
+                options["ranks_per_node"] = [placement.ranks_per_node]
+        try:
+            bench.validate_options(options)
+            planned = bench.cases(options, platform, 0)
+        except ValidationError as e:
+            field, msg = validation_message(e)
+            raise UserError(f"{field}: {msg}") from None
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        if build is not None:
+            planned = [
+                replace(
+                    c,
+                    options={**c.options, SMPI_BUILD_OPTION: build.option},
+                    parameters={
+                        **c.parameters,
+                        "smpi_sampling": build.sampling,
+                        "smpi_memory_folding": build.folding,
+                    },
+                )
+                for c in planned
+            ]
+        cases += [replace(c, time_limit_s=request.time_limit_s) for c in planned]
+    keys = [c.key for c in cases]
+    return [c for i, c in enumerate(cases) if c.key not in keys[:i]]
+
+
+def simulated_platform(
+    name: str,
+    description: str,
+    spec: PlatformSpec,
+    *,
+    memory_gb_per_node: float | None,
+    platform_file: Path,
+    workdir: Path,
+    cfg: Mapping[str, str],
+    tools: SmpiTools,
+    oversubscribe: bool,
+) -> PlatformConfig:
+    """The hpceval platform whose launcher runs `spec` under smpirun."""
+    return PlatformConfig(
+        name=name,
+        description=description,
+        launcher=LauncherConfig.model_validate(
+            {
+                "kind": "smpi",
+                "mpirun": tools.smpirun,
+                "mpicc": tools.smpicc,
+                "oversubscribe": oversubscribe,
+                "platform_file": str(platform_file),
+                "workdir": str(workdir),
+                "cfg": dict(cfg),
+            }
+        ),
+        nodes=spec.nodes,
+        cores_per_node=spec.cores_per_node,
+        memory_gb_per_node=memory_gb_per_node,
+        interconnect=InterconnectConfig(name=f"simulated (SimGrid SMPI): {spec.description}"),
+        cflags=["-O2"],
+    )
+
+
+def target_platform(
+    target: Target,
+    spec: PlatformSpec,
+    *,
+    platform_file: Path,
+    workdir: Path,
+    cfg: Mapping[str, str],
+    tools: SmpiTools,
+    oversubscribe: bool,
+) -> PlatformConfig:
+    return simulated_platform(
+        target.name,
+        f"SimGrid SMPI projection of {target.name} ({target.source})",
+        spec,
+        memory_gb_per_node=target.memory_gb_per_node,
+        platform_file=platform_file,
+        workdir=workdir,
+        cfg=cfg,
+        tools=tools,
+        oversubscribe=oversubscribe,
+    )
+
+
+def build_programs(
+    names: Sequence[str], tools: SmpiTools, npb_build: SmpiBuild | None = None
+) -> dict[str, Program]:
+    """Each benchmark built by its own build function with smpicc (a failure: one line);
+    NPB with the sampling/folding options of `npb_build` (plain without)."""
+    programs = {}
+    for name in sorted(set(names)):
+        cflags = npb_build.cflags if name == "npb" and npb_build is not None else ["-O2"]
+        try:
+            programs[name] = get_benchmark(name).build(
+                compiler=tools.smpicc, compiler_identity=tools.identity(), cflags=cflags
+            )
+        except UserError as e:
+            raise UserError(f"{name} does not build under smpicc: {e}") from None
+    return programs
+
+
+# --------------------------------------------------------------------------- executing
+
+
+def _launcher(
+    spec: PlatformSpec, cfg: Mapping[str, str], workdir: Path, tools: SmpiTools, name: str
+) -> SmpiLauncher:
+    workdir.mkdir(parents=True, exist_ok=True)
+    xml = workdir / f"{name}.xml"
+    xml.write_text(platform_xml(spec))
+    platform = simulated_platform(
+        spec.name, "calibration", spec, memory_gb_per_node=None, platform_file=xml,
+        workdir=workdir, cfg=cfg, tools=tools, oversubscribe=True,
+    )  # fmt: skip
+    return SmpiLauncher(platform, MpiRuntime("SMPI", tools.smpirun))
+
+
+def run_once(
+    launcher: SmpiLauncher, bench: Benchmark, program: Program, case: Case, timeout_s: float
+) -> list[Any]:
+    """One smpirun of a case outside any run (calibration): its verified measurements."""
+    command = launcher.command(case.placement, bench.command(case, program, case.points))
+    try:
+        done = subprocess.run(
+            list(command.argv),
+            env={**os.environ, **command.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise UserError(
+            f"calibration: smpirun of {case.key} took more than {timeout_s:g} s"
+        ) from None
+    why = ""
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        why = lines[-1] if lines else f"exit status {done.returncode}"
+    else:
+        try:
+            effective = replace(case, parameters={**case.parameters, "oversubscribed": False})
+            bench.verify(done.stdout, effective, case.points)
+            return [m for p in bench.parse(done.stdout, effective) for m in p.measurements]
+        except BenchmarkFailure as e:
+            why = str(e)
+    raise UserError(f"calibration: smpirun of {case.key} failed: {why}")
+
+
+class SmpiCalibrationRunner:
+    """The real simulators the calibration iterates (smpirun of mpibench and NPB)."""
+
+    def __init__(self, tools: SmpiTools, workdir: Path) -> None:
+        self.tools = tools
+        self.workdir = workdir
+        self._programs: dict[str, Program] = {}
+        self.runs = 0
+
+    def program(self, name: str) -> Program:
+        if name not in self._programs:
+            self._programs.update(build_programs([name], self.tools))
+        return self._programs[name]
+
+    def pingpong(
+        self, spec: PlatformSpec, cfg: Mapping[str, str], path: NetworkPath, sizes: Sequence[int]
+    ) -> list[float]:
+        bench = get_benchmark("mpibench")
+        nodes, ppn = (2, 1) if path == "inter-node" else (1, 2)
+        spec = replace(
+            spec, nodes=max(spec.nodes, nodes), cores_per_node=max(2, spec.cores_per_node)
+        )
+        launcher = _launcher(
+            spec, {**cfg, **MPIBENCH_SIM_CONFIG}, self.workdir, self.tools, "calibration"
+        )
+        options = {"patterns": ["pingpong"], "sizes": list(sizes), "ranks": [2],
+                   "ranks_per_node": [ppn], **MPIBENCH_SIM_OPTIONS}  # fmt: skip
+        (case,) = bench.cases(options, launcher.platform, 0)
+        self.runs += 1
+        measured = run_once(launcher, bench, self.program("mpibench"), case, CALIBRATION_TIMEOUT_S)
+        by_size = {int(m.parameters["size"]): m.value for m in measured if m.metric == "latency"}
+        return [by_size[s] for s in sizes]
+
+    def kernel(
+        self, spec: PlatformSpec, cfg: Mapping[str, str], reference: SpeedReference
+    ) -> float:
+        bench = get_benchmark("npb")
+        launcher = _launcher(spec, cfg, self.workdir, self.tools, "calibration")
+        options = {"kernels": [reference.kernel], "classes": [reference.class_name],
+                   "ranks": [1], "ranks_per_node": [1]}  # fmt: skip
+        (case,) = bench.cases(options, launcher.platform, 0)
+        self.runs += 1
+        measured = run_once(launcher, bench, self.program("npb"), case, CALIBRATION_TIMEOUT_S)
+        return float(next(m.value for m in measured if m.metric == "time"))
+
+
+def choose_speed_reference(
+    speeds: Mapping[tuple[str, str], SpeedReference], kernel: str | None
+) -> SpeedReference | None:
+    """The single-rank run to fit the core speed on: the simulated kernel's if measured,
+    the longest one under SPEED_REFERENCE_MAX_S (a short one is all noise), else the shortest."""
+    if not speeds:
+        return None
+    pool = [s for s in speeds.values() if s.kernel == kernel] or list(speeds.values())
+    short = [s for s in pool if s.time_s <= SPEED_REFERENCE_MAX_S]
+    if short:
+        return max(short, key=lambda s: s.time_s)
+    return min(pool, key=lambda s: s.time_s)
+
+
+def calibration_config(row: CalibrationRow) -> tuple[PlatformSpec, dict[str, str]]:
+    params = row.parameters
+    return PlatformSpec.from_dict(params["platform"]), dict(params["smpi_config"])
+
+
+def obtain_calibration(
+    store: Store,
+    target: Target,
+    tools: SmpiTools,
+    *,
+    kernel: str | None,
+    tolerance: float,
+    recalibrate: bool,
+    workdir: Path,
+    progress: Any = None,
+) -> tuple[CalibrationRow, bool]:
+    """A converged calibration of the target: a stored one with the same inputs, or a new one.
+
+    Returns (calibration, reused). A calibration that does not converge is stored (its
+    residuals say why) and refused with a one-line error."""
+    reference = choose_speed_reference(target.speeds, kernel)
+    key = calibration_key(
+        target,
+        {
+            "simgrid": tools.simgrid_version,
+            "tolerance": tolerance,
+            "speed_reference": dataclasses.asdict(reference) if reference else None,
+            "base_config": dict(BASE_CONFIG),
+        },
+    )
+    if not recalibrate:
+        for row in store.calibrations(key=key):
+            if row.converged:
+                return row, True
+    cores = max(2, target.cores_per_node or 2)
+    nodes = 2 if "inter-node" in target.curves else 1
+    spec = nominal_spec(target, nodes=nodes, cores_per_node=cores, speed=REFERENCE_SPEED_FLOPS)
+    runner = SmpiCalibrationRunner(tools, workdir)
+    started = time.monotonic()
+    network: NetworkCalibration = calibrate_network(
+        target, spec, runner.pingpong, tolerance=tolerance
+    )
+    speed: SpeedCalibration = calibrate_speed(
+        network.spec, network.config(), reference, runner.kernel, tolerance=tolerance
+    )
+    spec = replace(network.spec, speed_flops=speed.speed_flops)
+    residuals = [r.to_dict() for r in network.residuals]
+    if speed.reference is not None and speed.simulated_s is not None:
+        residuals.append(
+            {
+                "path": "compute",
+                "kernel": speed.reference.kernel,
+                "class": speed.reference.class_name,
+                "measured_s": speed.reference.time_s,
+                "simulated_s": speed.simulated_s,
+                "residual": speed.residual,
+                "calibrated": True,
+            }
+        )
+    speed_ok = speed.residual is None or abs(speed.residual) <= tolerance
+    converged = network.converged and speed_ok
+    worst = max(
+        [network.max_residual] + ([abs(speed.residual)] if speed.residual is not None else [])
+    )
+    parameters = {
+        "platform": spec.to_dict(),
+        "platform_xml": platform_xml(spec),
+        "smpi_config": network.config(),
+        "segments": [dataclasses.asdict(s) for s in network.segments],
+        "lat_factor": [list(p) for p in network.lat_factor],
+        "bw_factor": [list(p) for p in network.bw_factor],
+        "calibrated_path": target.primary_path,
+        "curves": {p: c.origin for p, c in target.curves.items()},
+        "host_speed": {
+            "speed_flops": speed.speed_flops,
+            "reference_flops": REFERENCE_SPEED_FLOPS,
+            "how": speed.describe(),
+            "iterations": speed.iterations,
+        },
+        "assumed": list(target.assumed),
+        "history": list(network.history),
+        "smpirun_executions": runner.runs,
+        "wall_s": time.monotonic() - started,
+    }
+    row = store.add_calibration(
+        key=key,
+        platform_name=target.name,
+        source_kind=target.source_kind,
+        source=target.source,
+        source_run_ids=sorted(
+            {*target.run_ids, *([reference.run_id] if reference is not None else [])}
+        ),
+        simgrid_version=tools.simgrid_version,
+        parameters=parameters,
+        residuals=residuals,
+        max_residual=worst,
+        tolerance=tolerance,
+        iterations=network.iterations,
+        converged=converged,
+    )
+    if not converged:
+        bad = max(
+            (r for r in residuals if r.get("calibrated")), key=lambda r: abs(float(r["residual"]))
+        )
+        where = f"size {bad['size']} B" if "size" in bad else f"npb {bad['kernel']}"
+        raise UserError(
+            f"calibration {row.id} of {target.name!r} did not reach {tolerance:.0%}: worst "
+            f"residual {float(bad['residual']):+.1%} at {where} ({bad['path']}) after "
+            f"{network.iterations} iterations; stored for inspection, nothing simulated"
+        )
+    return row, False
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@dataclass
+class Simulation:
+    """Everything `hpceval simulate` prepared before it writes a run."""
+
+    target: Target
+    request: Request
+    tools: SmpiTools
+    cases: list[Case]
+    programs: dict[str, Program]
+    spec: PlatformSpec
+    build: SmpiBuild | None = None  # NPB's sampling/folding (None for mpibench)
+
+
+def prepare(
+    store: Store | None, platform: str | None, profile: str | None, request: Request
+) -> Simulation:
+    """Every check that can fail on bad input, before any calibration or run is stored."""
+    check_request(request)
+    target = resolve_target(store, platform, profile, request)
+    nodes, cores, ppn = simulated_shape(target, request)
+    tools = detect_smpi()
+    spec = nominal_spec(target, nodes=nodes, cores_per_node=cores, speed=REFERENCE_SPEED_FLOPS)
+    # Placements on the simulated platform (cores widened only with --oversubscribe).
+    placements_ = []
+    for r in request.ranks:
+        try:
+            placements_.append(placement_for(r, ppn, replace(spec, cores_per_node=max(cores, ppn))))
+        except UserError as e:
+            if "inter-node" not in target.curves:
+                raise UserError(f"{e}; no inter-node PingPong of {target.name!r} is stored, so "
+                                "the projection stays on one node") from None  # fmt: skip
+            raise
+    dummy = target_platform(
+        target, spec, platform_file=Path("platform.xml"), workdir=Path("."), cfg={},
+        tools=tools, oversubscribe=request.oversubscribe,
+    )  # fmt: skip
+    build = (
+        choose_smpi_build(request, machine_available_bytes())
+        if request.benchmark == "npb"
+        else None
+    )
+    cases = plan(request, dummy, placements_, build)
+    programs = build_programs([c.benchmark for c in cases], tools, build)
+    return Simulation(target, request, tools, cases, programs, spec, build)
+
+
+def simulation_environment(tools: SmpiTools, programs: Mapping[str, Program]) -> Environment:
+    flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items())]
+    env = collect_environment(None, cflags=flags)
+    facts = dict(env.facts)
+    facts["mpi"] = {
+        "implementation": "SMPI",
+        "version": tools.simgrid_version,
+        "mpicc": tools.smpicc,
+        "mpirun": tools.smpirun,
+    }
+    facts["compiler"] = {**dict(facts.get("compiler") or {}), "command": tools.smpicc}
+    facts["notes"] = [n for n in facts.get("notes", []) if "no MPI toolchain" not in n]
+    return Environment(facts=facts, fingerprint=fingerprint(facts))
+
+
+def execute(
+    store: Store,
+    sim: Simulation,
+    calibration: CalibrationRow,
+    reporter: Reporter | None = None,
+    *,
+    workdir: Path | None = None,
+) -> tuple[int, CampaignResult]:
+    """Write the simulated run and run its cases; points are committed as they complete."""
+    calibrated, cfg = calibration_config(calibration)
+    spec = replace(
+        calibrated,
+        name=sim.target.name,
+        nodes=sim.spec.nodes,
+        cores_per_node=sim.spec.cores_per_node,
+        description=f"{sim.target.name}: calibration {calibration.uid}",
+    )
+    workdir = workdir or cache_root() / "simulate" / calibration.uid
+    workdir.mkdir(parents=True, exist_ok=True)
+    xml = workdir / f"platform-{spec.nodes}x{spec.cores_per_node}.xml"
+    xml.write_text(platform_xml(spec))
+    if sim.request.benchmark == "mpibench":
+        cfg = {**cfg, **MPIBENCH_SIM_CONFIG}
+    platform = target_platform(
+        sim.target, spec, platform_file=xml, workdir=workdir, cfg=cfg, tools=sim.tools,
+        oversubscribe=sim.request.oversubscribe,
+    )  # fmt: skip
+    launcher = SmpiLauncher(platform, MpiRuntime("SMPI", sim.tools.smpirun))
+    for case in sim.cases:
+        launcher.command(case.placement, ["true"])
+    env = simulation_environment(sim.tools, sim.programs)
+    raw = platform.model_dump(mode="json")
+    run_id = store.create_run(
+        suite_name="simulate",
+        suite_config={
+            "simulate": sim.request.as_dict(),
+            "calibration": {
+                "id": calibration.id,
+                "uid": calibration.uid,
+                "max_residual": calibration.max_residual,
+                "simgrid_version": calibration.simgrid_version,
+                "source": calibration.source,
+            },
+            "platform_xml": platform_xml(spec),
+            "smpi_config": dict(cfg),
+            **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
+               if sim.build is not None else {}),
+        },
+        platform_id=store.add_platform(sim.target.name, raw),
+        environment_id=store.add_environment(env),
+        launcher=launcher.name,
+        cases=[(c.key, c.benchmark, case_description(c)) for c in sim.cases],
+        hpceval_version=__version__,
+        git_revision=(env.facts.get("hpceval") or {}).get("revision"),
+        origin=Origin.SIMULATED,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        note=f"SimGrid SMPI {calibration.simgrid_version}, calibration {calibration.id} "
+        f"({calibration.uid})"
+        + (f"; NPB {sim.build.describe()}" if sim.build is not None else ""),
+    )
+    campaign = Campaign(store, launcher, sim.programs, reporter)
+    try:
+        result = campaign.execute(run_id, [(c, list(c.points)) for c in sim.cases])
+    except BaseException:
+        store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        raise
+    store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
+    return run_id, result

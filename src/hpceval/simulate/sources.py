@@ -1,0 +1,168 @@
+"""What a calibration is fitted on: PingPong curves and single-rank NPB times.
+
+From the results store (`store_target`): the measured (or emulated, never simulated)
+`mpibench` PingPong latency of a platform, 2 ranks, per pair (intra-node, inter-node) from the
+latest run that measured it, and the single-rank NPB times (speed references). From a
+published profile: hpceval.simulate.profiles.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hpceval.errors import UserError
+from hpceval.model import Origin
+from hpceval.store import Store
+
+NetworkPath = Literal["inter-node", "intra-node"]
+PATHS: tuple[NetworkPath, ...] = ("inter-node", "intra-node")
+MIN_SIZES = 3  # a piecewise fit needs at least one segment of 3 sizes
+
+
+@dataclass(frozen=True)
+class Curve:
+    """PingPong half round-trip time (µs) against message size (bytes) on one path."""
+
+    path: NetworkPath
+    sizes: tuple[int, ...]
+    times_us: tuple[float, ...]
+    origin: str  # where the curve comes from, in words
+    run_id: int | None
+
+    def __post_init__(self) -> None:
+        if len(self.sizes) != len(self.times_us):
+            raise ValueError("a curve needs one time per size")
+        if list(self.sizes) != sorted(set(self.sizes)):
+            raise ValueError("curve sizes must increase")
+        if not all(math.isfinite(t) and t > 0 for t in self.times_us):
+            raise ValueError("curve times must be positive")
+
+
+@dataclass(frozen=True)
+class SpeedReference:
+    """A single-rank NPB time of the target platform: what the simulated core must match."""
+
+    kernel: str
+    class_name: str
+    time_s: float
+    run_id: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """A platform to simulate: its node shape and the data its calibration is fitted on."""
+
+    name: str
+    source_kind: Literal["platform", "profile"]
+    source: str
+    cores_per_node: int | None
+    memory_gb_per_node: float | None
+    backbone: Literal["fatpipe", "shared"]
+    backbone_Bps: float | None
+    curves: Mapping[NetworkPath, Curve]
+    speeds: Mapping[tuple[str, str], SpeedReference] = field(default_factory=dict)
+    assumed: tuple[str, ...] = ()
+    run_ids: tuple[int, ...] = ()
+
+    @property
+    def primary_path(self) -> NetworkPath:
+        """The path the network factors are fitted on: the network when there is one."""
+        return "inter-node" if "inter-node" in self.curves else "intra-node"
+
+
+def store_target(store: Store, platform_name: str) -> Target:
+    """The calibration data of a platform in the store; a one-line UserError if it lacks any."""
+    runs = {
+        r.id: r
+        for r in store.runs()
+        if r.platform_name == platform_name and r.origin is not Origin.SIMULATED
+    }
+    if not runs:
+        known = sorted({r.platform_name for r in store.runs() if r.origin is not Origin.SIMULATED})
+        raise UserError(
+            f"platform {platform_name!r} has no measurements in {store.url} "
+            f"(measured platforms: {', '.join(known) or 'none'})"
+        )
+    # (run, pair) -> size -> pooled samples
+    pingpong: dict[tuple[int, str], dict[int, list[float]]] = {}
+    for sm in store.measurements(benchmark="mpibench", metric="latency"):
+        m, p = sm.measurement, sm.measurement.parameters
+        if sm.run_id not in runs or m.origin is Origin.SIMULATED:
+            continue
+        if p.get("pattern") != "pingpong" or p.get("ranks") != 2 or p.get("oversubscribed"):
+            continue
+        pair = str(p.get("pair", ""))
+        if pair not in PATHS:
+            continue
+        samples = list(m.samples) or [m.value]
+        pingpong.setdefault((sm.run_id, pair), {}).setdefault(int(p["size"]), []).extend(samples)
+    curves: dict[NetworkPath, Curve] = {}
+    for path in PATHS:
+        candidates = sorted(
+            (run_id for (run_id, pair), sizes in pingpong.items()
+             if pair == path and len(sizes) >= MIN_SIZES),
+            reverse=True,
+        )  # fmt: skip
+        if not candidates:
+            continue
+        run_id = candidates[0]
+        by_size = pingpong[(run_id, path)]
+        sizes = tuple(sorted(by_size))
+        # The median of the pooled samples, not their mean: on a shared host a few preempted
+        # samples (milliseconds) made the mean of a 0-byte PingPong 9.7 µs for a median of
+        # 0.27 µs (2 ranks on this 2-core machine), a curve no network model can follow.
+        times = tuple(statistics.median(by_size[s]) for s in sizes)
+        origin = f"{runs[run_id].origin.value} run {run_id}"
+        curves[path] = Curve(path, sizes, times, origin, run_id)
+    if not curves:
+        raise UserError(
+            f"platform {platform_name!r}: no PingPong curve (mpibench pingpong, 2 ranks, at "
+            f"least {MIN_SIZES} sizes) in {store.url}: not enough data to calibrate; measure "
+            f"one with: hpceval run --platform {platform_name} --suite p2p"
+        )
+    speeds: dict[tuple[str, str], SpeedReference] = {}
+    npb_times: dict[tuple[str, str, int], list[float]] = {}
+    for sm in store.measurements(benchmark="npb", metric="time"):
+        m, p = sm.measurement, sm.measurement.parameters
+        if sm.run_id not in runs or m.origin is Origin.SIMULATED:
+            continue
+        if p.get("ranks") != 1 or p.get("threads_per_rank", 1) != 1 or p.get("oversubscribed"):
+            continue
+        npb_times.setdefault((str(p["kernel"]), str(p["class"]), sm.run_id), []).append(m.value)
+    for (kernel, class_name, run_id), times_s in sorted(npb_times.items()):
+        # The latest run wins; the median of its repetitions.
+        speeds[(kernel, class_name)] = SpeedReference(
+            kernel, class_name, statistics.median(times_s), run_id
+        )
+    latest = runs[max(runs)]
+    _, config = store.platform_config(latest.platform_id)
+    cores = config.get("cores_per_node", "auto")
+    if not isinstance(cores, int):
+        facts = store.environment(latest.environment_id)
+        cores = ((facts.get("cpu") or {}).get("cores")) or None
+    memory = config.get("memory_gb_per_node")
+    used = sorted({c.run_id for c in curves.values() if c.run_id is not None})
+    return Target(
+        name=platform_name,
+        source_kind="platform",
+        source=f"platform {platform_name!r} in {store.url}",
+        cores_per_node=cores if isinstance(cores, int) else None,
+        memory_gb_per_node=float(memory) if memory else None,
+        backbone="fatpipe",
+        backbone_Bps=None,
+        curves=curves,
+        speeds=speeds,
+        assumed=(
+            "backbone: full bisection (fat pipe) unless --backbone shared is given",
+            *(
+                ()
+                if "intra-node" in curves
+                else ("intra-node path: not measured; the loopback gets the network's curve",)
+            ),
+        ),
+        run_ids=tuple(used),
+    )

@@ -1,0 +1,218 @@
+"""The C programs under SimGrid SMPI: smpicc builds through the benchmarks' build(), real
+smpirun runs on a tiny platform (tests/data/smpi/), and the "not checked" verification state
+of sampled/folded builds (captured outputs in tests/data/smpi/, see its README)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpceval.benchmarks import get_benchmark
+from hpceval.benchmarks.base import Case, Program
+from hpceval.benchmarks.mpibench import point_key
+from hpceval.benchmarks.npb import SMPI_BUILD_OPTION, smpi_build_flags
+from hpceval.build import smpi_cflags
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.model import Placement
+from hpceval.toolchain import detect_smpi, parse_smpi_version
+
+from .conftest import DATA
+
+SMPI_DATA = DATA / "smpi"
+NPB = get_benchmark("npb")
+MPIBENCH = get_benchmark("mpibench")
+
+requires_smpi = pytest.mark.skipif(
+    shutil.which("smpicc") is None or shutil.which("smpirun") is None,
+    reason="smpicc/smpirun not installed (Debian package libsimgrid-dev, in setup.sh)",
+)
+
+
+def npb_case(
+    kernel: str, class_name: str, placement: Placement, build: Mapping[str, bool] | None = None
+) -> Case:
+    options: dict[str, Any] = {} if build is None else {SMPI_BUILD_OPTION: dict(build)}
+    return Case(
+        f"npb:{kernel}", "npb", placement, {"kernel": kernel, "class": class_name},
+        ("rep=1",), 60, options,
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------ pure parts --
+
+
+def test_smpi_version_from_captured_smpicc() -> None:
+    text = (SMPI_DATA / "toolchain" / "smpicc--version.txt").read_text()
+    assert parse_smpi_version(text) == "3.32"
+    assert parse_smpi_version("gcc (Debian 12.2.0-14) 12.2.0") is None
+
+
+def test_smpi_flags_drop_the_openmp_runtime_and_define_hpceval_smpi() -> None:
+    flags = smpi_cflags(["-O3", "-march=native", "-fopenmp", "-std=c11"])
+    assert flags == ("-O3", "-march=native", "-std=c11", "-fopenmp-simd", "-DHPCEVAL_SMPI")
+    assert smpi_cflags(["-O2"]) == ("-O2", "-DHPCEVAL_SMPI")
+    assert smpi_build_flags(sampling=True, folding=True) == [
+        "-DHPCEVAL_SMPI_SAMPLE", "-DHPCEVAL_SMPI_FOLD",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["npb", "mpibench"])
+def test_smpi_options_need_smpicc(name: str) -> None:
+    with pytest.raises(UserError, match="cflags: -DHPCEVAL_SMPI_FOLD is an SMPI build option"):
+        get_benchmark(name).build(
+            compiler="mpicc", compiler_identity="x", cflags=["-O2", "-DHPCEVAL_SMPI_FOLD"]
+        )
+
+
+def test_captured_plain_smpi_run_verifies() -> None:
+    text = (SMPI_DATA / "npb-cg-S-np4.jsonl").read_text()
+    case = npb_case("cg", "S", Placement(1, 4))
+    NPB.verify(text, case, case.points)
+    (point,) = NPB.parse(text, case)
+    time = next(m for m in point.measurements if m.metric == "time")
+    assert isinstance(time.details["verification"], list)
+    assert time.details["smpi"]["sampled"] is False
+
+
+@pytest.mark.parametrize(
+    ("capture", "build", "reason"),
+    [
+        ("npb-cg-S-np4-fold.jsonl", {"sampling": False, "memory_folding": True}, "memory folding"),
+        (
+            "npb-cg-S-np4-sample.jsonl",
+            {"sampling": True, "memory_folding": False},
+            "computation sampling",
+        ),
+    ],
+)
+def test_captured_folded_or_sampled_run_is_not_checked(
+    capture: str, build: Mapping[str, bool], reason: str
+) -> None:
+    text = (SMPI_DATA / capture).read_text()
+    case = npb_case("cg", "S", Placement(1, 4), build)
+    NPB.verify(text, case, case.points)
+    (point,) = NPB.parse(text, case)
+    for m in point.measurements:
+        assert m.details["verification"] == f"not checked ({reason})"
+    # The same output is refused for a case that is not such an SMPI build...
+    plain = npb_case("cg", "S", Placement(1, 4))
+    with pytest.raises(BenchmarkFailure, match="not an SMPI sampled or folded build"):
+        NPB.parse(text, plain)
+    with pytest.raises(BenchmarkFailure, match="not an SMPI sampled or folded build"):
+        NPB.verify(text, plain, plain.points)
+    # ... and for one whose build did not ask for what the program did.
+    other = npb_case("cg", "S", Placement(1, 4), {k: not v for k, v in build.items()})
+    with pytest.raises(BenchmarkFailure, match="but the case's build is"):
+        NPB.parse(text, other)
+
+
+def test_not_checked_with_a_verdict_is_inconsistent() -> None:
+    lines = (SMPI_DATA / "npb-cg-S-np4-fold.jsonl").read_text().splitlines()
+    result = json.loads(lines[1])
+    result["verified"] = True
+    lines[1] = json.dumps(result)
+    case = npb_case("cg", "S", Placement(1, 4), {"sampling": False, "memory_folding": True})
+    with pytest.raises(BenchmarkFailure, match="inconsistent not-checked result"):
+        NPB.parse("\n".join(lines), case)
+
+
+def test_a_kernel_that_folds_nothing_is_verified() -> None:
+    # IS holds keys (indices): it folds nothing, so its folded build still verifies.
+    text = (SMPI_DATA / "npb-is-S-np4-fold.jsonl").read_text()
+    case = npb_case("is", "S", Placement(1, 4), {"sampling": False, "memory_folding": True})
+    NPB.verify(text, case, case.points)
+    (point,) = NPB.parse(text, case)
+    assert isinstance(point.measurements[0].details["verification"], list)
+
+
+# ------------------------------------------------------------ real smpirun runs --
+
+
+def smpirun(program: Path, args: Sequence[str], ranks: int, *cfg: str) -> str:
+    argv = [
+        "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"),
+        "-hostfile", str(SMPI_DATA / "hosts-4x4.txt"), "-np", str(ranks),
+        "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning", *cfg,
+        str(program), *args,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def smpi_build(name: str, extra: Sequence[str] = ()) -> Program:
+    identity = detect_smpi().identity()
+    return get_benchmark(name).build(
+        compiler="smpicc", compiler_identity=identity, cflags=["-O2", *extra]
+    )
+
+
+@requires_smpi
+def test_smpi_builds_are_cached_apart_and_define_hpceval_smpi() -> None:
+    program = smpi_build("npb")
+    assert "-DHPCEVAL_SMPI" in program.cflags and "-fopenmp" not in program.cflags
+    # (the same variant as the sampled and folded run below: one build less)
+    folded = smpi_build("npb", smpi_build_flags(sampling=True, folding=True))
+    assert folded.executables["cg"] != program.executables["cg"]
+    assert smpi_build("npb").executables["cg"] == program.executables["cg"]  # cache hit
+    build_txt = (program.executables["cg"].parent / "build.txt").read_text()
+    assert "SimGrid SMPI" in build_txt
+
+
+@requires_smpi
+@pytest.mark.parametrize(
+    ("kernel", "nodes", "ppn"), [("cg", 1, 4), ("cg", 4, 4), ("mg", 1, 4), ("ft", 1, 4)]
+)
+def test_npb_class_s_verifies_under_smpirun(kernel: str, nodes: int, ppn: int) -> None:
+    program = smpi_build("npb")
+    case = npb_case(kernel, "S", Placement(nodes, ppn))
+    out = smpirun(program.executables[kernel], ["--class", "S"], nodes * ppn)
+    NPB.verify(out, case, case.points)
+    (point,) = NPB.parse(out, case)
+    header = json.loads(out.splitlines()[0])
+    assert header["mpi_library"].startswith("SMPI") and header["threads"] == 1
+    assert [m.metric for m in point.measurements] == ["time", "mops_total", "mops_per_process"]
+
+
+@requires_smpi
+def test_folded_and_sampled_cg_runs_and_says_not_checked() -> None:
+    flags = smpi_build_flags(sampling=True, folding=True)
+    program = smpi_build("npb", flags)
+    case = npb_case("cg", "S", Placement(1, 4), {"sampling": True, "memory_folding": True})
+    out = smpirun(program.executables["cg"], ["--class", "S"], 4)
+    NPB.verify(out, case, case.points)
+    (point,) = NPB.parse(out, case)
+    assert point.measurements[0].details["verification"] == (
+        "not checked (computation sampling and memory folding)"
+    )
+
+
+@requires_smpi
+@pytest.mark.parametrize("pattern", ["pingpong", "allreduce", "natural_ring"])
+def test_mpibench_runs_under_smpirun(pattern: str) -> None:
+    program = smpi_build("mpibench")
+    sizes = [0, 1024, 65536]
+    argv = [
+        "--pattern", pattern, "--sizes", ",".join(map(str, sizes)), "--warmup-s", "0",
+        "--sample-s", "0.0001", "--min-samples", "3", "--budget", "0.01",
+    ]  # fmt: skip
+    # The harness's own bookkeeping is host time, not target time: not simulated.
+    out = smpirun(program.path, argv, 4, "--cfg=smpi/simulate-computation:no")
+    case = Case(
+        f"mpibench:{pattern}", "mpibench", Placement(1, 4, 1, "none"), {"pattern": pattern},
+        tuple(point_key(s) for s in sizes), 60,
+    )  # fmt: skip
+    MPIBENCH.verify(out, case, case.points)
+    points = MPIBENCH.parse(out, case)
+    assert [p.point_key for p in points] == list(case.points)
+    # Deterministic simulation: every sample of a point is the same time.
+    for line in out.splitlines():
+        record = json.loads(line)
+        if record["record"] == "point":
+            assert max(record["t_max_us"]) - min(record["t_max_us"]) < 1e-6 * record["t_max_us"][0]
