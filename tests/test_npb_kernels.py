@@ -96,3 +96,25 @@ def test_invalid_rank_count_is_refused_by_the_program(tmp_path: Path, store: Sto
     )  # fmt: skip
     assert proc.returncode != 0
     assert "power-of-two" in proc.stdout + proc.stderr
+
+
+def test_native_programs_refuse_iteration_sampling() -> None:
+    # Timing fewer iterations and extrapolating is for simulations only (SMPI builds).
+    import subprocess
+
+    from hpceval.benchmarks import get_benchmark
+    from hpceval.toolchain import detect_mpi
+
+    toolchain = detect_mpi()
+    program = get_benchmark("npb").build(
+        compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=[]
+    )
+    proc = subprocess.run(
+        [
+            toolchain.mpirun, "--allow-run-as-root", "-np", "1",
+            str(program.executables["cg"]), "--class", "S", "--iterations", "3",
+        ],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "only SMPI builds (simulations) may time fewer iterations" in proc.stdout + proc.stderr

@@ -317,16 +317,16 @@ def npb_request(kernel: str, class_name: str, ranks: tuple[int, ...], **kw: obje
 
 def test_auto_build_samples_and_folds_class_c_at_scale_only() -> None:
     for kernel in ("cg", "mg", "ft"):
-        build = choose_smpi_build(npb_request(kernel, "C", (64, 512)), 24 * GB)
+        build = choose_smpi_build(npb_request(kernel, "C", (64, 128)), 24 * GB)
         assert (build.sampling, build.folding) == (True, True), kernel
         assert build.cflags == ["-O2", "-DHPCEVAL_SMPI_SAMPLE", "-DHPCEVAL_SMPI_FOLD"]
-        assert build.option == {"sampling": True, "memory_folding": True}
+        assert build.option == {"sampling": True, "memory_folding": True, "iterations": None}
         assert build.describe() == (
             "computation sampling and memory folding (verification not checked)"
         )
     # Class C on few ranks: sampled (the plain run takes minutes), folded only if too big.
     assert choose_smpi_build(npb_request("cg", "C", (4,)), 24 * GB).option == {
-        "sampling": True, "memory_folding": False}  # fmt: skip
+        "sampling": True, "memory_folding": False, "iterations": None}  # fmt: skip
     plain = choose_smpi_build(npb_request("cg", "A", (1, 2, 4)), 24 * GB)
     assert (plain.sampling, plain.folding, plain.cflags) == (False, False, ["-O2"])
     assert plain.describe() == "plain SMPI build (verified)"
@@ -337,9 +337,9 @@ def test_auto_build_samples_and_folds_class_c_at_scale_only() -> None:
     assert not choose_smpi_build(npb_request("cg", "B", (64,)), 4 * GB).folding
     # Kernels without sampled blocks / foldable arrays never get the option from auto.
     assert choose_smpi_build(npb_request("is", "C", (512,)), 1 * GB).option == {
-        "sampling": False, "memory_folding": False}  # fmt: skip
+        "sampling": False, "memory_folding": False, "iterations": None}  # fmt: skip
     assert choose_smpi_build(npb_request("ep", "C", (512,)), 1 * GB).option == {
-        "sampling": True, "memory_folding": False}  # fmt: skip
+        "sampling": True, "memory_folding": False, "iterations": None}  # fmt: skip
     # The user's choice wins.
     asked = choose_smpi_build(
         npb_request("cg", "C", (512,), sampling=False, folding=True), 24 * GB
@@ -348,11 +348,37 @@ def test_auto_build_samples_and_folds_class_c_at_scale_only() -> None:
     assert asked.reason == "sampling off (asked); folding on (asked)"
 
 
+def test_auto_iteration_sampling_for_cg_from_256_sampled_ranks() -> None:
+    build = choose_smpi_build(npb_request("cg", "C", (64, 512)), 24 * GB)
+    assert (build.sampling, build.folding, build.iterations) == (True, True, 10)
+    assert build.option == {"sampling": True, "memory_folding": True, "iterations": 10}
+    assert build.reason.endswith("iteration sampling: 10 of 75 iterations at 512 ranks")
+    assert build.describe() == (
+        "computation sampling, memory folding and iteration sampling (10 timed "
+        "iterations) (verification not checked)"
+    )
+    # Not below 256 ranks, not unsampled, not for kernels without it; the user's count wins.
+    assert choose_smpi_build(npb_request("cg", "C", (128,)), 24 * GB).iterations is None
+    unsampled = npb_request("cg", "C", (512,), sampling=False)
+    assert choose_smpi_build(unsampled, 24 * GB).iterations is None
+    assert choose_smpi_build(npb_request("mg", "C", (512,)), 24 * GB).iterations is None
+    asked = choose_smpi_build(npb_request("cg", "A", (4,), iterations=3), 24 * GB)
+    assert (asked.sampling, asked.iterations) == (False, 3)
+    assert asked.reason == "3 of 15 iterations timed (asked)"
+    # 0, or a count not below the class's, is every iteration: a full simulation.
+    for every in (0, 15, 40):
+        full = choose_smpi_build(npb_request("cg", "A", (512,), iterations=every), 24 * GB)
+        assert full.iterations is None and full.option["iterations"] is None
+
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
         (npb_request("is", "A", (4,), sampling=True), "npb.is has no sampled computation"),
         (npb_request("ep", "A", (4,), folding=True), "npb.ep has no foldable array"),
+        (npb_request("mg", "A", (4,), iterations=3), "npb.mg has no iteration sampling"),
+        (npb_request("cg", "A", (4,), iterations=-1), "-1 is not a count"),
+        (Request(bench="mpibench", pattern="pingpong", ranks=(2,), iterations=2),
+         "only NPB CG simulations sample iterations"),
         (Request(bench="mpibench", pattern="pingpong", ranks=(2,), folding=False),
          "only NPB builds sample or fold"),
     ],
@@ -377,9 +403,20 @@ def test_npb_cases_declare_their_smpi_build(tmp_path: Path) -> None:
     request = npb_request("cg", "C", (512,))
     build = choose_smpi_build(request, 24 * GB)
     (case,) = plan(request, sim_platform(tmp_path), [Placement(64, 8, 1, "core")], build)
-    assert case.options[SMPI_BUILD_OPTION] == {"sampling": True, "memory_folding": True}
+    assert case.options[SMPI_BUILD_OPTION] == {
+        "sampling": True, "memory_folding": True, "iterations": 10}  # fmt: skip
     assert case.parameters == {"kernel": "cg", "class": "C", "smpi_sampling": True,
-                               "smpi_memory_folding": True}  # fmt: skip
+                               "smpi_memory_folding": True,
+                               "smpi_timed_iterations": 10}  # fmt: skip
+    program = Program(Path("/bin/npb"), "smpicc", (), executables={"cg": Path("/bin/npb-cg")})
+    assert get_benchmark("npb").command(case, program, case.points) == [
+        "/bin/npb-cg", "--class", "C", "--iterations", "10"]  # fmt: skip
+    # A full simulation has no such parameter (its points stay those of earlier runs).
+    request = npb_request("cg", "C", (128,))
+    (case,) = plan(request, sim_platform(tmp_path), [Placement(16, 8, 1, "core")],
+                   choose_smpi_build(request, 24 * GB))  # fmt: skip
+    assert "smpi_timed_iterations" not in case.parameters
+    assert get_benchmark("npb").command(case, program, case.points)[-2:] == ["--class", "C"]
 
 
 def test_mpibench_cases_are_fast_in_simulation(tmp_path: Path) -> None:
@@ -397,15 +434,20 @@ def test_mpibench_cases_are_fast_in_simulation(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real smpirun
 
 
+def simulate_ok(db: Path, *args: str) -> str:
+    """`hpceval simulate ARGS --db DB`, which must succeed; its output."""
+    result = CliRunner().invoke(app, ["simulate", *args, "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 @requires_smpi
 def test_simulate_mpibench_pingpong_from_a_profile(tmp_path: Path) -> None:
     db = tmp_path / "sim.db"
-    result = CliRunner().invoke(
-        app,
-        ["simulate", "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "pingpong",
-         "--ranks", "2", "--sizes", "0,1KiB,64KiB,1MiB,4MiB", "--db", str(db)],
+    simulate_ok(
+        db, "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "pingpong",
+        "--ranks", "2", "--sizes", "0,1KiB,64KiB,1MiB,4MiB",
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
     with open_store(str(db)) as store:
         (calibration,) = store.calibrations()
         assert calibration.converged and calibration.max_residual <= 0.10
@@ -425,13 +467,11 @@ def test_simulate_mpibench_pingpong_from_a_profile(tmp_path: Path) -> None:
         assert inter[0] == pytest.approx(55, rel=0.10)
         assert inter[4194304] == pytest.approx(55 + 4194304 / 612.5, rel=0.10)
     # The same inputs again: the calibration is reused, a second simulated run is added.
-    again = CliRunner().invoke(
-        app,
-        ["simulate", "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "allreduce",
-         "--ranks", "4", "--ppn", "2", "--sizes", "4,1KiB", "--db", str(db)],
+    again = simulate_ok(
+        db, "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "allreduce",
+        "--ranks", "4", "--ppn", "2", "--sizes", "4,1KiB",
     )  # fmt: skip
-    assert again.exit_code == 0, again.output
-    assert "reused calibration 1" in again.output
+    assert "reused calibration 1" in again
     with open_store(str(db)) as store:
         assert len(store.calibrations()) == 1
         run = store.runs()[0]
@@ -442,12 +482,10 @@ def test_simulate_mpibench_pingpong_from_a_profile(tmp_path: Path) -> None:
 @requires_smpi
 def test_simulate_npb_cg_class_s_on_16_ranks(tmp_path: Path) -> None:
     db = tmp_path / "sim.db"
-    result = CliRunner().invoke(
-        app,
-        ["simulate", "--profile", "magellan-ib", "--bench", "npb.cg", "--class", "S",
-         "--ranks", "16", "--db", str(db)],
+    simulate_ok(
+        db, "--profile", "magellan-ib", "--bench", "npb.cg", "--class", "S",
+        "--ranks", "16",
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
     with open_store(str(db)) as store:
         run = store.runs()[0]
         (time_s,) = store.measurements(run.id, metric="time")
@@ -459,14 +497,12 @@ def test_simulate_npb_cg_class_s_on_16_ranks(tmp_path: Path) -> None:
             False, False)  # fmt: skip
         assert [q["passed"] for q in m.details["verification"]] == [True]
     # Sampled and folded (asked): accepted as not checked, and it says so.
-    result = CliRunner().invoke(
-        app,
-        ["simulate", "--profile", "magellan-ib", "--bench", "npb.cg", "--class", "S",
-         "--ranks", "4", "--sampling", "--folding", "--db", str(db)],
+    result = simulate_ok(
+        db, "--profile", "magellan-ib", "--bench", "npb.cg", "--class", "S",
+        "--ranks", "4", "--sampling", "--folding",
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
     assert "NPB build: computation sampling and memory folding (verification not checked)" in (
-        " ".join(result.output.split()))  # fmt: skip
+        " ".join(result.split()))  # fmt: skip
     with open_store(str(db)) as store:
         run = store.runs()[0]
         assert "computation sampling and memory folding" in (run.note or "")
@@ -483,6 +519,20 @@ def test_simulate_npb_cg_class_s_on_16_ranks(tmp_path: Path) -> None:
     text = " ".join(shown.output.split())
     assert "NPB kernels, SIMULATED" in text
     assert "verified no: not checked (computation sampling and memory folding)" in text
+    # Iteration sampling: 3 of class S's 15 iterations timed, the time extrapolated.
+    simulate_ok(
+        db, "--profile", "magellan-ib", "--bench", "npb.cg", "--class", "S",
+        "--ranks", "4", "--iterations", "3",
+    )  # fmt: skip
+    with open_store(str(db)) as store:
+        run = store.runs()[0]
+        assert run.suite_config["smpi_build"]["iterations"] == 3
+        (time_s,) = store.measurements(run.id, metric="time")
+        m = time_s.measurement
+        assert m.parameters["smpi_timed_iterations"] == 3
+        assert m.details["verification"] == "not checked (iteration sampling (3 of 15))"
+        assert m.details["smpi"]["iterations_run"] == 3 and m.details["iterations"] == 15
+        assert math.isfinite(m.value) and m.value > 0
 
 
 @requires_smpi

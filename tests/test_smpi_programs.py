@@ -35,7 +35,10 @@ requires_smpi = pytest.mark.skipif(
 
 
 def npb_case(
-    kernel: str, class_name: str, placement: Placement, build: Mapping[str, bool] | None = None
+    kernel: str,
+    class_name: str,
+    placement: Placement,
+    build: Mapping[str, bool | int | None] | None = None,
 ) -> Case:
     options: dict[str, Any] = {} if build is None else {SMPI_BUILD_OPTION: dict(build)}
     return Case(
@@ -89,10 +92,15 @@ def test_captured_plain_smpi_run_verifies() -> None:
             {"sampling": True, "memory_folding": False},
             "computation sampling",
         ),
+        (
+            "npb-cg-S-np4-iter3.jsonl",
+            {"sampling": False, "memory_folding": False, "iterations": 3},
+            "iteration sampling (3 of 15)",
+        ),
     ],
 )
 def test_captured_folded_or_sampled_run_is_not_checked(
-    capture: str, build: Mapping[str, bool], reason: str
+    capture: str, build: Mapping[str, bool | int | None], reason: str
 ) -> None:
     text = (SMPI_DATA / capture).read_text()
     case = npb_case("cg", "S", Placement(1, 4), build)
@@ -191,6 +199,15 @@ def test_folded_and_sampled_cg_runs_and_says_not_checked() -> None:
     assert point.measurements[0].details["verification"] == (
         "not checked (computation sampling and memory folding)"
     )
+
+
+def test_extrapolated_time_follows_the_official_count() -> None:
+    # 3 of 15 iterations timed: time_s is already scaled to 15, so the Mop/s check holds;
+    # a case asking for another count refuses the result.
+    text = (SMPI_DATA / "npb-cg-S-np4-iter3.jsonl").read_text()
+    case = npb_case("cg", "S", Placement(1, 4), {"sampling": False, "iterations": 5})
+    with pytest.raises(BenchmarkFailure, match="timed 3 of 15 iterations, but the case's build"):
+        NPB.parse(text, case)
 
 
 @requires_smpi

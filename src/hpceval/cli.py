@@ -457,7 +457,7 @@ def run(
 @user_errors
 def show(
     run_id: Annotated[
-        int | None, typer.Option("--run", "-r", help="Run id [default: the latest].")
+        int | None, typer.Option("--run", "-r", help="Run id \\[default: the latest].")
     ] = None,
     db: DbOption = None,
 ) -> None:

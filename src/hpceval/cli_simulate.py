@@ -5,58 +5,29 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.errors import UserError
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class _Consoles:
+    """The main app hands its output console over in register_simulate_commands."""
+
     out: Console = Console(soft_wrap=True)
-    err: Console = Console(stderr=True, soft_wrap=True)
-
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        envvar="HPCEVAL_DB",
-        help="Results database: a SQLite file path or URL, or postgresql://… "
-        "\\[default: ./hpceval.db]",
-    ),
-]
-
-
-def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Bad input ends the command with one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            _Consoles.err.print(
-                f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True
-            )
-            raise typer.Exit(e.exit_code) from None
-
-    return wrapper
 
 
 def register_simulate_commands(app: typer.Typer, out: Console) -> None:
     _Consoles.out = out
-    app.command("simulate")(_user_errors(simulate_command))
-    app.command("profiles")(_user_errors(profiles_command))
-    app.command("calibrations")(_user_errors(calibrations_command))
+    app.command("simulate")(user_errors(simulate_command))
+    app.command("profiles")(user_errors(profiles_command))
+    app.command("calibrations")(user_errors(calibrations_command))
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
@@ -169,11 +140,11 @@ def simulate_command(
         str | None, typer.Option("--sizes", help="mpibench sizes: 0..4MiB or 8,1KiB,...")
     ] = None,
     ppn: Annotated[
-        int | None, typer.Option("--ppn", help="Ranks per node [default: cores per node].")
+        int | None, typer.Option("--ppn", help="Ranks per node \\[default: cores per node].")
     ] = None,
     nodes: Annotated[
         int | None,
-        typer.Option("--nodes", help="Simulated nodes [default: as many as the ranks need]."),
+        typer.Option("--nodes", help="Simulated nodes \\[default: as many as the ranks need]."),
     ] = None,
     oversubscribe: Annotated[
         bool, typer.Option("--oversubscribe", help="Allow more ranks per node than cores.")
@@ -213,6 +184,16 @@ def simulate_command(
             show_default=False,
         ),
     ] = None,
+    iterations: Annotated[
+        int | None,
+        typer.Option(
+            "--iterations",
+            help="NPB CG: time this many of the class's identical outer iterations and "
+            "extrapolate (iteration sampling, not verified); 0: all \\[default: auto: 10 "
+            "from 256 ranks with sampling].",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Project a benchmark at scale on a calibrated SimGrid SMPI model of a platform.
@@ -245,12 +226,12 @@ def simulate_command(
         recalibrate=recalibrate,
         sampling=sampling,
         folding=folding,
+        iterations=iterations,
     )
     # A profile needs no database to be checked; a platform is read from it.
     store = open_store(db, create=platform is None)
     with store:
         sim = prepare(store, platform, profile, request)
-        err = _Consoles.err
         err.print(
             f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
         )

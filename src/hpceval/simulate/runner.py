@@ -28,9 +28,11 @@ from hpceval import __version__
 from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
 from hpceval.benchmarks.mpibench import PAIR_PATTERNS
 from hpceval.benchmarks.npb import (
+    ITERATION_SAMPLING_KERNELS,
     SECONDS_ESTIMATE,
     SMPI_BUILD_OPTION,
     memory_per_rank,
+    problem_size,
     smpi_build_flags,
 )
 from hpceval.build import cache_root
@@ -93,6 +95,12 @@ FOLD_MEMORY_SHARE = 0.25
 # ... or from this many ranks on in a sampled class: folded buffers also spare SMPI the
 # copy of every message payload (SMPI.md; CG class C on 512 ranks was timed with both).
 FOLD_FROM_RANKS = 64
+# "auto": from this many ranks on in a sampled class, CG times AUTO_ITERATIONS of its
+# identical outer iterations and extrapolates (iteration sampling, SMPI.md): SimGrid's
+# network solver, not the program, then takes most of the wall time, and it grows with
+# the messages in flight (CG class C on 512 simulated ranks: > 10 minutes with all 75).
+ITERATIONS_FROM_RANKS = 256
+AUTO_ITERATIONS = 10
 CALIBRATION_TIMEOUT_S = 600.0
 DEFAULT_TIME_LIMIT_S = 3600.0
 SPEED_REFERENCE_MAX_S = 30.0  # calibrate the speed on a run this long at most (it runs for real)
@@ -156,6 +164,7 @@ class Request:
     recalibrate: bool = False
     sampling: bool | None = None  # NPB computation sampling; None: auto (choose_smpi_build)
     folding: bool | None = None  # NPB memory folding; None: auto
+    iterations: int | None = None  # CG iteration sampling: timed iterations, 0 all; None: auto
 
     @property
     def benchmark(self) -> str:
@@ -192,11 +201,20 @@ def check_request(request: Request) -> None:
         for flag, value in (("sampling", request.sampling), ("folding", request.folding)):
             if value is not None:
                 raise UserError(f"--{flag}/--no-{flag}: only NPB builds sample or fold")
+        if request.iterations is not None:
+            raise UserError("--iterations: only NPB CG simulations sample iterations")
     else:
         if request.sampling and request.kernel not in SAMPLING_KERNELS:
             raise UserError(f"--sampling: npb.{request.kernel} has no sampled computation")
         if request.folding and request.kernel not in FOLDING_KERNELS:
             raise UserError(f"--folding: npb.{request.kernel} has no foldable array")
+        if request.iterations is not None:
+            if request.iterations < 0:
+                raise UserError(f"--iterations: {request.iterations} is not a count (0: all)")
+            if request.iterations and request.kernel not in ITERATION_SAMPLING_KERNELS:
+                raise UserError(
+                    f"--iterations: npb.{request.kernel} has no iteration sampling (only npb.cg)"
+                )
 
 
 # --------------------------------------------------------------------------- SMPI builds
@@ -209,22 +227,27 @@ class SmpiBuild:
     sampling: bool
     folding: bool
     reason: str
+    iterations: int | None = None  # timed iterations (iteration sampling); None: all
 
     @property
     def cflags(self) -> list[str]:
         return ["-O2", *smpi_build_flags(sampling=self.sampling, folding=self.folding)]
 
     @property
-    def option(self) -> dict[str, bool]:
+    def option(self) -> dict[str, Any]:
         """The case option (SMPI_BUILD_OPTION) that lets a "not checked" result be accepted."""
-        return {"sampling": self.sampling, "memory_folding": self.folding}
+        return {"sampling": self.sampling, "memory_folding": self.folding,
+                "iterations": self.iterations}  # fmt: skip
 
     def describe(self) -> str:
         done = [n for n, on in (("computation sampling", self.sampling),
                                 ("memory folding", self.folding)) if on]  # fmt: skip
+        if self.iterations:
+            done.append(f"iteration sampling ({self.iterations} timed iterations)")
         if not done:
             return "plain SMPI build (verified)"
-        return f"{' and '.join(done)} (verification not checked)"
+        listed = done[0] if len(done) == 1 else f"{', '.join(done[:-1])} and {done[-1]}"
+        return f"{listed} (verification not checked)"
 
 
 def machine_available_bytes() -> int | None:
@@ -273,7 +296,24 @@ def choose_smpi_build(request: Request, available_bytes: int | None) -> SmpiBuil
             )
         elif folding:
             reasons.append(f"folding: {ranks} ranks (no payload copies)")
-    return SmpiBuild(sampling, folding, "; ".join(reasons) or "auto: plain build")
+    iterations: int | None = None
+    official = int(problem_size(kernel, class_name)[2]) if kernel == "cg" else None
+    if request.iterations is not None:
+        if request.iterations and official is not None and request.iterations < official:
+            iterations = request.iterations
+            reasons.append(f"{iterations} of {official} iterations timed (asked)")
+    elif (
+        kernel in ITERATION_SAMPLING_KERNELS
+        and sampling
+        and ranks >= ITERATIONS_FROM_RANKS
+        and official is not None
+        and official > AUTO_ITERATIONS
+    ):
+        iterations = AUTO_ITERATIONS
+        reasons.append(
+            f"iteration sampling: {iterations} of {official} iterations at {ranks} ranks"
+        )
+    return SmpiBuild(sampling, folding, "; ".join(reasons) or "auto: plain build", iterations)
 
 
 def resolve_target(
@@ -369,6 +409,12 @@ def plan(
                         **c.parameters,
                         "smpi_sampling": build.sampling,
                         "smpi_memory_folding": build.folding,
+                        # only when on: full simulations keep their points
+                        **(
+                            {"smpi_timed_iterations": build.iterations}
+                            if build.iterations
+                            else {}
+                        ),
                     },
                 )
                 for c in planned

@@ -46,7 +46,10 @@ SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6
 SMPI_SAMPLE_FLAG = "-DHPCEVAL_SMPI_SAMPLE"
 SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 # Case option naming the approximations of the SMPI build a case runs: a mapping
-# {"sampling": bool, "memory_folding": bool}. Only with it may a result be "not checked".
+# {"sampling": bool, "memory_folding": bool, "iterations": int | None}. Only with it may a
+# result be "not checked". "iterations" (CG, SMPI builds only): the program times that many
+# of the class's identical outer iterations and extrapolates (`--iterations K`).
+ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
 Kernel = Literal["ep", "is", "cg", "mg", "ft"]
@@ -270,7 +273,11 @@ class Npb(Benchmark):
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
         kernel = str(case.parameters["kernel"])
-        return [str(program.executables[kernel]), "--class", str(case.parameters["class"])]
+        argv = [str(program.executables[kernel]), "--class", str(case.parameters["class"])]
+        build = case.options.get(SMPI_BUILD_OPTION)
+        if isinstance(build, Mapping) and build.get("iterations"):
+            argv += ["--iterations", str(int(build["iterations"]))]
+        return argv
 
     def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
         record = decode_record(line)
@@ -368,19 +375,28 @@ def not_checked_reason(record: Mapping[str, Any], case: Case) -> str:
         )
     sampled = smpi.get("sampled") is True
     folded = isinstance(smpi.get("folded_bytes"), int | float) and smpi["folded_bytes"] > 0
-    if record.get("verified") is not None or not (sampled or folded):
+    official = record.get("iterations")
+    run = smpi.get("iterations_run", official)
+    truncated = isinstance(run, int) and isinstance(official, int) and run < official
+    if record.get("verified") is not None or not (sampled or folded or truncated):
         raise BenchmarkFailure(
             f"{kernel} class {class_name}: inconsistent not-checked result (verified "
-            f"{record.get('verified')!r}, sampled {sampled}, folded {folded})"
+            f"{record.get('verified')!r}, sampled {sampled}, folded {folded}, iterations "
+            f"{run!r} of {official!r})"
         )
-    if (sampled and not build.get("sampling")) or (folded and not build.get("memory_folding")):
+    if (
+        (sampled and not build.get("sampling"))
+        or (folded and not build.get("memory_folding"))
+        or (truncated and build.get("iterations") != run)
+    ):
         raise BenchmarkFailure(
-            f"{kernel} class {class_name}: the program sampled={sampled} folded={folded} but "
-            f"the case's build is {dict(build)!r}"
+            f"{kernel} class {class_name}: the program sampled={sampled} folded={folded} "
+            f"timed {run!r} of {official!r} iterations, but the case's build is {dict(build)!r}"
         )
-    return " and ".join(
-        r for r, on in (("computation sampling", sampled), ("memory folding", folded)) if on
-    )
+    reasons = [r for r, on in (("computation sampling", sampled), ("memory folding", folded)) if on]
+    if truncated:
+        reasons.append(f"iteration sampling ({run} of {official})")
+    return " and ".join(reasons)
 
 
 def check_verification(record: Mapping[str, Any], case: Case) -> bool:

@@ -21,7 +21,9 @@
  *   -DHPCEVAL_SMPI_FOLD    memory folding: the big value arrays come from
  *                          SMPI_SHARED_MALLOC, which maps every rank's array (and every
  *                          block of it) onto the same physical pages.
- * Native builds define neither and are unchanged. */
+ * Native builds define neither and are unchanged. A third approximation is chosen at run
+ * time, in SMPI builds only: `--iterations K` (CG) times K of the class's identical outer
+ * iterations and extrapolates the time to all of them (iteration sampling). */
 #if (defined(HPCEVAL_SMPI_SAMPLE) || defined(HPCEVAL_SMPI_FOLD)) && !defined(HPCEVAL_SMPI)
 #error "HPCEVAL_SMPI_SAMPLE and HPCEVAL_SMPI_FOLD need an SMPI build (smpicc -DHPCEVAL_SMPI)"
 #endif
@@ -72,6 +74,7 @@ void *npb_shared_alloc(size_t bytes, const char *what);
 
 struct npb_options {
     char class_name; /* S, W, A, B, C or D */
+    int iterations;  /* SMPI builds, CG: timed iterations to simulate (0: all of them) */
 };
 
 /* One verified quantity: what the kernel computed, the official reference and the
@@ -88,7 +91,8 @@ struct npb_result {
     char class_name;
     double time_s;      /* the kernel's official timed section, max over ranks */
     double mops_total;  /* official operation count / time / 1e6 */
-    int iterations;
+    int iterations;     /* the class's official count (the Mop/s count uses it) */
+    int iterations_run; /* timed iterations actually run (SMPI iteration sampling); 0: all */
     int verified;       /* 1 when every quantity (and any kernel-specific check) passed;
                          * also 1 when verification was not checked (SMPI sampling/folding) */
     int nquantities;
@@ -96,7 +100,8 @@ struct npb_result {
     const char *note;   /* optional: why verification failed beyond the quantities */
 };
 
-/* Parses --class X (and nothing else); every rank calls it and fails identically. */
+/* Parses --class X (and, in SMPI builds of CG, --iterations K); every rank calls it and
+ * fails identically. */
 void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_options *opt);
 
 /* Aborts every rank with a one-line message: {"record":"error",...} on stdout from the
