@@ -39,7 +39,7 @@ MOUNTED=()
 cleanup() {
     local i
     for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
-        umount -- "${MOUNTED[$i]}" 2>/dev/null || umount -l -- "${MOUNTED[$i]}" ||
+        umount -R -- "${MOUNTED[$i]}" 2>/dev/null || umount -R -l -- "${MOUNTED[$i]}" ||
             say "could not unmount ${MOUNTED[$i]}"
     done
     MOUNTED=()
@@ -120,8 +120,14 @@ mount_into() {
 
 mount_all() {
     [[ -z $(mounts_below_rootfs) ]] || die "already mounted under $ROOTFS (another run?)"
+    # The root a mount point of its own, as on a booted machine: `ip netns` makes "/" a
+    # slave mount, which fails on a plain directory ("mount --make-rslave /": EINVAL).
+    mount_into "$ROOTFS" "" --bind
     mount_into proc /proc -t proc
-    mount_into /sys /sys --bind
+    # /sys with what is mounted below it (slurmd needs the cgroup file system there), as a
+    # slave so that unmounting it here never unmounts the host's.
+    mount_into /sys /sys --rbind
+    mount --make-rslave -- "$ROOTFS/sys"
     mount_into /dev /dev --bind
     mount_into /dev/pts /dev/pts --bind
     mount_into /dev/shm /dev/shm --bind
