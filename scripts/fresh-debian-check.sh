@@ -7,8 +7,10 @@
 #   scripts/fresh-debian-check.sh --fresh deps     from a pristine chroot
 #   scripts/fresh-debian-check.sh test -x          the whole ruff/mypy/pytest run
 #
-# Steps: create the chroot with debootstrap (--variant=minbase) or reuse it; bind-mount /proc,
-# /sys, /dev, /dev/pts and /dev/shm (Open MPI needs the last); copy the current work tree
+# Steps: create the chroot with debootstrap (--variant=minbase) or reuse it; bind-mount it onto
+# itself (its root a mount point, as on a booted machine: `ip netns` needs that), /proc, /sys
+# with what is mounted below it (the cgroups slurmd needs), /dev, /dev/pts and /dev/shm (Open
+# MPI needs the last); copy the current work tree
 # (tracked and untracked, not ignored, without .git) to /root/hpceval inside, keeping the
 # .venv left there by an earlier run; add this machine's local CA certificates; run `./setup.sh SUBCOMMAND ARGS` there as root with no
 # stdin and a clean environment; then, unless --no-smoke, check `import hpceval`,
