@@ -101,13 +101,7 @@ def simulated_run(store: Store, calibration: CalibrationRow, *, pid: int) -> int
     """A run as `hpceval simulate` writes it: its suite_config names its calibration."""
     config = {
         "simulate": {"bench": "mpibench", "pattern": "pingpong"},
-        "calibration": {
-            "id": calibration.id,
-            "uid": calibration.uid,
-            "max_residual": calibration.max_residual,
-            "simgrid_version": calibration.simgrid_version,
-            "source": calibration.source,
-        },
+        "calibration": calibration.run_reference(),
         "platform_xml": "<platform/>",
     }
     return new_run(store, "simulate", config, Origin.SIMULATED, pid=pid)

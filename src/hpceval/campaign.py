@@ -265,21 +265,7 @@ class Campaign:
     def _skip(self, run_id: int, case: Case, reason: str) -> CaseOutcome:
         """Record a case whose tool is missing: one execution, nothing measured."""
         now = self.clock()
-        execution_id = self.store.start_execution(run_id, case.key, case.benchmark, (), {}, now)
-        self.store.finish_execution(
-            execution_id,
-            ExecutionRecord(
-                case_key=case.key,
-                benchmark=case.benchmark,
-                argv=(),
-                env={},
-                status=ExecutionStatus.SKIPPED,
-                exit_code=None,
-                started=now,
-                ended=now,
-                error=reason,
-            ),
-        )
+        self._record_unstarted(run_id, case, ExecutionStatus.SKIPPED, reason, now, now)
         self.store.set_case_status(run_id, case.key, "skipped")
         return CaseOutcome(case, ExecutionStatus.SKIPPED, reason, 0, 0.0)
 
@@ -295,8 +281,21 @@ class Campaign:
         except BenchmarkFailure as e:
             # The execution could not be set up (or cleaned up): a failure with its reason.
             error = str(e)
-        execution_id = self.store.start_execution(run_id, case.key, case.benchmark, (), {}, started)
         ended = self.clock()
+        self._record_unstarted(run_id, case, ExecutionStatus.FAILED, error, started, ended)
+        return ExecutionStatus.FAILED, error, 0, ended - started
+
+    def _record_unstarted(
+        self,
+        run_id: int,
+        case: Case,
+        status: ExecutionStatus,
+        error: str,
+        started: float,
+        ended: float,
+    ) -> None:
+        """An execution whose program never started (skipped, or its set-up failed)."""
+        execution_id = self.store.start_execution(run_id, case.key, case.benchmark, (), {}, started)
         self.store.finish_execution(
             execution_id,
             ExecutionRecord(
@@ -304,14 +303,13 @@ class Campaign:
                 benchmark=case.benchmark,
                 argv=(),
                 env={},
-                status=ExecutionStatus.FAILED,
+                status=status,
                 exit_code=None,
                 started=started,
                 ended=ended,
                 error=error,
             ),
         )
-        return ExecutionStatus.FAILED, error, 0, ended - started
 
     def _execute_staged(
         self, run_id: int, bench: Benchmark, case: Case, points: Sequence[str], started: float

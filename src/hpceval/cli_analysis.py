@@ -502,22 +502,7 @@ def fit_command(
         raise UserError(
             f"no ping-pong latency series with at least {MIN_POINTS} message sizes to fit"
         )
-    rows: list[dict[str, Any]] = []
-    for f in fits:
-        rows.append(
-            {
-                "platform": f.platform,
-                "origin": f.origin.value,
-                "placement": " ".join(f"{k}={v}" for k, v in f.placement.items()),
-                "alpha_us": f.alpha_us,
-                "beta_mb_s": f.beta_mb_s,
-                "n_half_bytes": f.n_half_bytes,
-                "segments": len(f.segments),
-                "breakpoints": " ".join(str(b) for b in f.breakpoints),
-                "rms_residual": f.rms_residual,
-                "max_residual": f.max_residual,
-            }
-        )
+    rows = [f.summary_row() for f in fits]
     t = Table(title="Hockney fits of the ping-pong latency: t(n) = α + n/β", title_justify="left")
     for col in ("platform", "placement"):
         t.add_column(col)

@@ -350,6 +350,17 @@ class CalibrationRow:
     converged: bool
     created: float
 
+    def run_reference(self) -> dict[str, Any]:
+        """What a simulated run's suite_config["calibration"] says of the calibration it
+        used (the uid ties it across databases: transfer re-maps the id by it)."""
+        return {
+            "id": self.id,
+            "uid": self.uid,
+            "max_residual": self.max_residual,
+            "simgrid_version": self.simgrid_version,
+            "source": self.source,
+        }
+
 
 @dataclass(frozen=True)
 class StoredMeasurement:

@@ -125,6 +125,21 @@ class HockneyFit:
         """Modelled time (µs) of `size` bytes, from the segment whose range holds it."""
         return self.segment_for(size).predict(size)
 
+    def summary_row(self) -> dict[str, Any]:
+        """The fit as one table row (`hpceval fit`, the report's Hockney table)."""
+        return {
+            "platform": self.platform,
+            "origin": self.origin.value,
+            "placement": " ".join(f"{k}={v}" for k, v in self.placement.items()),
+            "alpha_us": self.alpha_us,
+            "beta_mb_s": self.beta_mb_s,
+            "n_half_bytes": self.n_half_bytes,
+            "segments": len(self.segments),
+            "breakpoints": " ".join(str(b) for b in self.breakpoints),
+            "rms_residual": self.rms_residual,
+            "max_residual": self.max_residual,
+        }
+
 
 @dataclass(frozen=True)
 class PiecewiseModel:

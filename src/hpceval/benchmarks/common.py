@@ -7,13 +7,26 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from pydantic import Field
+
 from hpceval.analysis.statistics import describe
 from hpceval.benchmarks.base import Case
-from hpceval.config import PlatformConfig
+from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement
 
 Binding = Literal["core", "socket", "numa", "hwthread", "none"]
+
+
+class RankSweepOptions(StrictModel):
+    """The placement sweep and repetitions that NPB, GROMACS and LAMMPS suites share."""
+
+    ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    ranks_per_node: list[int] | None = None
+    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    binding: Binding = "core"
+    repeat: int = Field(1, ge=1, le=100)
+    time_limit_s: float | None = Field(None, gt=0)
 
 
 def tool_missing_reason(program: str, package: str) -> str:

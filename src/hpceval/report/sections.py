@@ -220,6 +220,18 @@ def _shades(records: Sequence[Mapping[str, Any]]) -> list[int]:
     return out
 
 
+def _mean_lines(table: pd.DataFrame, key: Sequence[str], x: str) -> list[Line]:
+    """One line of the pooled means against `x` per series (_series), shaded per platform."""
+    groups = _series(table, key, x)
+    shades = _shades([g[0] for g in groups])
+    return [
+        Line(str(r["platform"]), str(r["origin"]),
+             labelled(str(r["platform"]), str(r["origin"]), placement_label(r, key)),
+             g[x].to_numpy(dtype=np.float64), g["mean"].to_numpy(dtype=np.float64), shade)
+        for (r, g), shade in zip(groups, shades, strict=True)
+    ]  # fmt: skip
+
+
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -418,21 +430,7 @@ def point_to_point_section(ctx: Context) -> Section:
                 "Hockney models on ping-pong only." if pattern == "pingpong" else "",
                 section.notes,
             )
-    fit_rows = [
-        {
-            "platform": f.platform,
-            "origin": f.origin.value,
-            "placement": " ".join(f"{k}={v}" for k, v in f.placement.items()),
-            "alpha_us": f.alpha_us,
-            "beta_mb_s": f.beta_mb_s,
-            "n_half_bytes": f.n_half_bytes,
-            "segments": len(f.segments),
-            "breakpoints": " ".join(str(b) for b in f.breakpoints),
-            "rms_residual": f.rms_residual,
-            "max_residual": f.max_residual,
-        }
-        for f in fits
-    ]
+    fit_rows = [f.summary_row() for f in fits]
     if fit_rows:
         section.tables.append(
             ReportTable(
@@ -506,15 +504,7 @@ def collectives_section(ctx: Context) -> Section:
         part = sub.loc[sub["pattern"].astype(str) == pattern]
         top = size_sweep_points(part)
         if not top.empty:
-            groups = _series(top, key, "size")
-            shades = _shades([g[0] for g in groups])
-            lines = [
-                Line(str(r["platform"]), str(r["origin"]),
-                     labelled(str(r["platform"]), str(r["origin"]), placement_label(r, key)),
-                     g["size"].to_numpy(dtype=np.float64), g["mean"].to_numpy(dtype=np.float64),
-                     shade)
-                for (r, g), shade in zip(groups, shades, strict=True)
-            ]
+            lines = _mean_lines(top, key, "size")
             by_size.append(
                 Panel(pattern, "message size (bytes)", "time per call (µs)",
                       _cap_lines(lines, f"{pattern} vs size", section.notes))
@@ -526,15 +516,7 @@ def collectives_section(ctx: Context) -> Section:
             continue
         size = _closest_size(candidates)
         at = part.loc[part["size"].astype(float) == size]
-        groups = _series(at, rank_key, "ranks")
-        shades = _shades([g[0] for g in groups])
-        lines = [
-            Line(str(r["platform"]), str(r["origin"]),
-                 labelled(str(r["platform"]), str(r["origin"]), placement_label(r, rank_key)),
-                 g["ranks"].to_numpy(dtype=np.float64), g["mean"].to_numpy(dtype=np.float64),
-                 shade)
-            for (r, g), shade in zip(groups, shades, strict=True)
-        ]
+        lines = _mean_lines(at, rank_key, "ranks")
         by_ranks.append(
             Panel(f"{pattern}, {int(size)} B", "ranks", "time per call (µs)",
                   _cap_lines(lines, f"{pattern} vs ranks", section.notes))

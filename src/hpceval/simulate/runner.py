@@ -820,13 +820,7 @@ def execute(
         suite_name="simulate",
         suite_config={
             "simulate": sim.request.as_dict(),
-            "calibration": {
-                "id": calibration.id,
-                "uid": calibration.uid,
-                "max_residual": calibration.max_residual,
-                "simgrid_version": calibration.simgrid_version,
-                "source": calibration.source,
-            },
+            "calibration": calibration.run_reference(),
             "platform_xml": platform_xml(spec),
             "smpi_config": dict(cfg),
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}

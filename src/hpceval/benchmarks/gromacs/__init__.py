@@ -25,6 +25,7 @@ from pydantic import Field, model_validator
 from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import (
+    RankSweepOptions,
     WholeOutputs,
     missing_tool,
     rank_placements,
@@ -47,7 +48,7 @@ from hpceval.benchmarks.gromacs.log import (
     parse_md_log,
 )
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import ParamValue, Placement
 from hpceval.units import MILLISECOND, NS_PER_DAY
@@ -61,19 +62,13 @@ WATER_ATOMS_PER_NM3 = 100.0  # 33.4 molecules of 3 atoms per nm^3 at 1 g/cm^3
 MpiKind = Literal["library", "thread"]
 
 
-class GromacsOptions(StrictModel):
+class GromacsOptions(RankSweepOptions):
     box_nm: list[float] = Field(default_factory=lambda: [3.0], min_length=1)
     water: Literal["spce", "tip3p", "spc"] = "spce"
     steps: int = Field(1000, ge=20, le=10_000_000)
     # "library": gmx_mpi started by the launcher, one process per rank; "thread": one gmx
     # process with thread-MPI ranks (-ntmpi), on one node.
     mpi: MpiKind = "library"
-    ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    ranks_per_node: list[int] | None = None
-    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
-    repeat: int = Field(1, ge=1, le=100)
-    time_limit_s: float | None = Field(None, gt=0)
     gmx: str = "gmx"  # input preparation (solvate, grompp) and thread-MPI runs
     gmx_mpi: str = "gmx_mpi"  # MPI-library runs
 

@@ -29,13 +29,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import (
+    Binding,
     missing_tool,
     rank_placements,
     repeated_case,
@@ -67,7 +68,7 @@ SECONDS_AT_N1000 = 1.5
 class HpccOptions(StrictModel):
     ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
     ranks_per_node: list[int] | None = None
-    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
+    binding: Binding = "core"
     # HPL's matrix as a fraction of the memory of the nodes a case uses; the default keeps a
     # run to seconds with the reference BLAS (N = 1200 on a 24 GB node). HPL's own advice
     # for a real measurement is about 0.8.

@@ -23,13 +23,14 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import (
+    RankSweepOptions,
     WholeOutputs,
     missing_tool,
     rank_placements,
@@ -46,7 +47,7 @@ from hpceval.benchmarks.lammps.log import (
     parse_output,
 )
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import ParamValue
 from hpceval.units import ATOM_STEPS_PER_SECOND, SECOND, TIMESTEPS_PER_SECOND
@@ -63,17 +64,11 @@ PRINTED_TIME_REL: Final = 1e-5
 PRINTED_ATOM_RATE_REL: Final = 2e-3
 
 
-class LammpsOptions(StrictModel):
+class LammpsOptions(RankSweepOptions):
     # Edge of the cubic box in fcc lattice cells: 4 n^3 atoms (n = 20: 32,000 atoms, the
     # size of LAMMPS' own bench/in.lj).
     n: list[int] = Field(default_factory=lambda: [20], min_length=1)
     steps: int = Field(100, ge=1, le=10_000_000)
-    ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    ranks_per_node: list[int] | None = None
-    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
-    repeat: int = Field(1, ge=1, le=100)
-    time_limit_s: float | None = Field(None, gt=0)
     lmp: str = "lmp"
 
     @model_validator(mode="after")

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.benchmarks.common import case_key, time_limit
+from hpceval.benchmarks.common import Binding, case_key, time_limit
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure, UserError
@@ -77,7 +77,7 @@ class MpibenchOptions(StrictModel):
     ranks: list[int] = Field(default_factory=lambda: [2], min_length=1)
     ranks_per_node: list[int] | None = None
     threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
+    binding: Binding = "core"
     target_rci: float = Field(0.02, gt=0, lt=1)
     budget_s: float = Field(1.0, gt=0, le=3600)
     min_samples: int = Field(10, ge=2)

@@ -20,13 +20,14 @@ from pydantic import Field, model_validator
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import (
+    RankSweepOptions,
     rank_placements,
     repeated_case,
     repetition_key,
     single_run_measurements,
 )
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import ParamValue, Placement
 from hpceval.units import MOPS, SECOND
@@ -175,15 +176,9 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     raise ValueError(kernel)
 
 
-class NpbOptions(StrictModel):
+class NpbOptions(RankSweepOptions):
     kernels: list[Kernel] = Field(min_length=1)
     classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
-    ranks: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    ranks_per_node: list[int] | None = None
-    threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
-    binding: Literal["core", "socket", "numa", "hwthread", "none"] = "core"
-    repeat: int = Field(1, ge=1, le=100)
-    time_limit_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> NpbOptions:
