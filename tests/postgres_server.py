@@ -226,3 +226,12 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     if not postgres_server.running():  # a test that stopped it failed before restarting it
         postgres_server.start()
     return postgres_server.create_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty results database: an SQLite file, or a database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.db")
+    url: str = request.getfixturevalue("postgres_url")
+    return url

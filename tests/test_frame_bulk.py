@@ -27,17 +27,14 @@ from hpceval.analysis.frame import CORE_COLUMNS, build_frame, load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, decode_json_texts, open_store
 
-pytest_plugins = ["tests.postgres_server"]  # postgres_url: a database on a real server
+pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "analysis_scale.py"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "results.db")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
+@pytest.fixture
+def database(empty_database: str) -> str:
+    return empty_database
 
 
 @pytest.fixture

@@ -30,15 +30,12 @@ from hpceval.store import Store, open_store
 from hpceval.transfer import merge
 from tests.test_frame_bulk import assert_same_frame, fill_mixed, measurement
 
-pytest_plugins = ["tests.postgres_server"]  # postgres_url: a database on a real server
+pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "results.db")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
+@pytest.fixture
+def database(empty_database: str) -> str:
+    return empty_database
 
 
 @pytest.fixture

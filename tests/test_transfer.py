@@ -52,7 +52,7 @@ from hpceval.transfer import (
     read_export,
 )
 
-pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
+pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
 # --------------------------------------------------------------------------- a site's results
 
@@ -412,13 +412,9 @@ def test_copies_that_diverged_are_a_conflict_and_left_alone(site: Path, tmp_path
     assert outcome.detail == "a run with this uid is here but differs in launcher; left unchanged"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def destination(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty results database: an SQLite file, or a database on the test PostgreSQL server."""
-    if request.param == "sqlite":
-        return str(tmp_path / "central.db")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
+@pytest.fixture
+def destination(empty_database: str) -> str:
+    return empty_database
 
 
 def test_a_failing_run_leaves_nothing_half_imported(

@@ -25,7 +25,7 @@ from hpceval.model import Environment, Measurement, Origin, Status
 from hpceval.store import CalibrationRow, RunRow, Store, open_store
 from hpceval.transfer import FORMAT_VERSION, export_runs, merge
 
-pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
+pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
 DATA = Path(__file__).parent / "data" / "transfer"
 V1_FILE = DATA / "format-v1.jsonl"
@@ -217,13 +217,10 @@ def test_export_then_import_twice_carries_the_calibration_once(
     assert_carried(site, central)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def destination(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+@pytest.fixture
+def destination(empty_database: str) -> str:
     """A results database holding calibrations of its own: SQLite, or the test PostgreSQL."""
-    if request.param == "sqlite":
-        return seeded(str(tmp_path / "central.db"))
-    url: str = request.getfixturevalue("postgres_url")
-    return seeded(url)
+    return seeded(empty_database)
 
 
 def test_merge_into_a_database_twice_and_back(
