@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
 import hpceval
-from hpceval.cli import app
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import open_store
+from tests.cli_helpers import invoke, one_line_error, read_csv
 
 SIZES = [2**k for k in range(17)]  # 1 B .. 64 KiB
 # Hockney parameters (α µs, β MB/s): vm's time is exactly twice bare's at every size.
@@ -110,22 +108,6 @@ def catalog(tmp_path: Path) -> str:
     path = tmp_path / "prices.toml"
     path.write_text(CATALOG)
     return str(path)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "250"})
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def one_line_error(result: Result, fragment: str) -> None:
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1, result.output
-    assert lines[0].startswith("hpceval: error:") and fragment in lines[0], result.output
 
 
 # --------------------------------------------------------------------------- compare

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import csv
 import io
 import json
 import os
@@ -17,12 +16,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 import hpceval
-from hpceval.cli import app
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import open_store
+from tests.cli_helpers import invoke, one_line_error, read_csv
 
 EVIL = "vm<script>alert(1)</script>"
 SIZES = [2**k for k in range(17)]  # 1 B .. 64 KiB
@@ -195,22 +194,6 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pat
         "--catalog", str(catalog), "--instance", f"{EVIL}=cloud",
     )
     yield db, out, result
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "250"})
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def one_line_error(result: Result, fragment: str) -> None:
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hpceval: error:"), result.output
-    assert fragment in lines[0], result.output
 
 
 # --------------------------------------------------------------------------- files and CSVs
