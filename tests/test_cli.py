@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hpceval.model import Environment, Origin
 from hpceval.store import open_store
 
 from .conftest import requires_mpi, write
@@ -358,3 +359,34 @@ def test_import_refuses_a_file_that_is_not_npb_output(tmp_path: Path) -> None:
     assert "notes.txt: not an NPB output" in line
     store = open_store(str(tmp_path / "hpceval.db"))
     assert store.runs() == []
+
+
+def test_the_console_entry_point_closes_stores_and_ends_quickly(tmp_path: Path) -> None:
+    # `hpceval` ends with end_process (os._exit, no interpreter clean-up): the stores that a
+    # command left open are closed first, so SQLite folds its write-ahead log into the file
+    # (no -wal/-shm left beside it), and the output and exit status are the command's.
+    db = tmp_path / "r.db"
+    with open_store(str(db)) as store:
+        platform = store.add_platform("p", {})
+        environment = store.add_environment(Environment(facts={}, fingerprint="f"))
+        store.create_run(
+            suite_name="tiny", suite_config={}, platform_id=platform,
+            environment_id=environment, launcher="local", cases=[], hpceval_version="0",
+            git_revision=None, origin=Origin.MEASURED, host="h", pid=1,
+        )  # fmt: skip
+    assert not list(tmp_path.glob("r.db-*"))
+    for command in (["runs"], ["show"]):  # `show` does not close its store itself
+        proc = hpceval(*command, "--db", str(db), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "tiny" in proc.stdout
+        assert not list(tmp_path.glob("r.db-*")), command
+    missing = hpceval("runs", "--db", str(tmp_path / "none.db"), cwd=tmp_path)
+    assert missing.returncode == 2
+    expected = f"hpceval: error: {tmp_path / 'none.db'}: no such results database"
+    assert missing.stderr.strip() == expected
+    ended = subprocess.run(
+        [sys.executable, "-c",
+         "from hpceval.cli import end_process; print('out'); end_process('why')"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (ended.returncode, ended.stdout, ended.stderr) == (1, "out\n", "why\n")

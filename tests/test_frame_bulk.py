@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -276,9 +277,18 @@ def test_bench_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert bench.main(["--measurements", "20000", "--keep", str(tmp_path / "b.db")]) == 0
     out = capsys.readouterr().out
     assert "database: 20,000 measurements" in out
-    for step in ("load", "compare", "hpceval compare", "hpceval report"):
-        assert any(line.startswith(step + " ") for line in out.splitlines()), out
-    assert "x the 10 s target" in out
+    steps = ["load", "compare"] + [
+        f"{command} [{mode}]"
+        for mode in ("in-process", "processes")
+        for command in ("hpceval compare", "hpceval report", "hpceval compare (cached)",
+                        "hpceval report (no cache)")
+    ]  # fmt: skip
+    for step in steps:
+        line = next((line for line in out.splitlines() if line.startswith(step + " ")), "")
+        assert re.match(rf"{re.escape(step)} +\d+\.\d\d ", line), out  # timed, not failed
+    for mode in ("in-process", "processes"):
+        assert f"total [{mode}] (compare then report" in out
+    assert "x the 10 s target" in out and "failed" not in out
     with open_store(str(tmp_path / "b.db"), create=False) as store:
         frame = load_frame(store)
     assert len(frame) == 20_000

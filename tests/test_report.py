@@ -503,3 +503,63 @@ def test_build_sections_in_workers_keeps_order_and_errors(
     monkeypatch.setenv("HPCEVAL_REPORT_WORKERS", "many")
     with pytest.raises(UserError, match="HPCEVAL_REPORT_WORKERS"):
         report_workers()
+
+
+# --------------------------------------------------------------------------- PNG rasterizer
+
+
+def _pixels(png: bytes) -> np.ndarray[Any, Any]:
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float64)
+
+
+@pytest.mark.skipif(shutil.which("rsvg-convert") is None,
+                    reason="rsvg-convert (librsvg2-bin) is not installed")  # fmt: skip
+def test_the_png_is_the_svg_rasterized_by_librsvg_or_drawn_by_matplotlib(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hpceval.report import figures
+
+    def heatmap() -> Any:
+        values = np.array([[0.5, 2.0], [1.0, 8.0]])
+        return figures.heatmap_figure(["a", "b"], ["x", "y"], values, values > 1, title="t")
+
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def recording_run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(figures.subprocess, "run", recording_run)
+    by_rsvg = figures.render(heatmap(), "h", "t", "c")
+    assert calls and Path(calls[0][0]).name == "rsvg-convert"
+    monkeypatch.setenv(figures.RASTERIZER_ENV, "matplotlib")
+    by_agg = figures.render(heatmap(), "h", "t", "c")
+    assert len(calls) == 1  # matplotlib drew the second one
+    assert by_rsvg.svg == by_agg.svg and by_rsvg.png != by_agg.png
+    rsvg_pixels, agg_pixels = _pixels(by_rsvg.png), _pixels(by_agg.png)
+    # The same figure at the same resolution (to a pixel of rounding), not blank, and the
+    # same picture: the mean brightness of the two rasterizations agrees closely.
+    assert abs(rsvg_pixels.shape[0] - agg_pixels.shape[0]) <= 1
+    assert abs(rsvg_pixels.shape[1] - agg_pixels.shape[1]) <= 1
+    assert rsvg_pixels.std() > 20 and agg_pixels.std() > 20
+    assert abs(rsvg_pixels.mean() - agg_pixels.mean()) < 3
+
+
+def test_a_failing_rasterizer_falls_back_to_matplotlib(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hpceval.report import figures
+
+    broken = tmp_path / "rsvg-convert"
+    broken.write_text("#!/bin/sh\necho 'no display' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert figures.rasterizer() == str(broken)
+    values = np.array([[0.5, 2.0]])
+    rendered = figures.render(
+        figures.heatmap_figure(["a"], ["x", "y"], values, values > 1, title="t"), "h", "t", "c"
+    )
+    assert rendered.png.startswith(b"\x89PNG\r\n\x1a\n") and _pixels(rendered.png).std() > 20

@@ -45,6 +45,7 @@ from hpceval.simulate.runner import (
 )
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 from hpceval.store import SCHEMA_VERSION, open_store
+from tests.old_schemas import schema_1_database
 
 DATA = Path(__file__).parent / "data" / "simulate"
 requires_smpi = pytest.mark.skipif(
@@ -287,11 +288,7 @@ def test_a_program_that_does_not_build_is_one_line(tmp_path: Path) -> None:
 
 
 def test_schema_1_database_gains_the_calibrations_table(tmp_path: Path) -> None:
-    db = tmp_path / "old.db"
-    open_store(str(db)).close()
-    with sqlite3.connect(db) as conn:
-        conn.execute("DROP TABLE calibrations")
-        conn.execute("UPDATE schema_info SET version = 1")
+    db = schema_1_database(tmp_path / "old.db")
     with open_store(str(db)) as store:
         assert store.upgraded_from == 1
         row = store.add_calibration(

@@ -43,6 +43,7 @@ from hpceval.store import (
     environments,
     open_store,
 )
+from tests.old_schemas import schema_1_database
 
 pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
 
@@ -486,20 +487,17 @@ def test_older_schema_version_without_migration_is_refused(
 
 
 def test_version_1_database_gains_the_calibrations_table(db_path: Path) -> None:
-    # A real schema-1 database: today's schema without the calibrations table, version 1.
-    store = open_store(str(db_path))
-    new_run(store)
-    store.close()
+    # A real schema-1 database (see tests/old_schemas.py): migrated to 2, then to 3.
+    schema_1_database(db_path)
     with sqlite3.connect(db_path) as conn:
-        conn.execute("DROP TABLE calibrations")
-        conn.execute("UPDATE schema_info SET version = 1")
         runs_before = conn.execute("SELECT count(*) FROM runs").fetchone()
-    open_store(str(db_path)).close()
+    with open_store(str(db_path)) as store:
+        assert store.upgraded_from == 1
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT version FROM schema_info").fetchall() == [(SCHEMA_VERSION,)]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        assert "calibrations" in tables
-        assert conn.execute("SELECT count(*) FROM runs").fetchone() == runs_before == (1,)
+        assert {"calibrations", "series"} <= tables
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == runs_before == (4,)
 
 
 def test_older_schema_version_is_migrated_in_order(

@@ -529,7 +529,8 @@ BAD_FILES: list[tuple[str, Callable[[list[Any]], None], str]] = [
     (
         "samples",
         set_path("3.measurements.1.samples", ["fast"]),
-        r"line 4: run [0-9a-f-]+: measurements\[1\]: could not convert string to float",
+        r"line 4: run [0-9a-f-]+: measurements\[1\]\.samples: expected a list of numbers, "
+        r"found 'fast'",
     ),
     (
         "index",

@@ -27,9 +27,9 @@ import functools
 import hashlib
 import json
 import math
-import operator
 import time
 import uuid
+import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +37,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
@@ -52,7 +54,7 @@ from hpceval.model import (
     Status,
 )
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 DEFAULT_URL: Final = "sqlite:///hpceval.db"
 
 # How long an SQLite writer waits for another process's write transaction before giving up.
@@ -68,6 +70,13 @@ _SQLITE_BEGIN_OPTION: Final = "hpceval_sqlite_begin"
 # JSON has no NaN or infinities (PostgreSQL's json type rejects Python's extension), so a
 # non-finite float is written as {"$float": "nan" | "inf" | "-inf"} and turned back on reading.
 _NON_FINITE_FLOAT_KEY: Final = "$float"
+
+_SAMPLE_DTYPE: Final = np.dtype("<f8")  # how samples are stored (see encode_samples)
+
+# The engines of this process's Stores not closed yet (see close_open_stores). Weak: a Store
+# dropped without close() keeps its engine, and so its connections, alive until the garbage
+# collector finds the cycle they sit in; until then this set still reaches it.
+_OPEN_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 # Rows read per slice by Store.measurement_columns.
 _READ_SLICE: Final = 100_000
@@ -223,6 +232,24 @@ executions = sa.Table(
     sa.ForeignKeyConstraint(["run_id", "case_key"], ["run_cases.run_id", "run_cases.case_key"]),
 )
 
+# What a measurement measures, once per distinct (origin, benchmark, metric, unit, statistic,
+# parameters) (schema version 3): a million measurements share a few thousand series, and the
+# analysis reads a measurement's series id instead of six texts (see measurement_columns).
+# The measurement keeps those columns too: they are what queries filter on and what a
+# RunBundle carries.
+series = sa.Table(
+    "series",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("key", sa.String(64), nullable=False, unique=True),  # see series_key
+    sa.Column("origin", sa.String(16), nullable=False),
+    sa.Column("benchmark", sa.Text, nullable=False),
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("unit", sa.String(16), nullable=False),
+    sa.Column("statistic", sa.String(16), nullable=False),
+    sa.Column("parameters", sa.JSON, nullable=False),
+)
+
 measurements = sa.Table(
     "measurements",
     metadata,
@@ -238,10 +265,13 @@ measurements = sa.Table(
     sa.Column("statistic", sa.String(16), nullable=False),
     sa.Column("parameters", sa.JSON, nullable=False),
     sa.Column("statistics", sa.JSON(none_as_null=True), nullable=True),
-    sa.Column("samples", sa.JSON, nullable=False),
+    # The raw samples as float64, little-endian, one after the other (schema version 3; JSON
+    # before): read in bulk as one array, NaN and infinities as they are.
+    sa.Column("samples", sa.LargeBinary, nullable=False),
     sa.Column("details", sa.JSON, nullable=False),
     sa.Column("origin", sa.String(16), nullable=False),
     sa.Column("created", sa.Float, nullable=False),
+    sa.Column("series_id", sa.Integer, sa.ForeignKey("series.id"), nullable=False),
     sa.ForeignKeyConstraint(["run_id", "case_key"], ["run_cases.run_id", "run_cases.case_key"]),
     # Serves "everything of a run" (prefix) and completed_points (the whole key).
     sa.Index("ix_measurements_run_point", "run_id", "case_key", "point_key"),
@@ -280,6 +310,148 @@ def _add_calibrations_table(conn: Connection) -> None:
 
 
 MIGRATIONS[1] = _add_calibrations_table
+
+# --------------------------------------------------------------------------- samples, series
+
+# Measurements converted per slice by the schema 2 -> 3 migration.
+_MIGRATION_SLICE: Final = 20_000
+# Keys per `IN (...)` list when series are looked up.
+_SERIES_LOOKUP_SLICE: Final = 500
+
+# What a series is: (origin, benchmark, metric, unit, statistic, parameters as _to_json
+# encodes them).
+SeriesFields = tuple[str, str, str, str, str, Any]
+
+
+def encode_samples(samples: Sequence[float] | npt.NDArray[np.float64]) -> bytes:
+    """The stored form of samples: float64 little-endian, one after the other."""
+    return np.asarray(samples, dtype=_SAMPLE_DTYPE).tobytes()
+
+
+def decode_samples(data: bytes | memoryview) -> tuple[float, ...]:
+    """The samples of their stored form (see encode_samples)."""
+    if len(data) % _SAMPLE_DTYPE.itemsize:
+        raise ValueError(f"samples: {len(data)} bytes is not a whole number of float64 values")
+    return tuple(np.frombuffer(data, dtype=_SAMPLE_DTYPE).tolist())
+
+
+def portable_samples(data: bytes | memoryview) -> list[Any]:
+    """Stored samples as a RunBundle carries them: a JSON list (non-finite values tagged)."""
+    encoded: list[Any] = _to_json(list(decode_samples(data)))
+    return encoded
+
+
+def samples_from_portable(value: Any) -> bytes:
+    """The stored form of a bundle's samples (a JSON list of numbers, non-finite tagged); a
+    ValueError names what is not a number."""
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of numbers, not {value!r}")
+    floats = []
+    for item in _from_json(value):
+        if not isinstance(item, int | float) or isinstance(item, bool):
+            raise ValueError(f"expected a list of numbers, found {item!r}")
+        floats.append(float(item))
+    return encode_samples(floats)
+
+
+def series_key(fields: SeriesFields) -> str:
+    """sha256 of the canonical JSON of a series' fields: the same series in any database."""
+    return hashlib.sha256(_canonical(list(fields)).encode()).hexdigest()
+
+
+def _series_of(values: Mapping[str, Any]) -> SeriesFields:
+    """The series of a measurements row (its values as stored or as a bundle carries them)."""
+    return (values["origin"], values["benchmark"], values["metric"], values["unit"],
+            values["statistic"], values["parameters"])  # fmt: skip
+
+
+def _series_ids(conn: Connection, wanted: Mapping[str, SeriesFields]) -> dict[str, int]:
+    """The id of each series (by key), added to the series table where it is not there.
+
+    Safe against another writer adding the same series at the same time: the insert skips
+    keys that exist (ON CONFLICT DO NOTHING, on both dialects), then every id is read back.
+    """
+    found = _known_series(conn, list(wanted))
+    missing = [key for key in wanted if key not in found]
+    if missing:
+        insert: Any
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        columns = ("origin", "benchmark", "metric", "unit", "statistic", "parameters")
+        conn.execute(
+            insert(series).on_conflict_do_nothing(index_elements=["key"]),
+            [{"key": key, **dict(zip(columns, wanted[key], strict=True))} for key in missing],
+        )
+        found.update(_known_series(conn, missing))
+    return found
+
+
+def _known_series(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(keys), _SERIES_LOOKUP_SLICE):
+        chunk = keys[start : start + _SERIES_LOOKUP_SLICE]
+        query = sa.select(series.c.key, series.c.id).where(series.c.key.in_(chunk))
+        found.update((str(key), int(id_)) for key, id_ in conn.execute(query))
+    return found
+
+
+def _series_and_binary_samples(conn: Connection) -> None:
+    """Schema 2 -> 3: the series table, each measurement's series_id, and the samples from
+    JSON text to float64 bytes (a column replaced: added, filled, the old one dropped)."""
+    series.create(conn)
+    binary = sa.LargeBinary().compile(dialect=conn.dialect)
+    conn.execute(sa.text("ALTER TABLE measurements ADD COLUMN series_id INTEGER "
+                         "REFERENCES series (id)"))  # fmt: skip
+    conn.execute(sa.text(f"ALTER TABLE measurements ADD COLUMN samples_binary {binary}"))
+    old = sa.table(
+        "measurements",
+        *(sa.column(name) for name in ("id", "origin", "benchmark", "metric", "unit",
+                                       "statistic", "series_id", "samples_binary")),
+        sa.column("parameters", sa.JSON),
+        sa.column("samples", sa.JSON),
+    )  # fmt: skip
+    update = (
+        sa.update(old)
+        .where(old.c.id == sa.bindparam("row_id"))
+        .values(series_id=sa.bindparam("row_series"), samples_binary=sa.bindparam("row_samples"))
+    )
+    last = 0
+    while True:
+        rows = conn.execute(
+            sa.select(old.c.id, old.c.origin, old.c.benchmark, old.c.metric, old.c.unit,
+                      old.c.statistic, sa.cast(old.c.parameters, sa.Text),
+                      sa.cast(old.c.samples, sa.Text))
+            .where(old.c.id > last)
+            .order_by(old.c.id)
+            .limit(_MIGRATION_SLICE)
+        ).all()  # fmt: skip
+        if not rows:
+            break
+        parameters = decode_json_texts([row[6] for row in rows], tagged=True)
+        samples = decode_json_texts([row[7] for row in rows], tagged=True)
+        fields = [(*row[1:6], p) for row, p in zip(rows, parameters, strict=True)]
+        keys = [series_key(f) for f in fields]
+        ids = _series_ids(conn, dict(zip(keys, fields, strict=True)))
+        conn.execute(
+            update,
+            [
+                {"row_id": row[0], "row_series": ids[key],
+                 "row_samples": samples_from_portable(values)}
+                for row, key, values in zip(rows, keys, samples, strict=True)
+            ],
+        )  # fmt: skip
+        last = rows[-1][0]
+    conn.execute(sa.text("ALTER TABLE measurements DROP COLUMN samples"))
+    conn.execute(sa.text("ALTER TABLE measurements RENAME COLUMN samples_binary TO samples"))
+    if conn.dialect.name == "postgresql":
+        # (SQLite cannot add NOT NULL to a column; hpceval never writes a NULL there.)
+        conn.execute(sa.text("ALTER TABLE measurements ALTER COLUMN samples SET NOT NULL, "
+                             "ALTER COLUMN series_id SET NOT NULL"))  # fmt: skip
+
+
+MIGRATIONS[2] = _series_and_binary_samples
 
 
 @dataclass(frozen=True)
@@ -383,19 +555,29 @@ class MeasurementColumns:
     """Measurements as columns, rows in (run id, measurement id) order.
 
     The set-oriented read behind the analysis frame (`Store.measurement_columns`): no
-    Measurement objects are built. Row i has run `run_id[i]`, value `value[i]`, the samples
-    JSON text `samples[i]` (decode with `decode_json_texts`) and the kind `kinds[kind[i]]`:
-    each distinct kind (a few thousand for a million rows) is held once.
+    Measurement objects are built. Row i has run `run_id[i]`, value `value[i]`,
+    `sample_counts[i]` samples (0: stored without), which follow those of the rows before it
+    in `samples`, and the kind `kinds[kind[i]]`: each distinct kind (a few thousand for a
+    million rows) is held once.
     """
 
-    run_id: list[int]
-    value: list[float]
-    samples: list[str]
-    kind: list[int]
+    run_id: npt.NDArray[np.int64]
+    value: npt.NDArray[np.float64]
+    sample_counts: npt.NDArray[np.int64]
+    samples: npt.NDArray[np.float64]
+    kind: npt.NDArray[np.int64]
     kinds: list[MeasurementKind]
 
     def __len__(self) -> int:
         return len(self.run_id)
+
+
+def close_open_stores() -> None:
+    """Close every Store of this process not closed yet (before a process ends without the
+    interpreter's clean-up: SQLite then checkpoints and removes its write-ahead log)."""
+    for engine in list(_OPEN_ENGINES):
+        engine.dispose()
+    _OPEN_ENGINES.clear()
 
 
 def database_url(url_or_path: str | None) -> URL:
@@ -479,9 +661,13 @@ class Store:
         self._engine = engine
         self._writer = _writer(engine)
         self._clock = clock
+        # Series ids by key, once committed (series rows are never changed or deleted).
+        self._series: dict[str, int] = {}
+        _OPEN_ENGINES.add(engine)
 
     def close(self) -> None:
         self._engine.dispose()
+        _OPEN_ENGINES.discard(self._engine)
 
     def __enter__(self) -> Store:
         return self
@@ -689,8 +875,12 @@ class Store:
     ) -> int:
         """Store one measurement; it is committed when this returns."""
         statistics = None if m.statistics is None else _to_json(m.statistics.to_dict())
+        parameters = _to_json(m.parameters)
+        fields = (m.origin.value, m.benchmark, m.metric, m.unit, m.statistic, parameters)
+        key = series_key(fields)
         with self._writer.begin() as conn:
-            return _inserted_id(
+            series_id = self._series.get(key) or _series_ids(conn, {key: fields})[key]
+            measurement_id = _inserted_id(
                 conn.execute(
                     measurements.insert().values(
                         run_id=run_id,
@@ -702,15 +892,28 @@ class Store:
                         unit=m.unit,
                         value=m.value,
                         statistic=m.statistic,
-                        parameters=_to_json(m.parameters),
+                        parameters=parameters,
                         statistics=statistics,
-                        samples=_to_json(list(m.samples)),
+                        samples=encode_samples(m.samples),
                         details=_to_json(m.details),
                         origin=m.origin.value,
                         created=self._clock(),
+                        series_id=series_id,
                     )
                 )
             )
+        self._series[key] = series_id
+        return measurement_id
+
+    @_outage_is_a_user_error
+    def series_ids(self, fields: Sequence[SeriesFields]) -> list[int]:
+        """The series id of each (origin, benchmark, metric, unit, statistic, parameters),
+        added where it is new (for writers that insert measurement rows in bulk)."""
+        keyed = [(series_key(f), f) for f in fields]
+        with self._writer.begin() as conn:
+            ids = _series_ids(conn, dict(keyed))
+        self._series.update(ids)
+        return [ids[key] for key, _ in keyed]
 
     @_outage_is_a_user_error
     def mark_dead_runs_interrupted(
@@ -869,70 +1072,102 @@ class Store:
         metric: str | None = None,
     ) -> MeasurementColumns:
         """Every measurement of the given runs / platforms / benchmark / metric (None: any), as
-        columns, in one query: the filters and the join to the run's platform are SQL's.
+        columns, in one query: the filters are SQL's.
 
         Rows come in (run id, measurement id) order, the order of `measurements(run)` for each
-        run in turn. A million rows take seconds rather than the minutes that building a
-        Measurement per row takes.
+        run in turn. Each row is read as four values (run, value, samples bytes, series id);
+        what the series and runs say (the kind) is read once per series and per run. A million
+        rows take a second or two rather than the minutes that building a Measurement per row
+        takes.
         """
-        query = (
-            sa.select(
-                measurements.c.run_id,
-                measurements.c.value,
-                # JSON as text: decoded in bulk by the caller, not row by row by the driver.
-                sa.cast(measurements.c.samples, sa.Text),
-                # The kind, from here to the end (the platform's id: its name comes once).
-                runs.c.platform_id,
-                measurements.c.origin,
-                measurements.c.benchmark,
-                measurements.c.metric,
-                measurements.c.unit,
-                measurements.c.statistic,
-                sa.cast(measurements.c.parameters, sa.Text),
-            )
-            .select_from(
-                measurements.join(runs, measurements.c.run_id == runs.c.id).join(
-                    platforms, runs.c.platform_id == platforms.c.id
-                )
-            )
-            # Storage order (cheap on both dialects); runs are put in order below, stably.
-            .order_by(measurements.c.id)
-        )
+        query = sa.select(
+            measurements.c.run_id,
+            measurements.c.value,
+            measurements.c.samples,
+            measurements.c.series_id,
+        ).order_by(measurements.c.id)  # storage order; runs are put in order below, stably
         if run_ids is not None:
             query = query.where(measurements.c.run_id.in_(sorted(set(run_ids))))
         if platform_names is not None:
-            query = query.where(platforms.c.name.in_(sorted(set(platform_names))))
+            of_platforms = (
+                sa.select(runs.c.id)
+                .join(platforms, runs.c.platform_id == platforms.c.id)
+                .where(platforms.c.name.in_(sorted(set(platform_names))))
+            )
+            query = query.where(measurements.c.run_id.in_(of_platforms))
         if benchmark is not None:
             query = query.where(measurements.c.benchmark == benchmark)
         if metric is not None:
             query = query.where(measurements.c.metric == metric)
-        run_id: list[int] = []
-        value: list[float] = []
-        samples: list[str] = []
-        kind: list[int] = []
-        index: dict[tuple[Any, ...], int] = {}
-        kind_of = operator.itemgetter(3, 4, 5, 6, 7, 8, 9)
+        run_parts: list[npt.NDArray[np.int64]] = []
+        value_parts: list[npt.NDArray[np.float64]] = []
+        series_parts: list[npt.NDArray[np.int64]] = []
+        count_parts: list[npt.NDArray[np.int64]] = []
+        data_parts: list[bytes] = []
         with self._engine.connect() as conn:
-            names = {row.id: row.name for row in conn.execute(sa.select(platforms))}
             # In slices (a server-side cursor on PostgreSQL): the rows of one slice at a time.
             result = conn.execute(query, execution_options={"yield_per": _READ_SLICE})
             for rows in result.partitions():
-                for column, i in ((run_id, 0), (value, 1), (samples, 2)):
-                    column.extend(map(operator.itemgetter(i), rows))
-                kind.extend(index.setdefault(kind_of(row), len(index)) for row in rows)
+                slice_runs, slice_values, slice_data, slice_series = zip(*rows, strict=True)
+                run_parts.append(np.array(slice_runs, dtype=np.int64))
+                value_parts.append(np.array(slice_values, dtype=np.float64))
+                series_parts.append(np.array(slice_series, dtype=np.int64))
+                count_parts.append(
+                    np.fromiter(map(len, slice_data), dtype=np.int64, count=len(slice_data))
+                )
+                data_parts.append(b"".join(slice_data))
+            run_platform = {
+                int(row[0]): str(row[1])
+                for row in conn.execute(
+                    sa.select(runs.c.id, platforms.c.name).join(
+                        platforms, runs.c.platform_id == platforms.c.id
+                    )
+                )
+            }
+            described = {
+                int(row[0]): tuple(row[1:])
+                for row in conn.execute(
+                    sa.select(series.c.id, series.c.origin, series.c.benchmark, series.c.metric,
+                              series.c.unit, series.c.statistic,
+                              sa.cast(series.c.parameters, sa.Text))
+                )
+            }  # fmt: skip
+        run_ids_read = _joined(run_parts, np.int64)
+        sizes = _joined(count_parts, np.int64)
+        if (sizes % _SAMPLE_DTYPE.itemsize).any():
+            raise ValueError("measurements: stored samples that are not whole float64 values")
+        flat = np.frombuffer(b"".join(data_parts), dtype=_SAMPLE_DTYPE).astype(np.float64)
+        counts = sizes // _SAMPLE_DTYPE.itemsize
+        value = _joined(value_parts, np.float64)
+        series_ids = _joined(series_parts, np.int64)
+        # A kind is (platform, series): the run's platform by code, then both codes in one.
+        names = sorted(set(run_platform.values()))
+        runs_known = np.array(sorted(run_platform), dtype=np.int64)
+        platform_code = np.array([names.index(run_platform[int(r)]) for r in runs_known],
+                                 dtype=np.int64)  # fmt: skip
+        per_platform = max(described, default=0) + 1
+        combined = (
+            platform_code[np.searchsorted(runs_known, run_ids_read)] * per_platform + series_ids
+        )
+        distinct, kind = np.unique(combined, return_inverse=True)
         kinds: list[MeasurementKind] = [
-            (names[platform_id], origin, benchmark_name, metric_name, unit, statistic, params)
-            for platform_id, origin, benchmark_name, metric_name, unit, statistic, params in index
+            (names[int(code) // per_platform], *described[int(code) % per_platform])
+            for code in distinct
         ]
-        if run_id != sorted(run_id):
+        kind = kind.astype(np.int64).reshape(-1)
+        if len(run_ids_read) and (np.diff(run_ids_read) < 0).any():
             # Runs interleaved in storage (a run resumed after another, an import): a stable
             # sort by run keeps the measurement ids in order within each run.
-            order = sorted(range(len(run_id)), key=run_id.__getitem__)
-            run_id = [run_id[i] for i in order]
-            value = [value[i] for i in order]
-            samples = [samples[i] for i in order]
-            kind = [kind[i] for i in order]
-        return MeasurementColumns(run_id, value, samples, kind, kinds)
+            order = np.argsort(run_ids_read, kind="stable")
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            flat = flat[_ranges(starts[order], counts[order])]
+            run_ids_read, value, counts, kind = (
+                run_ids_read[order],
+                value[order],
+                counts[order],
+                kind[order],
+            )
+        return MeasurementColumns(run_ids_read, value, counts, flat, kind, kinds)
 
     @_outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:
@@ -1159,7 +1394,8 @@ LOCAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     runs.name: frozenset({"id", "platform_id", "environment_id"}),
     run_cases.name: frozenset({"run_id"}),
     executions.name: frozenset({"id", "run_id"}),
-    measurements.name: frozenset({"id", "run_id", "execution_id"}),
+    # The series is derived from the measurement's own columns, and derived again on import.
+    measurements.name: frozenset({"id", "run_id", "execution_id", "series_id"}),
     # A calibration names the runs it was fitted on by uid (CALIBRATION_SOURCE_RUNS) instead.
     calibrations.name: frozenset({"id", "source_run_ids"}),
 }
@@ -1241,7 +1477,7 @@ def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measur
         value=values["value"],
         unit=values["unit"],
         parameters=_from_json(values["parameters"]),
-        samples=tuple(float(sample) for sample in _from_json(values["samples"])),
+        samples=_samples_of(values["samples"]),
         statistics=None if statistics is None else Statistics.from_dict(_from_json(statistics)),
         statistic=values["statistic"],
         origin=Origin(values["origin"]),
@@ -1249,9 +1485,19 @@ def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measur
     )
 
 
+def _samples_of(value: Any) -> tuple[float, ...]:
+    """Samples as stored (bytes) or as a bundle carries them (a JSON list)."""
+    if isinstance(value, bytes | memoryview):
+        return decode_samples(value)
+    return tuple(float(sample) for sample in _from_json(value))
+
+
 def _portable(table: sa.Table, row: sa.Row[Any]) -> dict[str, Any]:
     values = row._mapping
-    return {column.name: values[column.name] for column in portable_columns(table)}
+    portable = {column.name: values[column.name] for column in portable_columns(table)}
+    if table is measurements:
+        portable["samples"] = portable_samples(portable["samples"])
+    return portable
 
 
 def _read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
@@ -1464,6 +1710,9 @@ def _insert_measurements(
     """Insert bundle measurements in order; `execution_id` maps an execution index to an id."""
     if not rows:
         return
+    fields = [_series_of(row) for row in rows]
+    keys = [series_key(f) for f in fields]
+    series_ids = _series_ids(conn, dict(zip(keys, fields, strict=True)))
     conn.execute(
         measurements.insert(),
         [
@@ -1473,8 +1722,10 @@ def _insert_measurements(
                 "execution_id": (
                     None if row[EXECUTION_INDEX] is None else execution_id(row[EXECUTION_INDEX])
                 ),
+                "samples": samples_from_portable(row["samples"]),
+                "series_id": series_ids[key],
             }
-            for row in rows
+            for row, key in zip(rows, keys, strict=True)
         ],
     )
 
@@ -1571,6 +1822,7 @@ def _reconcile(conn: Connection, run_id: int, here: RunBundle, there: RunBundle)
     there_has_all = _covers(
         there_executions, there_measurements, here_executions, here_measurements
     )
+
     def content(bundle: RunBundle) -> tuple[Any, ...]:
         # (The environment's facts may differ in volatile notes under the same fingerprint.)
         return bundle.run, bundle.cases, bundle.executions, bundle.measurements
@@ -1759,6 +2011,20 @@ def _fact(facts: Mapping[str, Any], dotted_path: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _joined(parts: Sequence[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The indices start, start+1, ..., start+length-1 of each (start, length), in order."""
+    total = int(lengths.sum())
+    if not total:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths)
+    return np.repeat(starts, lengths) + offsets
+
+
 def _to_json(value: Any) -> Any:
     """`value` with tuples as lists and non-finite floats tagged (see _NON_FINITE_FLOAT_KEY)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -1781,11 +2047,12 @@ def _from_json(value: Any) -> Any:
     return value
 
 
-def decode_json_texts(texts: Sequence[str]) -> list[Any]:
+def decode_json_texts(texts: Sequence[str], *, tagged: bool = False) -> list[Any]:
     """The values of many stored JSON texts (as written by this module), decoded in one pass.
 
     One parse of the texts joined into a JSON array (orjson), instead of a parse per text;
-    non-finite floats come back as floats (see _NON_FINITE_FLOAT_KEY).
+    non-finite floats come back as floats (see _NON_FINITE_FLOAT_KEY), or as their tags
+    (the values as _to_json encoded them) with `tagged`.
     """
     if not texts:
         return []
@@ -1795,7 +2062,7 @@ def decode_json_texts(texts: Sequence[str]) -> list[Any]:
     except orjson.JSONDecodeError:
         # What orjson refuses and the json module accepts (integers beyond 64 bits).
         values = json.loads(joined)
-    if _NON_FINITE_FLOAT_KEY in joined:
+    if not tagged and _NON_FINITE_FLOAT_KEY in joined:
         values = [_from_json(value) for value in values]
     return values
 

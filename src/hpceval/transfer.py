@@ -73,8 +73,10 @@ from hpceval.store import (
     platform_config_hash,
     platforms,
     portable_columns,
+    portable_samples,
     run_cases,
     runs,
+    samples_from_portable,
 )
 
 FORMAT_NAME: Final = "hpceval-results"
@@ -716,6 +718,13 @@ def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: st
     kind = column.type
     if isinstance(kind, sa.JSON):
         return value  # any JSON value
+    if isinstance(kind, sa.LargeBinary):
+        # Stored as bytes (the samples), carried as a JSON list of numbers: kept as floats,
+        # the form a database gives back, so that a run read here and the file compare equal.
+        try:
+            return portable_samples(samples_from_portable(value))
+        except ValueError as exc:
+            raise _Invalid(f"{where}: {exc}") from None
     if isinstance(kind, sa.Boolean):
         if not isinstance(value, bool):
             raise _Invalid(f"{where}: expected true or false, not {value!r}")
@@ -752,5 +761,6 @@ def _is_int(value: Any) -> bool:
 for _table in (*BUNDLE_TABLES, calibrations):
     for _column in portable_columns(_table):
         assert isinstance(
-            _column.type, sa.JSON | sa.Boolean | sa.Integer | sa.Float | sa.String
+            _column.type,
+            sa.JSON | sa.LargeBinary | sa.Boolean | sa.Integer | sa.Float | sa.String,
         ), _column

@@ -570,9 +570,11 @@ def prices_from_store(store: Store) -> dict[str, HourlyPrice]:
     """Each platform's price per node-hour from its configuration (`price` in the platform
     file), as recorded with its newest run; platforms without a price are left out."""
     out: dict[str, HourlyPrice] = {}
+    configs: dict[int, Mapping[str, Any]] = {}  # one read per platform, not per run
     for run in sorted(store.runs(), key=lambda r: r.started):
-        _, config = store.platform_config(run.platform_id)
-        price = config.get("price")
+        if run.platform_id not in configs:
+            configs[run.platform_id] = store.platform_config(run.platform_id)[1]
+        price = configs[run.platform_id].get("price")
         if not isinstance(price, Mapping) or "per_node_hour" not in price:
             continue
         out[run.platform_name] = HourlyPrice(

@@ -72,8 +72,6 @@ CATEGORICAL_COLUMNS: Final[tuple[str, ...]] = (
 NON_POINT_PARAMETERS: Final[frozenset[str]] = frozenset({"file", "io_fallback"})
 # Grouping beyond this many combined codes re-numbers the codes first (int64 headroom).
 _CODE_LIMIT: Final = 2**62
-# Sample texts decoded per JSON parse (bounds the Python lists alive at once).
-_DECODE_CHUNK: Final = 100_000
 
 Entry = tuple[str, int | None, Measurement]
 
@@ -203,15 +201,13 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
     n = len(columns)
     if n == 0:
         return build_frame(())
-    kind = np.fromiter(columns.kind, dtype=np.int64, count=n)
+    kind = columns.kind
     fields = list(zip(*columns.kinds, strict=True))
     platform, origin, benchmark, metric, unit, statistic, parameters = (
         list(field) for field in fields
     )
     data: dict[str, Any] = {
-        "run": pd.arrays.IntegerArray(
-            np.fromiter(columns.run_id, dtype=np.int64, count=n), np.zeros(n, dtype=bool)
-        ),
+        "run": pd.arrays.IntegerArray(columns.run_id.copy(), np.zeros(n, dtype=bool)),
         "platform": _categorical(platform, kind),
         "origin": _categorical(origin, kind, check=Origin),
         "benchmark": _categorical(benchmark, kind),
@@ -219,7 +215,7 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
         "unit": _categorical(unit, kind, check=check_unit),
         "statistic": _categorical(statistic, kind),
     }
-    values = np.fromiter(columns.value, dtype=np.float64, count=n)
+    values = columns.value
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         first = int(bad[0])
@@ -228,7 +224,7 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
             "is not finite"
         )
     data["value"] = values
-    data["samples"] = _sample_column(columns.samples, values)
+    data["samples"] = _sample_column(columns.samples, columns.sample_counts, values)
     for name, column in sorted(_parameter_columns(parameters, kind).items()):
         data[f"parameter.{name}" if name in CORE_COLUMNS else name] = column
     return pd.DataFrame(data, index=pd.RangeIndex(n))
@@ -250,27 +246,26 @@ def _categorical(
     )
 
 
-def _sample_column(texts: list[str], values: FloatArray) -> npt.NDArray[np.object_]:
+def _sample_column(
+    flat: FloatArray, counts: IntArray, values: FloatArray
+) -> npt.NDArray[np.object_]:
     """Each row's samples as a float64 view into one flat array (the value where none)."""
-    n = len(texts)
-    lengths = np.empty(n, dtype=np.int64)
-    parts: list[FloatArray] = []
-    for start in range(0, n, _DECODE_CHUNK):
-        decoded: list[Any] = decode_json_texts(texts[start : start + _DECODE_CHUNK])
-        chunk = np.fromiter(map(len, decoded), dtype=np.int64, count=len(decoded))
-        for i in np.flatnonzero(chunk == 0).tolist():
-            decoded[i] = [values[start + i]]  # stored without samples: the value is one
-            chunk[i] = 1
-        lengths[start : start + len(decoded)] = chunk
-        parts.append(
-            np.fromiter(
-                itertools.chain.from_iterable(decoded), dtype=np.float64, count=int(chunk.sum())
-            )
-        )
-    flat = np.concatenate(parts)
-    ends = np.cumsum(lengths).tolist()
+    n = len(counts)
+    empty = counts == 0
+    if empty.any():
+        # Stored without samples: the value is the one sample. Each row's run of samples
+        # is kept and the value put where there was none, in one pass over the flat array.
+        lengths = np.where(empty, 1, counts)
+        ends = np.cumsum(lengths)
+        filled = np.empty(int(ends[-1]), dtype=np.float64)
+        given = np.ones(len(filled), dtype=bool)
+        given[(ends - 1)[empty]] = False
+        filled[given] = flat
+        filled[~given] = values[empty]
+        flat, counts = filled, lengths
+    ends_list = np.cumsum(counts).tolist()
     column = np.empty(n, dtype=object)
-    column[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
+    column[:] = [flat[e - k : e] for e, k in zip(ends_list, counts.tolist(), strict=True)]
     return column
 
 
@@ -501,7 +496,9 @@ def pool_by_codes(
     if len(values):
         sums = np.add.reduceat(values, offsets)
         mean = sums / count
-        deviations = np.add.reduceat((values - np.repeat(mean, count)) ** 2, offsets)
+        # (A group with an infinite sample has an infinite mean and a NaN variance: no warning.)
+        with np.errstate(invalid="ignore"):
+            deviations = np.add.reduceat((values - np.repeat(mean, count)) ** 2, offsets)
     else:
         mean = deviations = np.empty(0)
     with np.errstate(invalid="ignore", divide="ignore"):
