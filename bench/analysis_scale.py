@@ -33,6 +33,7 @@ store.
 
 Usage: .venv/bin/python bench/analysis_scale.py [--measurements N] [--keep DB] [--seed S]
        .venv/bin/python bench/analysis_scale.py --reuse DB   (time a database kept before)
+       add --repeat K to run the commands K times and print medians (this VM's speed varies)
 """
 
 from __future__ import annotations
@@ -751,7 +752,7 @@ TOTALS: Final = (
 MODES: Final = ("in-process", "processes")
 
 
-def time_steps(path: Path, work: Path) -> list[Step]:
+def time_steps(path: Path, work: Path, repeat: int = 1) -> list[Step]:
     """Time load, compare, then `hpceval compare` and `hpceval report` on the database at
     `path`, both in this process (typer's CliRunner: imports already done) and as the user
     runs them (new processes: Python start-up and imports counted).
@@ -760,7 +761,8 @@ def time_steps(path: Path, work: Path) -> list[Step]:
     `hpceval compare` first (SQL load, then the frame is cached), `hpceval report` next (the
     frame from the cache: the usual second command on an unchanged database); then both
     again, the report without the cache (--no-cache) and compare with it, so that every
-    combination can be added up.
+    combination can be added up. With `repeat` > 1 the commands of both modes run that many
+    times (in turn, a fresh cache each time): a step then appears once per repeat.
     """
     from hpceval.analysis.compare import compare
     from hpceval.analysis.frame import load_frame
@@ -777,8 +779,9 @@ def time_steps(path: Path, work: Path) -> list[Step]:
         Step("compare", took[0], f"{len(result.table):,} points, CI by {result.method}", took[1])
     )
     del frame, result
-    for mode in MODES:
-        steps.extend(_command_steps(path, work / mode, mode))
+    for attempt in range(repeat):
+        for mode in MODES:
+            steps.extend(_command_steps(path, work / f"{mode}-{attempt}", mode))
     return steps
 
 
@@ -850,6 +853,7 @@ def _processes(env: Mapping[str, str]) -> Callable[[list[str]], str | None]:
 
 
 def print_table(generated: Generated, steps: Sequence[Step]) -> None:
+    """One line per step: the median of its repeats (and their range when repeated)."""
     samples = f"{generated.samples:,} samples, " if generated.samples >= 0 else ""
     made = "" if math.isnan(generated.seconds) else f"; generated in {generated.seconds:.1f} s"
     print(
@@ -857,30 +861,47 @@ def print_table(generated: Generated, steps: Sequence[Step]) -> None:
         f"{len(PROFILES)} platforms (baseline {BASELINE}), {generated.runs} runs, "
         f"{generated.path.stat().st_size / 1e6:,.0f} MB{made}"
     )
-    print(f"{'step':<40} {'seconds':>8} {'/ 10 s':>7} {'CPU s':>7}  detail")
+    by_name: dict[str, list[Step]] = {}
     for step in steps:
-        shown = "—" if step.seconds is None else f"{step.seconds:.2f}"
-        ratio = "—" if step.seconds is None else f"{step.seconds / TARGET_S:.2f}"
-        cpu = "—" if step.cpu_seconds is None else f"{step.cpu_seconds:.2f}"
-        print(f"{step.name:<40} {shown:>8} {ratio:>7} {cpu:>7}  {step.detail}")
-    timed = {s.name: s for s in steps if s.seconds is not None}
+        by_name.setdefault(step.name, []).append(step)
+    repeats = max(len(group) for group in by_name.values())
+    spread = f"  {'range':>11}" if repeats > 1 else ""
+    print(f"{'step':<40} {'seconds':>8} {'/ 10 s':>7} {'CPU s':>7}{spread}  detail")
+    timed: dict[str, tuple[float, float, list[float]]] = {}
+    for name, group in by_name.items():
+        failed = [step for step in group if step.seconds is None]
+        if failed:
+            print(f"{name:<40} {'—':>8} {'—':>7} {'—':>7}{' ' * len(spread)}  {failed[0].detail}")
+            continue
+        walls = [step.seconds or 0.0 for step in group]
+        cpus = [step.cpu_seconds or 0.0 for step in group]
+        wall, cpu = float(np.median(walls)), float(np.median(cpus))
+        timed[name] = (wall, cpu, walls)
+        shown = f"  {min(walls):5.2f}–{max(walls):5.2f}" if repeats > 1 else ""
+        print(f"{name:<40} {wall:>8.2f} {wall / TARGET_S:>7.2f} {cpu:>7.2f}{shown}  "
+              f"{group[-1].detail}")  # fmt: skip
     for mode in MODES:
         for what, names in TOTALS:
             keys = [f"{name} [{mode}]" for name in names]
             if not all(key in timed for key in keys):
                 print(f"total [{mode}] ({what}): not measured")
                 continue
-            total = sum(timed[key].seconds or 0.0 for key in keys)
-            cpu_total = sum(timed[key].cpu_seconds or 0.0 for key in keys)
+            total = sum(timed[key][0] for key in keys)
+            cpu_total = sum(timed[key][1] for key in keys)
             verdict = "meets" if total < TARGET_S else "MISSES"
+            per_repeat = [sum(pair) for pair in zip(*(timed[key][2] for key in keys),
+                                                    strict=False)]  # fmt: skip
+            ranged = (f"; per repeat {min(per_repeat):.2f}–{max(per_repeat):.2f} s"
+                      if len(per_repeat) > 1 else "")  # fmt: skip
             print(
                 f"total [{mode}] ({what}): {total:.2f} s = {total / TARGET_S:.2f} x the "
-                f"{TARGET_S:.0f} s target ({verdict} it); CPU {cpu_total:.2f} s"
+                f"{TARGET_S:.0f} s target ({verdict} it); CPU {cpu_total:.2f} s{ranged}"
             )
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other processes' "
         "load inflates the wall-clock seconds; CPU seconds include the report's workers). "
         "[processes] is what a user waits for: Python start-up and imports included."
+        + (f" Medians of {repeats} repeats." if repeats > 1 else "")
     )
 
 
@@ -890,7 +911,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="write the database here and keep it")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse", type=Path, help="time this database (from --keep) instead")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the commands this many times (medians printed)")
     opts = parser.parse_args(argv)
+    if opts.repeat < 1:
+        parser.error("--repeat: at least 1")
     if opts.measurements < len(PROFILES):
         parser.error(f"--measurements: at least {len(PROFILES)} (one per platform)")
     with tempfile.TemporaryDirectory(prefix="hpceval-analysis-scale-") as tmp:
@@ -903,7 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if path.exists():
                 parser.error(f"--keep: {path} already exists")
             generated = generate(path, opts.measurements, opts.seed)
-        steps = time_steps(generated.path, Path(tmp))
+        steps = time_steps(generated.path, Path(tmp), opts.repeat)
         print_table(generated, steps)
     # A step that failed is a failure of the benchmark, not a figure.
     return 1 if any(" failed: " in step.detail for step in steps) else 0

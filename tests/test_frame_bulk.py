@@ -369,3 +369,28 @@ def test_auto_counts_the_bootstrap_work_not_only_the_points() -> None:
     heavy = compare(scattered_frame(points=50, low=300, high=900), "bare")
     assert heavy.method == "delta"
     assert set(heavy.table["ci_method"].astype(str)) == {"delta"}
+
+
+def test_bench_prints_medians_and_ranges_of_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = bench_module()
+    db = tmp_path / "x.db"
+    db.write_bytes(b"\0" * 1000)
+    steps = [bench.Step("load", 2.0, "rows", 2.0)]
+    for wall in (4.0, 6.0, 5.0):
+        for mode in ("in-process", "processes"):
+            steps += [
+                bench.Step(f"hpceval compare [{mode}]", wall, "c", wall),
+                bench.Step(f"hpceval report [{mode}]", wall + 1, "r", 2 * wall),
+            ]
+    bench.print_table(bench.Generated(db, 10, 20, 1, float("nan")), steps)
+    out = capsys.readouterr().out
+    compare_line = next(line for line in out.splitlines() if line.startswith("hpceval compare [p"))
+    expected = r"hpceval compare \[processes\] +5\.00 +0\.50 +5\.00 +4\.00– 6\.00  c"
+    assert re.match(expected, compare_line)
+    assert ("total [processes] (compare then report (report from the cache compare filled)): "
+            "11.00 s = 1.10 x the 10 s target (MISSES it); CPU 15.00 s; per repeat 9.00–13.00 s"
+            ) in out  # fmt: skip
+    assert "total [processes] (compare + report, no cache): not measured" in out
+    assert "Medians of 3 repeats." in out
