@@ -1385,7 +1385,8 @@ _NEWEST_FIRST: Final = (runs.c.started.desc(), runs.c.id.desc())
 # of what belongs to it, except those that only mean something inside one database (ids and
 # references by id). A bundle names its platform by (name, config_hash), its environment by
 # fingerprint, and a measurement its execution by its index in the bundle's executions.
-# Values are as stored: JSON columns keep the _to_json encoding, so nothing is re-encoded.
+# Values are as stored: JSON columns keep the _to_json encoding, so nothing is re-encoded;
+# but the samples, stored as bytes, travel as a JSON list (portable_samples).
 
 LOCAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     platforms.name: frozenset({"id"}),
