@@ -910,10 +910,11 @@ class Store:
         """The series id of each (origin, benchmark, metric, unit, statistic, parameters),
         added where it is new (for writers that insert measurement rows in bulk)."""
         keyed = [(series_key(f), f) for f in fields]
-        with self._writer.begin() as conn:
-            ids = _series_ids(conn, dict(keyed))
-        self._series.update(ids)
-        return [ids[key] for key, _ in keyed]
+        unknown = {key: f for key, f in keyed if key not in self._series}
+        if unknown:
+            with self._writer.begin() as conn:
+                self._series.update(_series_ids(conn, unknown))
+        return [self._series[key] for key, _ in keyed]
 
     @_outage_is_a_user_error
     def mark_dead_runs_interrupted(

@@ -110,9 +110,7 @@ def build_frame(entries: Iterable[Entry]) -> pd.DataFrame:
     flat = np.fromiter(
         itertools.chain.from_iterable(raw), dtype=np.float64, count=int(lengths.sum())
     )
-    ends = np.cumsum(lengths).tolist()
-    sample_column = np.empty(n, dtype=object)
-    sample_column[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
+    sample_column = row_views(flat, lengths)
     data: dict[str, Any] = {
         "run": pd.array(runs, dtype="Int64"),
         "platform": pd.Categorical(platforms),
@@ -250,7 +248,6 @@ def _sample_column(
     flat: FloatArray, counts: IntArray, values: FloatArray
 ) -> npt.NDArray[np.object_]:
     """Each row's samples as a float64 view into one flat array (the value where none)."""
-    n = len(counts)
     empty = counts == 0
     if empty.any():
         # Stored without samples: the value is the one sample. Each row's run of samples
@@ -263,9 +260,15 @@ def _sample_column(
         filled[given] = flat
         filled[~given] = values[empty]
         flat, counts = filled, lengths
-    ends_list = np.cumsum(counts).tolist()
-    column = np.empty(n, dtype=object)
-    column[:] = [flat[e - k : e] for e, k in zip(ends_list, counts.tolist(), strict=True)]
+    return row_views(flat, counts)
+
+
+def row_views(flat: FloatArray, lengths: IntArray) -> npt.NDArray[np.object_]:
+    """An object array of len(lengths) float64 views into `flat`, row i the lengths[i] values
+    after those of the rows before it: the frame's samples column."""
+    ends = np.cumsum(lengths).tolist()
+    column = np.empty(len(lengths), dtype=object)
+    column[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
     return column
 
 
@@ -677,10 +680,7 @@ def _unpack_frame(entry: dict[str, Any]) -> pd.DataFrame:
     columns: list[str] = entry["columns"]
     if len(lengths) != len(frame) or int(lengths.sum()) != len(flat):
         raise ValueError("frame cache entry: samples do not match the rows")
-    ends = np.cumsum(lengths).tolist()
-    samples = np.empty(len(lengths), dtype=object)
-    samples[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
-    frame.insert(columns.index("samples"), "samples", samples)
+    frame.insert(columns.index("samples"), "samples", row_views(flat, lengths))
     if list(frame.columns) != columns:
         raise ValueError("frame cache entry: columns differ")
     return frame
