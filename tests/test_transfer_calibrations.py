@@ -24,6 +24,7 @@ from hpceval.errors import UserError
 from hpceval.model import Environment, Measurement, Origin, Status
 from hpceval.store import CalibrationRow, RunRow, Store, open_store
 from hpceval.transfer import FORMAT_VERSION, export_runs, merge
+from tests.test_transfer import lines_of
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
@@ -247,7 +248,7 @@ def test_merge_into_an_export_file_keeps_one_calibration(site: Site, tmp_path: P
     combined = tmp_path / "combined.jsonl"
     merge([str(site.path)], str(combined))
     merge([str(site.path), str(combined)], str(combined))  # an existing file, merged again
-    records = [json.loads(line) for line in combined.read_text().splitlines()]
+    records = lines_of(combined)
     assert [r.get("record") for r in records[1:]].count("calibration") == 1
     central = str(tmp_path / "central.db")
     assert [item.action for item in merge([str(combined)], central)] == ["imported"] * 3
@@ -289,7 +290,7 @@ def test_a_real_format_1_file_still_imports(tmp_path: Path) -> None:
 
 def as_format_1(exported: Path, downgraded: Path) -> Path:
     """The same runs as version 1 wrote them: no calibration records, no run "calibration"."""
-    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    records = lines_of(exported)
     records[0]["version"] = 1
     kept = []
     for record in records:
@@ -382,7 +383,7 @@ def test_a_bad_calibration_record_is_one_line_naming_file_line_and_field(
 ) -> None:
     good = tmp_path / "good.jsonl"
     export_runs(str(site.path), good)
-    records = [json.loads(line) for line in good.read_text().splitlines()]
+    records = lines_of(good)
     assert records[4]["record"] == "calibration"
     damage(records)
     bad = tmp_path / "bad.jsonl"
@@ -398,7 +399,7 @@ def test_a_bad_calibration_record_is_one_line_naming_file_line_and_field(
 def test_a_calibration_record_in_a_format_1_file_is_refused(site: Site, tmp_path: Path) -> None:
     exported = tmp_path / "site.jsonl"
     export_runs(str(site.path), exported)
-    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    records = lines_of(exported)
     records[0]["version"] = 1
     for record in records[1:]:
         record.pop("calibration", None)
@@ -411,7 +412,7 @@ def test_a_calibration_record_in_a_format_1_file_is_refused(site: Site, tmp_path
 def test_a_newer_format_is_refused(site: Site, tmp_path: Path) -> None:
     exported = tmp_path / "site.jsonl"
     export_runs(str(site.path), exported)
-    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    records = lines_of(exported)
     records[0]["version"] = FORMAT_VERSION + 1
     newer = tmp_path / "newer.jsonl"
     newer.write_text("".join(json.dumps(record) + "\n" for record in records))
