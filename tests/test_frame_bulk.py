@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,7 @@ import pandas as pd
 import pytest
 
 import hpceval
+from hpceval import store as store_module
 from hpceval.analysis.frame import CORE_COLUMNS, build_frame, load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, decode_json_texts, open_store
@@ -216,6 +218,66 @@ def test_filters_are_applied_by_the_database(mixed: tuple[Store, dict[str, int]]
     )
     assert columns.run_id == [runs["sim"]]
     assert [kind[:5] for kind in columns.kinds] == [("sim", "simulated", "npb", "time", "s")]
+
+
+def test_read_by_forked_workers_is_the_read_here(
+    mixed: tuple[Store, dict[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, runs = mixed
+    selections: list[dict[str, Any]] = [
+        {}, {"platforms": ["vm é\x1f|"]}, {"runs": [runs["sim"], runs["bare"]], "metric": "time"}
+    ]
+    here = [load_frame(store, **selection) for selection in selections]
+    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
+    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "3")
+    read_here: list[int] = []
+    read_range = Store._read_range
+
+    def counted(self: Store, query: Any) -> Any:
+        read_here.append(os.getpid())
+        return read_range(self, query)
+
+    monkeypatch.setattr(Store, "_read_range", counted)
+    for selection, expected in zip(selections, here, strict=True):
+        assert_same_frame(load_frame(store, **selection), expected)
+    assert not read_here  # every range read in a worker (whose calls are not seen here)
+
+
+def test_a_lost_read_worker_is_read_again_here(
+    mixed: tuple[Store, dict[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = mixed
+    expected = load_frame(store)
+    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 5)
+    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    parent = os.getpid()
+    read_range = Store._read_range
+
+    def dies_in_a_worker(self: Store, query: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(9)  # as a worker killed for memory would
+        return read_range(self, query)
+
+    monkeypatch.setattr(Store, "_read_range", dies_in_a_worker)
+    assert_same_frame(load_frame(store), expected)
+
+
+def test_names_with_quotes_filter_the_read(database: str) -> None:
+    with open_store(database) as store:
+        env = store.add_environment(Environment(facts={}, fingerprint="q"))
+        for name in ("o'brien", "o'brien'; drop table runs; --", "plain"):
+            run = store.create_run(
+                suite_name="q", suite_config={}, platform_id=store.add_platform(name, {}),
+                environment_id=env, launcher="local", cases=CASES,
+                hpceval_version=hpceval.__version__, git_revision=None,
+                origin=Origin.MEASURED, host="h", pid=1,
+            )  # fmt: skip
+            store.add_measurement(run, None, "p2p", "point", measurement(
+                "mpibench", "latency", 1.0, "us", (1.0,), pattern="pingpong", size=8))
+        frame = load_frame(store, platforms=["o'brien'; drop table runs; --"], metric="latency")
+        assert frame["platform"].astype(str).tolist() == ["o'brien'; drop table runs; --"]
+        assert len(store.runs()) == 3
+        assert len(load_frame(store, platforms=["o'brien", "plain"])) == 2
 
 
 def test_empty_store(database: str) -> None:

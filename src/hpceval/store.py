@@ -25,13 +25,17 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import math
+import multiprocessing
 import time
 import uuid
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -53,6 +57,7 @@ from hpceval.model import (
     Statistics,
     Status,
 )
+from hpceval.workers import fork_workers
 
 SCHEMA_VERSION: Final = 3
 DEFAULT_URL: Final = "sqlite:///hpceval.db"
@@ -80,6 +85,9 @@ _OPEN_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 # Rows read per slice by Store.measurement_columns.
 _READ_SLICE: Final = 100_000
+# Below this many rows per worker, the bulk read is not worth forking for.
+_ROWS_PER_READ_WORKER: Final = 150_000
+READ_WORKERS_ENV: Final = "HPCEVAL_READ_WORKERS"
 
 EXECUTION_RUNNING: Final = "running"  # executions.status while the command has not ended
 
@@ -570,6 +578,35 @@ class MeasurementColumns:
 
     def __len__(self) -> int:
         return len(self.run_id)
+
+
+@dataclass(frozen=True)
+class _RowsRead:
+    """Rows of the bulk read as arrays: run, value, series id, bytes of samples per row, and
+    the rows' sample bytes end to end."""
+
+    run_id: npt.NDArray[np.int64]
+    value: npt.NDArray[np.float64]
+    series_id: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    data: bytes
+
+
+# The id ranges of the bulk read in progress, for the forked workers to read by index (they
+# inherit the Store and the queries; only an index goes out, only arrays come back).
+_READS: list[tuple[Store, sa.Select[Any]]] = []
+
+
+def read_workers() -> int:
+    """$HPCEVAL_READ_WORKERS, else the CPUs this process may run on (1 without fork)."""
+    return fork_workers(READ_WORKERS_ENV)
+
+
+def _read_range_in_worker(index: int) -> _RowsRead:
+    store, query = _READS[index]
+    # The parent's pooled connections are not this process's to use (nor to close).
+    store._engine.dispose(close=False)
+    return store._read_range(query)
 
 
 def close_open_stores() -> None:
@@ -1100,23 +1137,10 @@ class Store:
             query = query.where(measurements.c.benchmark == benchmark)
         if metric is not None:
             query = query.where(measurements.c.metric == metric)
-        run_parts: list[npt.NDArray[np.int64]] = []
-        value_parts: list[npt.NDArray[np.float64]] = []
-        series_parts: list[npt.NDArray[np.int64]] = []
-        count_parts: list[npt.NDArray[np.int64]] = []
-        data_parts: list[bytes] = []
+        parts = self._read_rows(query)
+        # Runs and series are read after the rows (which workers may read on connections of
+        # their own): neither is ever deleted, so every row read finds its run and series.
         with self._engine.connect() as conn:
-            # In slices (a server-side cursor on PostgreSQL): the rows of one slice at a time.
-            result = conn.execute(query, execution_options={"yield_per": _READ_SLICE})
-            for rows in result.partitions():
-                slice_runs, slice_values, slice_data, slice_series = zip(*rows, strict=True)
-                run_parts.append(np.array(slice_runs, dtype=np.int64))
-                value_parts.append(np.array(slice_values, dtype=np.float64))
-                series_parts.append(np.array(slice_series, dtype=np.int64))
-                count_parts.append(
-                    np.fromiter(map(len, slice_data), dtype=np.int64, count=len(slice_data))
-                )
-                data_parts.append(b"".join(slice_data))
             run_platform = {
                 int(row[0]): str(row[1])
                 for row in conn.execute(
@@ -1133,14 +1157,16 @@ class Store:
                               sa.cast(series.c.parameters, sa.Text))
                 )
             }  # fmt: skip
-        run_ids_read = _joined(run_parts, np.int64)
-        sizes = _joined(count_parts, np.int64)
+        run_ids_read = _joined([p.run_id for p in parts], np.int64)
+        sizes = _joined([p.sizes for p in parts], np.int64)
         if (sizes % _SAMPLE_DTYPE.itemsize).any():
             raise ValueError("measurements: stored samples that are not whole float64 values")
-        flat = np.frombuffer(b"".join(data_parts), dtype=_SAMPLE_DTYPE).astype(np.float64)
+        flat = np.frombuffer(b"".join(p.data for p in parts), dtype=_SAMPLE_DTYPE).astype(
+            np.float64
+        )
         counts = sizes // _SAMPLE_DTYPE.itemsize
-        value = _joined(value_parts, np.float64)
-        series_ids = _joined(series_parts, np.int64)
+        value = _joined([p.value for p in parts], np.float64)
+        series_ids = _joined([p.series_id for p in parts], np.int64)
         # A kind is (platform, series): the run's platform by code, then both codes in one.
         names = sorted(set(run_platform.values()))
         runs_known = np.array(sorted(run_platform), dtype=np.int64)
@@ -1169,6 +1195,76 @@ class Store:
                 kind[order],
             )
         return MeasurementColumns(run_ids_read, value, counts, flat, kind, kinds)
+
+    def _read_rows(self, query: sa.Select[Any]) -> list[_RowsRead]:
+        """The (run, value, samples, series) rows of `query`, in id order, as arrays.
+
+        A large table is read in id ranges by forked worker processes, one connection each
+        (a million rows: ~2 s of building Python rows, which run in parallel that way);
+        a small one, or where there is no fork, here.
+        """
+        with self._engine.connect() as conn:
+            low, high = conn.execute(sa.select(sa.func.min(measurements.c.id),
+                                               sa.func.max(measurements.c.id))).one()  # fmt: skip
+        workers = 1 if low is None else min(
+            read_workers(), max(1, (int(high) - int(low) + 1) // _ROWS_PER_READ_WORKER)
+        )  # fmt: skip
+        if workers <= 1:
+            return [self._read_range(query)]
+        edges = np.linspace(int(low), int(high) + 1, workers + 1).astype(np.int64).tolist()
+        ranges = [
+            query.where(measurements.c.id >= start, measurements.c.id < end)
+            for start, end in itertools.pairwise(edges)
+        ]
+        _READS[:] = [(self, r) for r in ranges]
+        try:
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("fork")
+            ) as pool:
+                return list(pool.map(_read_range_in_worker, range(len(ranges))))
+        except (BrokenProcessPool, OSError):
+            # A worker lost (killed, out of memory), or no process could be started: read
+            # here; an error of the database itself is raised here as it is.
+            return [self._read_range(r) for r in ranges]
+        finally:
+            _READS.clear()
+
+    def _read_range(self, query: sa.Select[Any]) -> _RowsRead:
+        run_parts: list[npt.NDArray[np.int64]] = []
+        value_parts: list[npt.NDArray[np.float64]] = []
+        series_parts: list[npt.NDArray[np.int64]] = []
+        count_parts: list[npt.NDArray[np.int64]] = []
+        data_parts: list[bytes] = []
+        with self._engine.connect() as conn:
+            # On the driver's own cursor (a server-side one on PostgreSQL), in slices: plain
+            # tuples, without the SQLAlchemy Row built around each (a third of the time). The
+            # filters are numbers and names, written into the SQL by the dialect's quoting.
+            sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+            driver = conn.connection.driver_connection
+            if driver is None:
+                raise RuntimeError("no database connection")
+            postgres = conn.dialect.name == "postgresql"
+            cursor = driver.cursor(name="hpceval_bulk_read") if postgres else driver.cursor()
+            try:
+                cursor.execute(sql)
+                while rows := cursor.fetchmany(_READ_SLICE):
+                    slice_runs, slice_values, slice_data, slice_series = zip(*rows, strict=True)
+                    run_parts.append(np.array(slice_runs, dtype=np.int64))
+                    value_parts.append(np.array(slice_values, dtype=np.float64))
+                    series_parts.append(np.array(slice_series, dtype=np.int64))
+                    count_parts.append(
+                        np.fromiter(map(len, slice_data), dtype=np.int64, count=len(slice_data))
+                    )
+                    data_parts.append(b"".join(slice_data))
+            finally:
+                cursor.close()
+        return _RowsRead(
+            _joined(run_parts, np.int64),
+            _joined(value_parts, np.float64),
+            _joined(series_parts, np.int64),
+            _joined(count_parts, np.int64),
+            b"".join(data_parts),
+        )
 
     @_outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:

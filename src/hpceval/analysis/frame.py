@@ -5,8 +5,9 @@ Columns (in this order):
 - ``run`` (Int64, may be missing), ``platform``, ``origin`` (measured | emulated | simulated),
   ``benchmark``, ``metric``, ``unit``, ``statistic`` (categorical strings);
 - ``value`` (float64): the Measurement's value (the statistic named by ``statistic``);
-- ``samples`` (object): the raw samples as a float64 numpy array, never empty (a Measurement
-  stored without samples contributes its value as a single sample);
+- ``samples`` (`hpceval.analysis.samples.SamplesDtype`): the raw samples, each row's a
+  float64 numpy array, never empty (a Measurement stored without samples contributes its
+  value as a single sample); held as runs of one flat array (`SamplesArray`);
 - then one column per parameter name found in the measurements (``pattern``, ``size``,
   ``ranks``, ``nodes``, ``kernel``, ``class``...), missing where a measurement does not have
   that parameter. Integers become Int64, booleans boolean, strings categorical, anything
@@ -41,6 +42,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 import hpceval
+from hpceval.analysis.samples import SamplesArray
 from hpceval.model import Measurement, Origin
 from hpceval.store import MeasurementColumns, Store, decode_json_texts
 from hpceval.units import check_unit
@@ -104,13 +106,13 @@ def build_frame(entries: Iterable[Entry]) -> pd.DataFrame:
             if name not in columns:
                 columns[name] = np.full(n, None, dtype=object)
             columns[name][index] = matrix[:, j]
-    # Every row's samples are a view into one flat array (one allocation, not a million).
+    # Every row's samples are a run of one flat array (one allocation, not a million).
     raw = [m.samples or (m.value,) for m in measurements]
     lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n)
     flat = np.fromiter(
         itertools.chain.from_iterable(raw), dtype=np.float64, count=int(lengths.sum())
     )
-    sample_column = row_views(flat, lengths)
+    sample_column = SamplesArray.from_lengths(flat, lengths)
     data: dict[str, Any] = {
         "run": pd.array(runs, dtype="Int64"),
         "platform": pd.Categorical(platforms),
@@ -244,10 +246,8 @@ def _categorical(
     )
 
 
-def _sample_column(
-    flat: FloatArray, counts: IntArray, values: FloatArray
-) -> npt.NDArray[np.object_]:
-    """Each row's samples as a float64 view into one flat array (the value where none)."""
+def _sample_column(flat: FloatArray, counts: IntArray, values: FloatArray) -> SamplesArray:
+    """Each row's samples as a run of one flat array (the value where none)."""
     empty = counts == 0
     if empty.any():
         # Stored without samples: the value is the one sample. Each row's run of samples
@@ -260,16 +260,7 @@ def _sample_column(
         filled[given] = flat
         filled[~given] = values[empty]
         flat, counts = filled, lengths
-    return row_views(flat, counts)
-
-
-def row_views(flat: FloatArray, lengths: IntArray) -> npt.NDArray[np.object_]:
-    """An object array of len(lengths) float64 views into `flat`, row i the lengths[i] values
-    after those of the rows before it: the frame's samples column."""
-    ends = np.cumsum(lengths).tolist()
-    column = np.empty(len(lengths), dtype=object)
-    column[:] = [flat[e - k : e] for e, k in zip(ends, lengths.tolist(), strict=True)]
-    return column
+    return SamplesArray.from_lengths(flat, counts)
 
 
 def _parameter_columns(texts: list[str], codes: IntArray) -> dict[str, Any]:
@@ -457,17 +448,17 @@ class Pooled:
 
 
 def flatten_samples(frame: pd.DataFrame) -> tuple[FloatArray, IntArray]:
-    """All samples of the frame end to end, and the number of samples of each row."""
-    return _flatten(np.asarray(frame["samples"].to_numpy(), dtype=object))
-
-
-def _flatten(arrays: npt.NDArray[np.object_]) -> tuple[FloatArray, IntArray]:
-    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
-    if np.any(lengths == 0):
+    column = frame["samples"].array
+    if isinstance(column, SamplesArray):
+        flat, lengths = column.flat()
+    else:  # a frame put together by hand: one array (or sequence) per row
+        arrays = np.asarray(column, dtype=object)
+        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+        flat = (np.concatenate([np.asarray(a, dtype=np.float64) for a in arrays])
+                if len(arrays) else np.empty(0))  # fmt: skip
+    if np.any(lengths <= 0):
         raise ValueError("a row of the frame has no samples")
-    if not len(arrays):
-        return np.empty(0), lengths
-    return np.concatenate(list(arrays)).astype(np.float64, copy=False), lengths
+    return flat, lengths
 
 
 def pool(frame: pd.DataFrame, by: Sequence[str]) -> Pooled:
@@ -482,7 +473,7 @@ def pool_by_codes(
 ) -> Pooled:
     """`pool` with the groups given: `rows` maps each row to 0..G-1, `first[g]` is a row of g."""
     groups = len(first)
-    flat, lengths = _flatten(np.asarray(frame["samples"].to_numpy(), dtype=object))
+    flat, lengths = flatten_samples(frame)
     count = np.bincount(rows, weights=lengths, minlength=groups).astype(np.int64)
     offsets = np.zeros(groups, dtype=np.int64)
     np.cumsum(count[:-1], out=offsets[1:])
@@ -662,9 +653,7 @@ class FrameCache:
 
 
 def _pack_frame(frame: pd.DataFrame) -> dict[str, Any]:
-    samples = frame["samples"].to_numpy()
-    lengths = np.fromiter(map(len, samples), dtype=np.int64, count=len(samples))
-    flat = np.concatenate(samples) if len(samples) else np.empty(0, dtype=np.float64)
+    flat, lengths = flatten_samples(frame)
     return {
         "columns": list(frame.columns),
         "frame": frame.drop(columns=["samples"]),
@@ -680,7 +669,8 @@ def _unpack_frame(entry: dict[str, Any]) -> pd.DataFrame:
     columns: list[str] = entry["columns"]
     if len(lengths) != len(frame) or int(lengths.sum()) != len(flat):
         raise ValueError("frame cache entry: samples do not match the rows")
-    frame.insert(columns.index("samples"), "samples", row_views(flat, lengths))
+    samples: Any = SamplesArray.from_lengths(flat, lengths)  # (pandas-stubs: not an array type)
+    frame.insert(columns.index("samples"), "samples", samples)
     if list(frame.columns) != columns:
         raise ValueError("frame cache entry: columns differ")
     return frame

@@ -33,7 +33,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from hpceval.analysis.frame import group_codes, numeric, point_columns, pool, select
+from hpceval.analysis.frame import group_codes, numeric, point_columns, pool, select, text
 from hpceval.model import Origin, ParamValue
 from hpceval.units import HIGHER_IS_BETTER
 
@@ -44,8 +44,9 @@ PLACEMENT_PARAMETERS: Final[frozenset[str]] = frozenset(
 
 
 @dataclass(frozen=True)
-class ScalingPoint:
-    """One placement of a problem with its time (or value) and scaling figures."""
+class PlacedValue:
+    """One placement of a problem (how it was run) and its value: the mean of its pooled
+    samples (`samples` of them)."""
 
     cores: int
     ranks: int
@@ -55,6 +56,12 @@ class ScalingPoint:
     binding: str | None
     value: float
     samples: int
+
+
+@dataclass(frozen=True)
+class ScalingPoint(PlacedValue):
+    """One placement of a problem with its time (or value) and scaling figures."""
+
     speedup: float
     ideal_speedup: float
     efficiency: float
@@ -118,7 +125,7 @@ class _Curve:
     metric: str
     unit: str
     problem: dict[str, ParamValue]
-    table: pd.DataFrame  # one row per placement: cores, ranks, threads, nodes, rpn, value...
+    placements: list[PlacedValue]  # in the order of the pooled points
     higher_is_better: bool
 
 
@@ -178,13 +185,18 @@ def placement_sweeps(
     """Every core count measured with several placements (nodes known), per problem."""
     sweeps: list[PlacementSweep] = []
     for c in _curves(frame, benchmark, metric):
-        table = c.table.loc[c.table["nodes"].notna()]
         best = _best_per_cores(c)
         reference = _scaling_points(best, c.higher_is_better)[0]
-        for cores, group in table.groupby("cores", sort=True):
+        at_cores: dict[int, list[PlacedValue]] = {}
+        for placement in c.placements:
+            if placement.nodes is not None:
+                at_cores.setdefault(placement.cores, []).append(placement)
+        for cores, group in sorted(at_cores.items()):
             if len(group) < 2:
                 continue
-            ordered = group.sort_values(["nodes", "threads_per_rank", "ranks_per_node"])
+            # Full node first: fewest nodes, then fewest threads per rank, ranks per node.
+            ordered = sorted(group, key=lambda p: (p.nodes, p.threads_per_rank,
+                                                   _last_if_none(p.ranks_per_node)))  # fmt: skip
             points = _scaling_points(ordered, c.higher_is_better, reference=reference)
             full = points[0]
             choices = []
@@ -221,29 +233,31 @@ def _curves(frame: pd.DataFrame, benchmark: str, metric: str) -> list[_Curve]:
     curve, first = group_codes(keys, problem_columns)
     ranks = numeric(keys, "ranks")
     threads = np.nan_to_num(numeric(keys, "threads_per_rank"), nan=1.0)
-    table = pd.DataFrame(
-        {
-            "curve": curve,
-            "cores": (ranks * threads).astype(np.int64),
-            "ranks": ranks.astype(np.int64),
-            "threads_per_rank": threads.astype(np.int64),
-            "nodes": numeric(keys, "nodes"),
-            "ranks_per_node": numeric(keys, "ranks_per_node"),
-            "binding": (keys["binding"].astype(object) if "binding" in keys.columns else None),
-            "value": pooled.mean,
-            "samples": pooled.count,
-        }
-    )
-    out: list[_Curve] = []
+    cores = (ranks * threads).astype(np.int64)
+    nodes = numeric(keys, "nodes")
+    per_node = numeric(keys, "ranks_per_node")
+    binding = text(keys, "binding")
     names = [c for c in problem_columns if c not in ("platform", "origin", "benchmark")]
-    for g, part in table.groupby("curve", sort=True):
-        head = keys.iloc[int(first[int(str(g))])]
+    heads = keys.iloc[first][problem_columns].to_dict("records")
+    # The placements of each curve, in pooled-point order (plain values: a few per curve).
+    members: list[list[PlacedValue]] = [[] for _ in range(len(first))]
+    for g, c, r, t, n, rpn, b, v, k in zip(
+        curve.tolist(), cores.tolist(), ranks.astype(np.int64).tolist(),
+        threads.astype(np.int64).tolist(), nodes.tolist(), per_node.tolist(), binding.tolist(),
+        pooled.mean.tolist(), pooled.count.tolist(), strict=True,
+    ):  # fmt: skip
+        members[g].append(
+            PlacedValue(c, r, t, _optional_int(n), _optional_int(rpn),
+                       None if _missing(b) else str(b), float(v), int(k))
+        )  # fmt: skip
+    out: list[_Curve] = []
+    for head, placements in zip(heads, members, strict=True):
         problem: dict[str, ParamValue] = {}
         for name in names:
             if name in ("metric", "unit"):
                 continue
             v = head[name]
-            if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            if _missing(v):
                 continue
             problem[name] = v.item() if isinstance(v, np.generic) else v
         unit = str(head["unit"])
@@ -255,46 +269,49 @@ def _curves(frame: pd.DataFrame, benchmark: str, metric: str) -> list[_Curve]:
                 metric=str(head["metric"]),
                 unit=unit,
                 problem=problem,
-                table=part.drop(columns="curve").reset_index(drop=True),
+                placements=placements,
                 higher_is_better=HIGHER_IS_BETTER[unit],
             )
         )
     return out
 
 
-def _best_per_cores(c: _Curve) -> pd.DataFrame:
-    """At each core count, the placement with the best value (ties: fewest nodes)."""
-    ordered = c.table.sort_values(
-        ["cores", "value", "nodes"], ascending=[True, not c.higher_is_better, True]
-    )
-    return ordered.drop_duplicates("cores", keep="first").reset_index(drop=True)
+def _last_if_none(v: int | None) -> tuple[bool, int]:
+    """A sort key that puts None after every number (as pandas puts missing values)."""
+    return (v is None, v or 0)
+
+
+def _best_per_cores(c: _Curve) -> list[PlacedValue]:
+    """At each core count, the placement with the best value (ties: fewest nodes, then the
+    first in pooled order)."""
+    sign = -1.0 if c.higher_is_better else 1.0
+    ordered = sorted(c.placements,
+                     key=lambda p: (p.cores, sign * p.value, _last_if_none(p.nodes)))  # fmt: skip
+    best: dict[int, PlacedValue] = {}
+    for placement in ordered:
+        best.setdefault(placement.cores, placement)
+    return list(best.values())
 
 
 def _scaling_points(
-    table: pd.DataFrame, higher_is_better: bool, *, reference: ScalingPoint | None = None
+    placements: list[PlacedValue], higher_is_better: bool, *, reference: ScalingPoint | None = None
 ) -> list[ScalingPoint]:
-    records: list[dict[str, Any]] = [
-        {str(k): v for k, v in r.items()} for r in table.to_dict("records")
-    ]
-    ref_cores = reference.cores if reference else int(records[0]["cores"])
-    ref_value = reference.value if reference else float(records[0]["value"])
+    ref_cores = reference.cores if reference else placements[0].cores
+    ref_value = reference.value if reference else placements[0].value
     points = []
-    for r in records:
-        value = float(r["value"])
-        speedup = value / ref_value if higher_is_better else ref_value / value
-        ideal = int(r["cores"]) / ref_cores
+    for p in placements:
+        speedup = p.value / ref_value if higher_is_better else ref_value / p.value
+        ideal = p.cores / ref_cores
         points.append(
             ScalingPoint(
-                cores=int(r["cores"]),
-                ranks=int(r["ranks"]),
-                threads_per_rank=int(r["threads_per_rank"]),
-                nodes=_optional_int(r["nodes"]),
-                ranks_per_node=_optional_int(r["ranks_per_node"]),
-                binding=None
-                if r["binding"] is None or pd.isna(r["binding"])
-                else str(r["binding"]),
-                value=value,
-                samples=int(r["samples"]),
+                cores=p.cores,
+                ranks=p.ranks,
+                threads_per_rank=p.threads_per_rank,
+                nodes=p.nodes,
+                ranks_per_node=p.ranks_per_node,
+                binding=p.binding,
+                value=p.value,
+                samples=p.samples,
                 speedup=speedup,
                 ideal_speedup=ideal,
                 efficiency=speedup / ideal,

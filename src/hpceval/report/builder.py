@@ -45,7 +45,6 @@ from hpceval.report.sections import (
     other_section,
     placement_section,
     point_to_point_section,
-    pooled_points,
     provenance_row,
     provenance_section,
     summary_section,
@@ -53,6 +52,7 @@ from hpceval.report.sections import (
 from hpceval.report.styles import Palette
 from hpceval.report.tables import ReportTable
 from hpceval.store import RunRow, Store, open_store
+from hpceval.workers import fork_workers
 
 GENERATOR: Final = "hpceval"
 
@@ -278,7 +278,6 @@ def write_report(
         raise UserError(f"no measurements of baseline platform {baseline!r}")
     ctx = Context(
         frame=frame,
-        points=pooled_points(frame),
         palette=Palette(str(p) for p in frame["platform"].unique()),
         baseline=baseline,
         price_sources=price_sources,
@@ -313,7 +312,7 @@ def write_report(
             (figures_dir / f"{f.name}.svg").write_bytes(f.svg)
             (figures_dir / f"{f.name}.png").write_bytes(f.png)
         for t in tables:
-            t.data.to_csv(tables_dir / f"{t.name}.csv", index=False)
+            (tables_dir / f"{t.name}.csv").write_bytes(t.csv())
         html = render_html(sections, baseline=baseline, source=source, title=title)
         index = out / "index.html"
         partial = out / ".index.html.partial"
@@ -344,22 +343,17 @@ _BUILDERS: list[Callable[[], Section]] = []
 def report_workers() -> int:
     """$HPCEVAL_REPORT_WORKERS, else the CPUs this process may run on; 1 where there is no
     fork (the workers must inherit the frame, not receive it)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    if given := os.environ.get(WORKERS_ENV, "").strip():
-        try:
-            return max(1, int(given))
-        except ValueError:
-            raise UserError(f"${WORKERS_ENV}: {given!r} is not a number of workers") from None
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    return fork_workers(WORKERS_ENV)
 
 
 def _build_in_worker(index: int) -> Section | None:
     """Section `index`, or None when it raised: the parent then builds it again itself, so
     that the error (a UserError, say) is raised there as it is (not pickled across)."""
     try:
-        return _BUILDERS[index]()
+        section = _BUILDERS[index]()
+        for table in section.tables:
+            table.csv()  # rendered here, in parallel, rather than by the parent
+        return section
     except Exception:  # the parent raises it
         return None
 

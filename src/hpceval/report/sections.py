@@ -91,11 +91,19 @@ class PriceSource:
 @dataclass
 class Context:
     frame: pd.DataFrame
-    points: pd.DataFrame
     palette: Palette
     baseline: str | None = None
     price_sources: Sequence[PriceSource] = ()
     price_notes: Sequence[str] = ()
+
+    def points(self, where: Callable[[pd.DataFrame], pd.Series[bool]]) -> pd.DataFrame:
+        """The pooled points (`pooled_points`) for which `where` holds.
+
+        `where` tests columns of a point (benchmark, metric, parameters): it selects the same
+        points in the frame as in the pooled table, so only the frame rows it selects are
+        pooled. Each section pools its own rows, in the worker that builds it.
+        """
+        return pooled_points(self.frame.loc[where(self.frame).to_numpy()])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -151,7 +159,7 @@ def _text_column(table: pd.DataFrame, column: str) -> pd.Series[Any]:
 def _is(table: pd.DataFrame, column: str, values: Sequence[str]) -> pd.Series[bool]:
     if column not in table.columns:
         return pd.Series(False, index=table.index)
-    return table[column].astype(object).isin(list(values))
+    return table[column].isin(list(values))  # (on a categorical: compares its codes)
 
 
 def _present(table: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
@@ -366,11 +374,11 @@ def point_to_point_section(ctx: Context) -> Section:
         "piecewise Hockney models t(n) = α + n/β fitted to the ping-pong latency "
         "(breakpoints where the protocol changes), and n/t(n) for the bandwidth.",
     )
-    p = ctx.points
-    sub = p.loc[
-        (_is(p, "benchmark", ["mpibench"]) & _is(p, "pattern", sorted(POINT_TO_POINT)))
+    sub = ctx.points(
+        lambda p: _is(p, "benchmark", ["mpibench"])
+        & _is(p, "pattern", sorted(POINT_TO_POINT))
         & _is(p, "metric", ["latency", "bandwidth"])
-    ]
+    )
     if sub.empty or "size" not in sub.columns:
         section.empty = (
             "No point-to-point measurements (mpibench pingpong, pingping, sendrecv, exchange)."
@@ -484,12 +492,11 @@ def collectives_section(ctx: Context) -> Section:
         "platform's largest rank count, and against the rank count at one message size "
         "(the size nearest 1 KiB measured at two rank counts or more).",
     )
-    p = ctx.points
-    sub = p.loc[
-        _is(p, "benchmark", ["mpibench"])
+    sub = ctx.points(
+        lambda p: _is(p, "benchmark", ["mpibench"])
         & _is(p, "pattern", sorted(COLLECTIVES))
         & _is(p, "metric", ["time"])
-    ]
+    )
     if sub.empty or "size" not in sub.columns or "ranks" not in sub.columns:
         section.empty = "No collective measurements (mpibench bcast, reduce, allreduce, ...)."
         return section
@@ -557,13 +564,12 @@ def hpcc_section(ctx: Context) -> Section:
         "Where 2,000,000 B was not measured the nearest size within 10 % is used and named in "
         "the *_size columns (mpibench's power-of-two sweeps have 2,097,152 B).",
     )
-    p = ctx.points
     wanted = ["pingpong", "natural_ring", "random_ring"]
-    sub = p.loc[
-        _is(p, "benchmark", ["mpibench"])
+    sub = ctx.points(
+        lambda p: _is(p, "benchmark", ["mpibench"])
         & _is(p, "pattern", wanted)
         & _is(p, "metric", ["latency", "bandwidth"])
-    ]
+    )
     if sub.empty or "size" not in sub.columns:
         section.empty = "No ping-pong or HPCC ring measurements."
         return section
@@ -1131,8 +1137,7 @@ def other_section(ctx: Context) -> Section:
         "Benchmarks other than mpibench and NPB (fio, GROMACS, LAMMPS, ...): the mean of each "
         "point per platform (one panel per metric), the full table beside each.",
     )
-    p = ctx.points
-    sub = p.loc[~_is(p, "benchmark", ["mpibench", "npb"])]
+    sub = ctx.points(lambda p: ~_is(p, "benchmark", ["mpibench", "npb"]))
     if sub.empty:
         section.empty = "No other benchmark (storage, applications) in the data."
         return section

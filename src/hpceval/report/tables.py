@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pandas as pd
@@ -30,6 +30,14 @@ class ReportTable:
     columns: Sequence[str] | None = None
     show: bool = True
     note: str = ""
+    _csv: bytes | None = field(default=None, repr=False, compare=False)
+
+    def csv(self) -> bytes:
+        """tables/NAME.csv: the whole data (rendered once; a report worker renders it, so
+        that the parent only writes the bytes)."""
+        if self._csv is None:
+            self._csv = self.data.to_csv(index=False).encode("utf-8")
+        return self._csv
 
     def html_columns(self) -> list[str]:
         return [str(c) for c in (self.columns or self.data.columns)]
