@@ -63,17 +63,14 @@ from scipy.special import stdtrit
 import hpceval
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
-from hpceval.benchmarks.mpibench import (
-    BYTES_FACTOR,
-    COLLECTIVES,
-    TIME_DIVISOR,
-)
+from hpceval.benchmarks.mpibench import BYTES_FACTOR, TIME_DIVISOR
 from hpceval.benchmarks.mpibench import point_key as mpibench_point
 from hpceval.benchmarks.npb import mops_formula
 from hpceval.benchmarks.npb import point_key as npb_point
 from hpceval.campaign import case_description
 from hpceval.config import PlatformConfig
 from hpceval.model import Environment, Origin, Status
+from hpceval.patterns import COLLECTIVES
 from hpceval.store import Store, database_url, encode_samples, open_store
 from hpceval.store import executions as executions_table
 from hpceval.store import measurements as measurements_table

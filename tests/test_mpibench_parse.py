@@ -10,9 +10,10 @@ import pytest
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
-from hpceval.benchmarks.mpibench import BYTES_FACTOR, COLLECTIVES, TIME_DIVISOR, point_key
+from hpceval.benchmarks.mpibench import BYTES_FACTOR, TIME_DIVISOR, point_key
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Placement
+from hpceval.patterns import COLLECTIVES
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 from .conftest import DATA

@@ -9,54 +9,24 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, cast
+from typing import Annotated, NoReturn, cast
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from hpceval import __version__
-from hpceval.benchmarks import Case, Program, get_benchmark
-from hpceval.campaign import (
-    Campaign,
-    CampaignResult,
-    Interrupted,
-    case_description,
-    case_from_description,
-    plan_cases,
-    skipped_benchmarks,
-)
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
-from hpceval.config import (
-    Loaded,
-    PlatformConfig,
-    SuiteConfig,
-    load_platform,
-    load_suite,
-    shipped_names,
-)
 from hpceval.errors import UserError
-from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
-from hpceval.model import Environment, ExecutionStatus, Status
-from hpceval.provenance import collect_environment, fingerprint, summarize
-from hpceval.store import Store, StoreUnavailable, close_open_stores, open_store
-from hpceval.toolchain import MpiToolchain, detect_mpi
+
+# What the commands that run, build or list things need (campaigns, launchers, benchmarks,
+# pydantic configurations) is imported in those commands: the analysis commands start
+# without it.
 
 app = typer.Typer(
     name="hpceval",
@@ -69,309 +39,6 @@ app = typer.Typer(
 
 out = Console(soft_wrap=True)
 
-
-
-# --------------------------------------------------------------------------- progress
-
-
-class RichReporter:
-    """A progress bar with the current case and an ETA weighted by each case's estimate."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("[bold]{task.fields[case]}"),
-            BarColumn(),
-            TextColumn("{task.fields[points]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
-        self.task: TaskID | None = None
-        self.weights: dict[str, float] = {}
-        self.points_total = 0
-        self.points_done = 0
-        self.case_index = ""
-
-    def begin(self, work: Sequence[tuple[Case, Sequence[str]]]) -> None:
-        for case, points in work:
-            self.weights[case.key] = case.estimate_s / max(1, len(case.points))
-            self.points_total += len(points)
-        total = sum(self.weights[c.key] * len(p) for c, p in work)
-        self.progress.start()
-        self.task = self.progress.add_task("", total=total or 1, case="", points="")
-
-    def _update(self, case: Case) -> None:
-        assert self.task is not None
-        self.progress.update(
-            self.task,
-            case=f"{self.case_index} {case_label(case)}",
-            points=f"{self.points_done}/{self.points_total} points",
-        )
-
-    def case_started(self, case: Case, index: int, total: int) -> None:
-        self.case_index = f"[{index + 1}/{total}]"
-        self._update(case)
-
-    def point_done(self, case: Case, point: str) -> None:
-        assert self.task is not None
-        self.points_done += 1
-        self.progress.advance(self.task, self.weights.get(case.key, 0.0))
-        self._update(case)
-
-    def case_finished(self, case: Case, status: ExecutionStatus, error: str) -> None:
-        label = case_label(case)
-        if status is ExecutionStatus.OK:
-            self.console.print(f"[green]✓[/] {label}", highlight=False)
-        elif status is ExecutionStatus.SKIPPED:
-            self.console.print(f"[yellow]○ {label}: skipped: {error}[/]", highlight=False)
-        else:
-            self.console.print(f"[red]✗ {label}: {status.value}: {error}[/]", highlight=False)
-
-    def end(self) -> None:
-        self.progress.stop()
-
-
-# --------------------------------------------------------------------------- run
-
-
-def _toolchain_and_launcher(platform: PlatformConfig) -> tuple[MpiToolchain, Launcher]:
-    toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
-    if not toolchain.consistent:
-        raise UserError(
-            f"{toolchain.mpicc} is {toolchain.wrapper_implementation} but {toolchain.mpirun} is "
-            f"{toolchain.implementation}: programs built by one do not start under the other "
-            "(Debian: update-alternatives --config mpi / mpirun)"
-        )
-    launcher_cls = get_launcher_class(platform.launcher.kind)
-    runtime = MpiRuntime(toolchain.implementation, toolchain.mpirun)
-    return toolchain, launcher_cls(platform, runtime)
-
-
-def _build_programs(
-    cases: Sequence[Case], platform: PlatformConfig, toolchain: MpiToolchain
-) -> dict[str, Program]:
-    programs = {}
-    # A benchmark whose tool is missing is not built: its cases are recorded as skipped.
-    # Its placeholder has no flags, like an installed external tool's, so the environment
-    # (and its fingerprint) stays the same once the tool is installed and the run resumed.
-    skipped = skipped_benchmarks(cases, platform)
-    for name in sorted({c.benchmark for c in cases}):
-        if name in skipped:
-            programs[name] = Program(path=Path(), compiler="", cflags=())
-            continue
-        programs[name] = get_benchmark(name).build(
-            compiler=toolchain.mpicc,
-            compiler_identity=toolchain.identity(),
-            cflags=platform.cflags,
-        )
-    return programs
-
-
-def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Environment:
-    # Each program has its own flags (communication: -O2; NPB kernels: -O3 -march=native).
-    # External tools (fio, hpcc) compile nothing and have no flags to record.
-    flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items()) if p.cflags]
-    return collect_environment(toolchain, cflags=flags)
-
-
-def _check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
-    """Every placement must be launchable before the first case runs."""
-    for case in cases:
-        launcher.command(case.placement, ["true"])
-
-
-def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _summary(store: Store, run_id: int, result: CampaignResult) -> Table:
-    measurements = store.measurements(run_id)
-    by_case: dict[str, list[Any]] = {}
-    points: dict[str, set[str]] = {}
-    for sm in measurements:
-        by_case.setdefault(sm.case_key, []).append(sm.measurement)
-        points.setdefault(sm.case_key, set()).add(sm.point_key)
-    t = Table(title=f"run {run_id}: summary", title_justify="left")
-    t.add_column("case", overflow="fold")
-    for col in ("status", "points", "headline", "wall s"):
-        t.add_column(col, justify="right" if col in ("points", "wall s") else "left")
-    for o in result.outcomes:
-        ms = by_case.get(o.case.key, [])
-        if o.status is ExecutionStatus.SKIPPED:
-            t.add_row(case_label(o.case), "[yellow]skipped[/]", "", o.error, "")
-            continue
-        t.add_row(
-            case_label(o.case),
-            "[green]ok[/]" if o.status is ExecutionStatus.OK else f"[red]{o.status.value}[/]",
-            f"{len(points.get(o.case.key, ()))}/{len(o.case.points)}",
-            _headline(ms) if o.status is ExecutionStatus.OK else o.error[:80],
-            f"{o.wall_s:.1f}",
-        )
-    return t
-
-
-def case_label(case: Case) -> str:
-    """`pingpong np=2 1x2x1 intra-node`: the case key without benchmark and planned binding."""
-    parts = [p for p in case.key.split(":")[1:] if not p.startswith("bind=")]
-    return " ".join(p.removeprefix("pair=") for p in parts)
-
-
-def _headline(ms: Sequence[Any]) -> str:
-    """The figure a user looks for first in a case's measurements."""
-    from hpceval.show import (
-        APPLICATION_SECOND,
-        application_headline,
-        fio_headline,
-        format_size,
-        format_value,
-        hpcc_headline,
-    )
-
-    if any(m.benchmark in APPLICATION_SECOND for m in ms):
-        return application_headline(ms)
-    if any(m.benchmark == "fio" for m in ms):
-        return fio_headline(ms)
-    if any(m.benchmark == "hpcc" for m in ms):
-        return hpcc_headline(ms)
-    if any(m.benchmark == "npb" for m in ms):
-        best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
-        fastest = min((m.value for m in ms if m.metric == "time"), default=None)
-        if best is None or fastest is None:
-            return ""
-        return f"{format_value(best.value)} Mop/s, {format_value(fastest)} s (verified)"
-    parts = []
-    # A 0-byte collective returns at once in most MPIs: quote the smallest real message.
-    times = [
-        m for m in ms if m.metric == "latency" or (m.metric == "time" and m.parameters["size"] > 0)
-    ] or [m for m in ms if m.metric == "time"]
-    if times:
-        smallest = min(times, key=lambda m: m.parameters["size"])
-        parts.append(
-            f"{smallest.metric} {format_value(smallest.value)} µs @ "
-            f"{format_size(int(smallest.parameters['size']))}"
-        )
-    bws = [m for m in ms if m.metric == "bandwidth"]
-    if bws:
-        best_bw = max(bws, key=lambda m: m.value)
-        at = format_size(int(best_bw.parameters["size"]))
-        parts.append(f"max {format_value(best_bw.value)} MB/s @ {at}")
-    return "; ".join(parts)
-
-
-@dataclass
-class Prepared:
-    """A campaign ready to go: validated, built, with the work still to do."""
-
-    platform: PlatformConfig
-    toolchain: MpiToolchain
-    launcher: Launcher
-    programs: dict[str, Program]
-    environment: Environment
-    work: list[tuple[Case, list[str]]]
-
-
-def _prepare(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
-    """Toolchain, launcher, placements, builds and provenance: all before anything is written."""
-    toolchain, launcher = _toolchain_and_launcher(platform)
-    _check_commands(launcher, cases)
-    launcher.preflight()
-    programs = _build_programs(cases, platform, toolchain)
-    environment = _environment(toolchain, programs)
-    return Prepared(platform, toolchain, launcher, programs, environment, [])
-
-
-def _start_new_run(
-    prepared: Prepared,
-    store: Store,
-    suite: Loaded[SuiteConfig],
-    platform: Loaded[PlatformConfig],
-    cases: Sequence[Case],
-) -> int:
-    env = prepared.environment
-    run_id = store.create_run(
-        suite_name=suite.config.name,
-        suite_config=suite.raw,
-        platform_id=store.add_platform(platform.config.name, platform.raw),
-        environment_id=store.add_environment(env),
-        launcher=prepared.launcher.name,
-        cases=[(c.key, c.benchmark, case_description(c)) for c in cases],
-        hpceval_version=__version__,
-        git_revision=(env.facts.get("hpceval") or {}).get("revision"),
-        origin=prepared.launcher.origin,
-        host=socket.gethostname(),
-        pid=os.getpid(),
-    )
-    prepared.work = [(c, list(c.points)) for c in cases]
-    err.print(
-        f"run {run_id}: suite {suite.config.name!r} on platform {platform.config.name!r}: "
-        f"{len(cases)} cases, {sum(len(c.points) for c in cases)} points → {store.url}",
-        highlight=False,
-    )
-    return run_id
-
-
-def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
-    """The planned cases of a run that are still pending or were skipped (their tool was
-    missing: it may be there now), with the points they still lack."""
-    completed = store.completed_points(run_id)
-    work: list[tuple[Case, list[str]]] = []
-    for row in store.cases(run_id):
-        if row.status not in ("pending", "skipped"):
-            continue
-        case = case_from_description(row.case_key, row.benchmark, row.description)
-        remaining = [p for p in case.points if (case.key, p) not in completed]
-        if remaining:
-            work.append((case, remaining))
-        else:  # every point was stored just before the interruption
-            store.set_case_status(run_id, case.key, "done")
-    return work
-
-
-def _prepare_resume(store: Store) -> tuple[int, Prepared]:
-    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-    # Imports are not campaigns: there is nothing to re-run for them. A completed run with
-    # skipped cases (a tool was missing) is resumable too: installing the tool and resuming
-    # measures what was skipped.
-    row = next(
-        (
-            r
-            for r in sorted(store.runs(), key=lambda r: r.id, reverse=True)
-            if r.launcher != "import"
-            and (
-                r.status is Status.INTERRUPTED
-                or (
-                    r.status is Status.COMPLETED
-                    and any(c.status == "skipped" for c in store.cases(r.id))
-                )
-            )
-        ),
-        None,
-    )
-    if row is None:
-        raise UserError(f"{store.url}: no interrupted run to resume (nor one with skipped cases)")
-    _, platform_raw = store.platform_config(row.platform_id)
-    work = _remaining_work(store, row.id)
-    prepared = _prepare(PlatformConfig.model_validate(platform_raw), [c for c, _ in work])
-    prepared.work = work
-    if (
-        work
-        and fingerprint(store.environment(row.environment_id)) != prepared.environment.fingerprint
-    ):
-        raise UserError(
-            f"run {row.id} was measured in another environment (hardware, MPI, compiler or "
-            "hpceval changed); start a new run instead of resuming"
-        )
-    return row.id, prepared
 
 
 @app.command()
@@ -392,14 +59,28 @@ def run(
     ] = False,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
+    from hpceval.campaign import Campaign, Interrupted, plan_cases
+    from hpceval.cli_run import (
+        RichReporter,
+        case_label,
+        is_alive,
+        prepare_resume,
+        prepare_run,
+        run_summary,
+        start_new_run,
+    )
+    from hpceval.config import load_platform, load_suite
+    from hpceval.model import Status
+    from hpceval.store import StoreUnavailable, open_store
+
     if resume:
         store = open_store(db, create=False)
-        run_id, prepared = _prepare_resume(store)
+        run_id, prepared = prepare_resume(store)
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
         cases = plan_cases(suite_loaded, platform_loaded.config)
-        prepared = _prepare(platform_loaded.config, cases)
+        prepared = prepare_run(platform_loaded.config, cases)
         store = open_store(db)
     launcher = prepared.launcher
     campaign = Campaign(store, launcher, prepared.programs, RichReporter(err))
@@ -414,8 +95,8 @@ def run(
                     f"resuming run {run_id}: {left} points in {len(prepared.work)} cases left"
                 )
             else:
-                store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
-                run_id = _start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
+                run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
@@ -433,7 +114,7 @@ def run(
             f"{e}; when it is back, continue with: hpceval run --resume --db {store.url}"
         ) from None
     store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
-    out.print(_summary(store, run_id, result))
+    out.print(run_summary(store, run_id, result))
     ok = len(result.outcomes) - len(result.failed) - len(result.skipped)
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     out.print(
@@ -464,6 +145,8 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
+    from hpceval.cli_run import is_alive
+    from hpceval.provenance import summarize
     from hpceval.show import (
         application_tables,
         collective_tables,
@@ -472,9 +155,10 @@ def show(
         npb_tables,
         point_to_point_tables,
     )
+    from hpceval.store import open_store
 
     store = open_store(db, create=False)
-    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     row = store.run(run_id) if run_id is not None else store.latest_run()
     if row is None:
         raise UserError(f"{store.url}: no runs yet (start one with: hpceval run)")
@@ -501,10 +185,12 @@ def show(
 @user_errors
 def runs(db: DbOption = None) -> None:
     """List the runs in the results database."""
+    from hpceval.cli_run import is_alive
     from hpceval.show import runs_table
+    from hpceval.store import open_store
 
     store = open_store(db, create=False)
-    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=_is_alive)
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     out.print(
         runs_table(
             ((r, store.cases(r.id)) for r in store.runs()),
@@ -522,6 +208,8 @@ def runs(db: DbOption = None) -> None:
 @user_errors
 def suites() -> None:
     """List the shipped suites."""
+    from hpceval.config import load_suite, shipped_names
+
     t = Table(title="shipped suites (use --suite NAME, or a TOML file)", title_justify="left")
     t.add_column("name")
     t.add_column("description")
@@ -534,6 +222,8 @@ def suites() -> None:
 @user_errors
 def platforms() -> None:
     """List the shipped platforms."""
+    from hpceval.config import load_platform, shipped_names
+
     t = Table(title="shipped platforms (use --platform NAME, or a TOML file)", title_justify="left")
     for col in ("name", "launcher", "nodes", "description"):
         t.add_column(col)
@@ -564,10 +254,12 @@ def build(
     ] = "local",
 ) -> None:
     """Compile the benchmark programs for a platform (cached by source, compiler, MPI, flags)."""
-    from hpceval.benchmarks import benchmark_names
+    from hpceval.benchmarks import benchmark_names, get_benchmark
+    from hpceval.cli_run import toolchain_and_launcher
+    from hpceval.config import load_platform
 
     loaded = load_platform(platform)
-    toolchain, _ = _toolchain_and_launcher(loaded.config)
+    toolchain, _ = toolchain_and_launcher(loaded.config)
     for name in benchmark_names():
         program = get_benchmark(name).build(
             compiler=toolchain.mpicc,
@@ -601,6 +293,8 @@ def import_npb_command(
     recorded as a failed execution, never as a number.
     """
     from hpceval.importers import import_npb
+    from hpceval.model import ExecutionStatus
+    from hpceval.store import open_store
 
     for f in files:
         if not f.is_file():
@@ -681,7 +375,8 @@ def end_process(code: object) -> NoReturn:
         status = 1
     else:
         status = 0 if code is None else int(cast(int, code))
-    close_open_stores()
+    if (store_module := sys.modules.get("hpceval.store")) is not None:
+        store_module.close_open_stores()  # (a command that opened none did not import it)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

@@ -253,7 +253,7 @@ def simulate_command(
         )
         if sim.build is not None:
             out.print(f"NPB build: {sim.build.describe()}; {sim.build.reason}", highlight=False)
-        from hpceval.cli import RichReporter
+        from hpceval.cli_run import RichReporter
 
         run_id, result = execute(store, sim, calibration, RichReporter(err))
         out.print(_results_table(store, run_id, result))
@@ -268,7 +268,7 @@ def simulate_command(
 
 
 def _results_table(store: Any, run_id: int, result: Any) -> Table:
-    from hpceval.cli import _headline, case_label
+    from hpceval.cli_run import case_label, headline
 
     by_case: dict[str, list[Any]] = {}
     for sm in store.measurements(run_id):
@@ -281,7 +281,7 @@ def _results_table(store: Any, run_id: int, result: Any) -> Table:
         t.add_row(
             case_label(o.case),
             "[green]ok[/]" if ok else f"[red]{o.status.value}[/]",
-            _headline(by_case.get(o.case.key, [])).replace(" (verified)", "")
+            headline(by_case.get(o.case.key, [])).replace(" (verified)", "")
             if ok
             else o.error[:100],
             f"{o.wall_s:.1f}",

@@ -72,9 +72,9 @@ from hpceval.analysis.frame import (
     pool_by_codes,
     present,
 )
-from hpceval.benchmarks.mpibench import COLLECTIVES, POINT_TO_POINT, RINGS
 from hpceval.errors import UserError
 from hpceval.model import Origin, ParamValue
+from hpceval.patterns import COLLECTIVES, POINT_TO_POINT, RINGS
 from hpceval.units import HIGHER_IS_BETTER
 
 CiMethod = Literal["auto", "bootstrap", "delta"]

@@ -32,7 +32,7 @@ from hpceval.analysis.frame import point_columns, pool
 from hpceval.analysis.network import HockneyFit, fit_network
 from hpceval.analysis.recommend import pareto_indices
 from hpceval.analysis.scaling import ScalingCurve, placement_sweeps, scaling
-from hpceval.benchmarks.mpibench import COLLECTIVES, PATTERNS, POINT_TO_POINT
+from hpceval.patterns import COLLECTIVES, PATTERNS, POINT_TO_POINT
 from hpceval.report.figures import (
     Bar,
     BarPanel,

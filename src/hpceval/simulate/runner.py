@@ -26,7 +26,6 @@ from pydantic import ValidationError
 
 from hpceval import __version__
 from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
-from hpceval.benchmarks.mpibench import PAIR_PATTERNS
 from hpceval.benchmarks.npb import (
     ITERATION_SAMPLING_KERNELS,
     SECONDS_ESTIMATE,
@@ -47,6 +46,7 @@ from hpceval.errors import BenchmarkFailure, ToolMissing, UserError
 from hpceval.launch import MpiRuntime
 from hpceval.launch.smpi import SmpiLauncher
 from hpceval.model import Environment, Origin, Placement, Status
+from hpceval.patterns import PAIR_PATTERNS
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.simulate.calibrate import (
     BASE_CONFIG,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -22,32 +22,12 @@ from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler,
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
+from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 SOURCE = Path(__file__).with_name("mpibench.c")
 PROTOCOL_VERSION = "1.0"
 
-Pattern = Literal[
-    "pingpong",
-    "pingping",
-    "sendrecv",
-    "exchange",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "alltoall",
-    "allgather",
-    "barrier",
-    "natural_ring",
-    "random_ring",
-]
-# The order of IMB's and HPCC's reports, used for display.
-PATTERNS: tuple[str, ...] = get_args(Pattern)
-PAIR_PATTERNS = frozenset({"pingpong", "pingping"})
-POINT_TO_POINT = frozenset({"pingpong", "pingping", "sendrecv", "exchange"})
-RINGS = frozenset({"natural_ring", "random_ring"})
-COLLECTIVES = frozenset({"bcast", "reduce", "allreduce", "alltoall", "allgather", "barrier"})
-REDUCTIONS = frozenset({"reduce", "allreduce"})
 FLOAT_BYTES = 4  # reductions operate on MPI_FLOAT
 
 # Bytes a rank moves per reported time, in units of the message size (IMB conventions).
