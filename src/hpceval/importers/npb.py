@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import hpceval
-from hpceval.analysis.statistics import describe
+from hpceval.benchmarks.common import single_run_measurements
 from hpceval.errors import UserError
 from hpceval.model import (
     Environment,
@@ -561,20 +561,8 @@ def _measurements(path: Path, report: NpbReport) -> list[Measurement]:
         ("mops_total", report.mops_total, MOPS),
         ("mops_per_process", _mops_per_process(report), MOPS),
     )
-    return [
-        Measurement(
-            benchmark=_benchmark_name(report),
-            metric=metric,
-            value=value,
-            unit=unit,
-            parameters=parameters,
-            samples=(value,),
-            statistics=describe([value]),
-            origin=Origin.MEASURED,
-            details=details,
-        )
-        for metric, value, unit in values
-    ]
+    # As hpceval's own NPB runs store them: each value the one sample of a single run.
+    return list(single_run_measurements(_benchmark_name(report), values, parameters, details))
 
 
 def _store_execution(store: Store, run_id: int, item: _Parsed, clock: Callable[[], float]) -> None:
