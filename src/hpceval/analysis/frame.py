@@ -448,6 +448,7 @@ class Pooled:
 
 
 def flatten_samples(frame: pd.DataFrame) -> tuple[FloatArray, IntArray]:
+    """All samples of the frame end to end, and the number of samples of each row."""
     column = frame["samples"].array
     if isinstance(column, SamplesArray):
         flat, lengths = column.flat()
