@@ -44,9 +44,6 @@ from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
-out = Console(soft_wrap=True)
-
-
 # --------------------------------------------------------------------------- progress
 
 
