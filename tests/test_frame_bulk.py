@@ -456,3 +456,12 @@ def test_bench_prints_medians_and_ranges_of_repeats(
             ) in out  # fmt: skip
     assert "total [processes] (compare + report, no cache): not measured" in out
     assert "Medians of 3 repeats." in out
+
+
+def test_an_in_memory_database_is_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)
+    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    with open_store("sqlite://") as store:  # workers would see an empty database of their own
+        fill_mixed(store)
+        assert not store._reopenable()
+        assert len(load_frame(store)) == 17

@@ -1206,7 +1206,7 @@ class Store:
         with self._engine.connect() as conn:
             low, high = conn.execute(sa.select(sa.func.min(measurements.c.id),
                                                sa.func.max(measurements.c.id))).one()  # fmt: skip
-        workers = 1 if low is None else min(
+        workers = 1 if low is None or not self._reopenable() else min(
             read_workers(), max(1, (int(high) - int(low) + 1) // _ROWS_PER_READ_WORKER)
         )  # fmt: skip
         if workers <= 1:
@@ -1228,6 +1228,14 @@ class Store:
             return [self._read_range(r) for r in ranges]
         finally:
             _READS.clear()
+
+    def _reopenable(self) -> bool:
+        """Whether another connection sees this database (not an in-memory SQLite one)."""
+        url = self._engine.url
+        if url.get_backend_name() != "sqlite":
+            return True
+        database = url.database or ""
+        return database not in ("", ":memory:") and "mode=memory" not in str(url)
 
     def _read_range(self, query: sa.Select[Any]) -> _RowsRead:
         run_parts: list[npt.NDArray[np.int64]] = []
