@@ -145,13 +145,15 @@ def _log_axis(ax: Axes, which: str, base: float, *, sizes: bool = False) -> None
     more than drawing the rest of the figure)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=base)
-    # Sizes: powers of two; other values: 1-2-5 steps where the data span under two decades
-    # (so that a narrow range still gets labelled ticks), decades only above (three labels a
-    # decade crowd a panel, and every tick is a handful of artists to draw).
+    # Sizes: powers of two. Other values: 1-2-5 steps where the data span under two decades
+    # (so that a narrow range still gets labelled ticks), 1-3 steps up to four, decades
+    # above: a panel gets 4 to 8 labels, not up to 20 (each tick is a handful of artists).
     limits = ax.dataLim
     low, high = (limits.minposx, limits.x1) if which == "x" else (limits.minposy, limits.y1)
-    narrow = bool(0 < low <= high < 100 * low)
-    subs = (1.0, 2.0, 5.0) if narrow and not sizes and base == 10 else (1.0,)
+    decades = math.log10(high / low) if 0 < low <= high and math.isfinite(high) else math.inf
+    subs: tuple[float, ...] = (1.0,)
+    if not sizes and base == 10:
+        subs = (1.0, 2.0, 5.0) if decades < 2 else (1.0, 3.0) if decades < 4 else (1.0,)
     axis.set_major_locator(LogLocator(base=base, subs=subs, numticks=8))
     axis.set_major_formatter(FuncFormatter(_bytes if sizes else _plain_number))
     # Minor ticks on log axes are dozens of artists each, for no label: left out.
