@@ -1203,9 +1203,11 @@ class Store:
         (a million rows: ~2 s of building Python rows, which run in parallel that way);
         a small one, or where there is no fork, here.
         """
+        bounds = query.with_only_columns(
+            sa.func.min(measurements.c.id), sa.func.max(measurements.c.id)
+        ).order_by(None)  # the ids the filters select: one run of a large table is read here
         with self._engine.connect() as conn:
-            low, high = conn.execute(sa.select(sa.func.min(measurements.c.id),
-                                               sa.func.max(measurements.c.id))).one()  # fmt: skip
+            low, high = conn.execute(bounds).one()
         workers = 1 if low is None or not self._reopenable() else min(
             read_workers(), max(1, (int(high) - int(low) + 1) // _ROWS_PER_READ_WORKER)
         )  # fmt: skip
