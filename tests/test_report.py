@@ -563,3 +563,33 @@ def test_a_failing_rasterizer_falls_back_to_matplotlib(
         figures.heatmap_figure(["a"], ["x", "y"], values, values > 1, title="t"), "h", "t", "c"
     )
     assert rendered.png.startswith(b"\x89PNG\r\n\x1a\n") and _pixels(rendered.png).std() > 20
+
+
+def test_point_to_point_built_in_two_parts_is_the_whole_section() -> None:
+    """The report builds ping-pong (with the fits and the table) and the other patterns in
+    two workers: joined, the parts are the section built at once."""
+    from hpceval.analysis.frame import build_frame
+    from hpceval.report.sections import Context, joined_sections, point_to_point_section
+    from hpceval.report.styles import Palette
+
+    entries = []
+    for platform, (alpha, beta) in HOCKNEY.items():
+        for pattern, factor in (("pingpong", 1.0), ("pingping", 1.2), ("sendrecv", 1.5)):
+            for size in SIZES:
+                t = factor * (alpha + size / beta)
+                params = {"pattern": pattern, "pair": "intra-node", "size": size, "ranks": 2}
+                entries.append((platform, 1, Measurement("mpibench", "latency", t, "us", params,
+                                                         spread(t))))  # fmt: skip
+    frame = build_frame(entries)
+    ctx = Context(frame=frame, palette=Palette(HOCKNEY), baseline=None)
+    whole = point_to_point_section(ctx)
+    parts = joined_sections(
+        point_to_point_section(ctx, {"pingpong"}),
+        point_to_point_section(ctx, {"pingping", "sendrecv", "exchange"}, tables=False),
+    )
+    assert [f.name for f in parts.figures] == [f.name for f in whole.figures] == [
+        "p2p_pingpong", "p2p_pingping", "p2p_sendrecv"]
+    assert [f.svg for f in parts.figures] == [f.svg for f in whole.figures]
+    assert [(t.name, t.csv()) for t in parts.tables] == [(t.name, t.csv()) for t in whole.tables]
+    assert [t.name for t in whole.tables] == ["hockney_fits", "point_to_point"]
+    assert parts.notes == whole.notes and parts.empty == whole.empty == ""

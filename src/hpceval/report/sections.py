@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -360,11 +360,26 @@ def _model_curve(fit: HockneyFit, metric: str) -> tuple[np.ndarray, np.ndarray]:
     return x, (t if metric == "latency" else x / t)
 
 
+def joined_sections(first: Section, *rest: Section) -> Section:
+    """One section of parts built apart (the first one's title, intro, tables, and whether
+    it is empty): figures and notes in the parts' order."""
+    for part in rest:
+        first.figures += part.figures
+        first.tables += part.tables
+        first.notes += [note for note in part.notes if note not in first.notes]
+    return first
+
+
 def _pair_order(pair: str) -> tuple[int, str]:
     return ({"intra-node": 0, "inter-node": 1}.get(pair, 2), pair)
 
 
-def point_to_point_section(ctx: Context) -> Section:
+def point_to_point_section(
+    ctx: Context, drawn: Collection[str] = POINT_TO_POINT, *, tables: bool = True
+) -> Section:
+    """The section, or the part of it that draws the figures of the `drawn` patterns (and,
+    with `tables`, holds the Hockney fits and the table of every point): the report builds
+    ping-pong and the other patterns in two workers, then joins them (`joined_sections`)."""
     section = Section(
         "point-to-point",
         "Point-to-point latency and bandwidth",
@@ -374,9 +389,10 @@ def point_to_point_section(ctx: Context) -> Section:
         "piecewise Hockney models t(n) = α + n/β fitted to the ping-pong latency "
         "(breakpoints where the protocol changes), and n/t(n) for the bandwidth.",
     )
+    pooled = sorted(POINT_TO_POINT if tables else set(drawn) & POINT_TO_POINT)
     sub = ctx.points(
         lambda p: _is(p, "benchmark", ["mpibench"])
-        & _is(p, "pattern", sorted(POINT_TO_POINT))
+        & _is(p, "pattern", pooled)
         & _is(p, "metric", ["latency", "bandwidth"])
     )
     if sub.empty or "size" not in sub.columns:
@@ -384,11 +400,12 @@ def point_to_point_section(ctx: Context) -> Section:
             "No point-to-point measurements (mpibench pingpong, pingping, sendrecv, exchange)."
         )
         return section
-    fits = fit_network(ctx.frame, patterns=("pingpong",))
+    fits = fit_network(ctx.frame, patterns=("pingpong",)) if tables or "pingpong" in drawn else []
     index = _fit_index(fits)
     key = _present(sub, ["size", "pattern", "pair"])
     pair_text = _text_column(sub, "pair")
-    for pattern in [x for x in PATTERNS if x in set(sub["pattern"].astype(str))]:
+    present = set(sub["pattern"].astype(str))
+    for pattern in [x for x in PATTERNS if x in present and x in drawn]:
         part = sub.loc[sub["pattern"].astype(str) == pattern]
         pairs = sorted(set(pair_text.loc[part.index]), key=_pair_order)
         panels: list[Panel] = []
@@ -438,6 +455,8 @@ def point_to_point_section(ctx: Context) -> Section:
                 "Hockney models on ping-pong only." if pattern == "pingpong" else "",
                 section.notes,
             )
+    if not tables:
+        return section
     fit_rows = [f.summary_row() for f in fits]
     if fit_rows:
         section.tables.append(
