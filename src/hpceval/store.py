@@ -47,6 +47,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
+from hpceval.arrays import run_indices
 from hpceval.errors import UserError
 from hpceval.model import (
     Environment,
@@ -1187,7 +1188,7 @@ class Store:
             # sort by run keeps the measurement ids in order within each run.
             order = np.argsort(run_ids_read, kind="stable")
             starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            flat = flat[_ranges(starts[order], counts[order])]
+            flat = flat[run_indices(starts[order], counts[order])]
             run_ids_read, value, counts, kind = (
                 run_ids_read[order],
                 value[order],
@@ -2121,16 +2122,6 @@ def _fact(facts: Mapping[str, Any], dotted_path: str) -> str | None:
 
 def _joined(parts: Sequence[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
-
-
-def _ranges(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The indices start, start+1, ..., start+length-1 of each (start, length), in order."""
-    total = int(lengths.sum())
-    if not total:
-        return np.empty(0, dtype=np.int64)
-    ends = np.cumsum(lengths)
-    offsets = np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths)
-    return np.repeat(starts, lengths) + offsets
 
 
 def _to_json(value: Any) -> Any:

@@ -43,6 +43,7 @@ import sqlalchemy as sa
 
 import hpceval
 from hpceval.analysis.samples import SamplesArray
+from hpceval.arrays import run_indices
 from hpceval.model import Measurement, Origin
 from hpceval.store import MeasurementColumns, Store, decode_json_texts
 from hpceval.units import check_unit
@@ -485,9 +486,7 @@ def pool_by_codes(
         values = flat
     else:
         starts = np.cumsum(lengths) - lengths
-        moved = lengths[order]
-        destination = np.cumsum(moved) - moved
-        values = flat[np.repeat(starts[order] - destination, moved) + np.arange(len(flat))]
+        values = flat[run_indices(starts[order], lengths[order])]
     if len(values):
         sums = np.add.reduceat(values, offsets)
         mean = sums / count

@@ -27,6 +27,8 @@ from pandas.api.extensions import (
     take,
 )
 
+from hpceval.arrays import run_indices
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -135,10 +137,7 @@ class SamplesArray(ExtensionArray):
         if n == 1 or bool((self._starts[1:] == ends[:-1]).all()):
             return self._flat[first : int(ends[-1])], self._lengths
         # Rows selected or reordered: one gather of their runs.
-        placed = np.cumsum(self._lengths) - self._lengths
-        total = int(self._lengths.sum())
-        index = np.repeat(self._starts - placed, self._lengths) + np.arange(total)
-        return self._flat[index], self._lengths
+        return self._flat[run_indices(self._starts, self._lengths)], self._lengths
 
     def _row(self, i: int) -> FloatArray | None:
         length = int(self._lengths[i])
