@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -134,6 +135,53 @@ def summary(ratios: list[float]) -> tuple[float, float, float]:
     return statistics.median(ratios), math.exp(mean - half), math.exp(mean + half)
 
 
+Runs = dict[tuple[str, str, int], list[tuple[float, float, float, float]]]
+ROUND_LINE = re.compile(
+    r"round \d+ (\w+) (\w) np (\d+): official ([\d.]+) Mop/s ([\d.]+) CPU-s, "
+    r"hpceval ([\d.]+) Mop/s ([\d.]+) CPU-s"
+)
+
+
+def table(runs: Runs, say: Callable[[str], None]) -> int:
+    """Prints the ratio table; returns the number of rows flagged."""
+    say("")
+    say("ratio: hpceval Mop/s / official Mop/s (median over rounds, 95 % CI of the geometric "
+        "mean); CPU ratio: official CPU-s / hpceval CPU-s of the whole runs (> 1: hpceval "
+        "cheaper)")  # fmt: skip
+    say(f"{'kernel':6} {'class':5} {'np':>2} {'official':>9} {'hpceval':>9} {'ratio':>6} "
+        f"{'95% CI':>15} {'spread':>7} {'CPU ratio':>9} {'95% CI':>15}")  # fmt: skip
+    outside = 0
+    for (k, c, r), rows in runs.items():
+        if not rows:
+            continue
+        ratios = [m / o for o, m, _, _ in rows]
+        cpu_ratios = [oc / mc for _, _, oc, mc in rows]
+        med, lo, hi = summary(ratios)
+        cmed, clo, chi = summary(cpu_ratios)
+        spread = (max(ratios) - min(ratios)) / med
+        flag = "" if abs(med - 1) <= TOLERANCE else "  <-- Mop/s outside +-15 %"
+        if abs(cmed - 1) > TOLERANCE:
+            flag += "  <-- CPU outside +-15 %"
+        outside += bool(flag)
+        say(f"{k:6} {c:5} {r:>2} {statistics.median(row[0] for row in rows):9.1f} "
+            f"{statistics.median(row[1] for row in rows):9.1f} {med:6.3f} "
+            f"{f'[{lo:.3f}, {hi:.3f}]':>15} {spread:7.1%} {cmed:9.3f} "
+            f"{f'[{clo:.3f}, {chi:.3f}]':>15}{flag}")  # fmt: skip
+    say(f"# {outside} of {len(runs)} flagged; load average {os.getloadavg()[0]:.1f} at the end")
+    return outside
+
+
+def runs_from_log(path: Path) -> Runs:
+    """The rounds printed by an earlier (perhaps interrupted) run of this script."""
+    runs: Runs = {}
+    for m in ROUND_LINE.finditer(path.read_text()):
+        k, c, r, off, off_cpu, own, own_cpu = m.groups()
+        runs.setdefault((k, c, int(r)), []).append(
+            (float(off), float(own), float(off_cpu), float(own_cpu))
+        )
+    return runs
+
+
 def commit() -> str:
     proc = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
@@ -155,7 +203,10 @@ def main() -> int:
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--save", action="store_true", help="write bench/results/...txt")
+    parser.add_argument("--summarize", type=Path, help="only print the table of a saved log")
     opts = parser.parse_args()
+    if opts.summarize:
+        return 1 if table(runs_from_log(opts.summarize), print) else 0
     kernels, classes = opts.kernels.split(","), opts.classes.split(",")
     ranks = [int(r) for r in opts.ranks.split(",")]
     if not (opts.npb_src / "FT" / "ft.f").is_file():
@@ -179,9 +230,7 @@ def main() -> int:
         f"{' '.join(NPB_CFLAGS)}; OMP_NUM_THREADS=1")  # fmt: skip
     configs = [(k, c, r) for k in kernels for c in classes for r in ranks]
     # (official Mop/s, own Mop/s, official CPU s, own CPU s) per round
-    runs: dict[tuple[str, str, int], list[tuple[float, float, float, float]]] = {
-        cfg: [] for cfg in configs
-    }
+    runs: Runs = {cfg: [] for cfg in configs}
     for rnd in range(1, opts.rounds + 1):
         for k, c, r in configs:
             off, off_cpu = run_official(official_bin / f"{k}.{c}.x", r)
@@ -190,29 +239,7 @@ def main() -> int:
             say(f"round {rnd} {k} {c} np {r}: official {off:.1f} Mop/s {off_cpu:.2f} CPU-s, "
                 f"hpceval {mine:.1f} Mop/s {own_cpu:.2f} CPU-s, ratio {mine / off:.3f}, "
                 f"CPU ratio {off_cpu / own_cpu:.3f}")  # fmt: skip
-    say("")
-    say("ratio: hpceval Mop/s / official Mop/s (median over rounds, 95 % CI of the geometric "
-        "mean); CPU ratio: official CPU-s / hpceval CPU-s of the whole runs (> 1: hpceval "
-        "cheaper)")  # fmt: skip
-    say(f"{'kernel':6} {'class':5} {'np':>2} {'official':>9} {'hpceval':>9} {'ratio':>6} "
-        f"{'95% CI':>15} {'spread':>7} {'CPU ratio':>9} {'95% CI':>15}")  # fmt: skip
-    outside = 0
-    for k, c, r in configs:
-        rows = runs[(k, c, r)]
-        ratios = [m / o for o, m, _, _ in rows]
-        cpu_ratios = [oc / mc for _, _, oc, mc in rows]
-        med, lo, hi = summary(ratios)
-        cmed, clo, chi = summary(cpu_ratios)
-        spread = (max(ratios) - min(ratios)) / med
-        flag = "" if abs(med - 1) <= TOLERANCE else "  <-- Mop/s outside +-15 %"
-        if abs(cmed - 1) > TOLERANCE:
-            flag += "  <-- CPU outside +-15 %"
-        outside += bool(flag)
-        say(f"{k:6} {c:5} {r:>2} {statistics.median(row[0] for row in rows):9.1f} "
-            f"{statistics.median(row[1] for row in rows):9.1f} {med:6.3f} "
-            f"{f'[{lo:.3f}, {hi:.3f}]':>15} {spread:7.1%} {cmed:9.3f} "
-            f"{f'[{clo:.3f}, {chi:.3f}]':>15}{flag}")  # fmt: skip
-    say(f"# {outside} of {len(configs)} flagged; load average {os.getloadavg()[0]:.1f} at the end")
+    outside = table(runs, say)
     if opts.save:
         name = f"npb-vs-official-{datetime.now(UTC):%Y-%m-%d}-{commit()}.txt"
         out = REPO / "bench" / "results" / name

@@ -337,12 +337,13 @@ static void transpose2_finish(const struct ft *ft, int n1, int n2, const dcomple
 {
     const int np2 = ft->np2, n1p = n1 / np2;
 #pragma omp parallel num_threads(ft->nthreads)
-    for (int p = 0; p < np2; ++p)
+    for (int p = 0; p < np2; ++p) {
 #pragma omp for schedule(static)
         for (int j = 0; j < n1p; ++j)
             for (int i = 0; i < n2; ++i)
                 xout[i + (size_t)p * n2 + (size_t)n2 * np2 * j] =
                     xin[i + (size_t)n2 * (j + (size_t)n1p * p)];
+    }
 }
 
 /* 1-D layout, forward: phase l1 (x, y, z_local) -> phase 3 (z, x, y_local). */
@@ -404,13 +405,14 @@ static void transpose_x_z_finish(const struct ft *ft, const int d[3], const dcom
 {
     const int d1 = d[0], d2 = d[1], d3 = d[2], np2 = ft->np2, d1p = d1 / np2;
 #pragma omp parallel num_threads(ft->nthreads)
-    for (int p = 0; p < np2; ++p)
+    for (int p = 0; p < np2; ++p) {
 #pragma omp for schedule(static)
         for (int k = 0; k < d3; ++k)
             for (int j = 0; j < d2; ++j)
                 for (int i = 0; i < d1p; ++i)
                     xout[i + (size_t)p * d1p + (size_t)d1 * (j + (size_t)d2 * k)] =
                         xin[i + (size_t)d1p * (j + (size_t)d2 * (k + (size_t)d3 * p))];
+    }
 }
 
 /* 2-D layout: phase l1 -> l2 exchanging the first and third coordinates over commslice1. */
@@ -442,13 +444,14 @@ static void transpose_x_y_finish(const struct ft *ft, const int d[3], const dcom
 {
     const int d1 = d[0], d2 = d[1], d3 = d[2], np1 = ft->np1, d1p = d1 / np1;
 #pragma omp parallel num_threads(ft->nthreads)
-    for (int p = 0; p < np1; ++p)
+    for (int p = 0; p < np1; ++p) {
 #pragma omp for schedule(static)
         for (int k = 0; k < d3; ++k)
             for (int j = 0; j < d2; ++j)
                 for (int i = 0; i < d1p; ++i)
                     xout[i + (size_t)p * d1p + (size_t)d1 * (j + (size_t)d2 * k)] =
                         xin[i + (size_t)d1p * (k + (size_t)d3 * (j + (size_t)d2 * p))];
+    }
 }
 
 /* 2-D layout: phase l1 -> l2 exchanging the first and second coordinates over commslice2. */
