@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 
 import hpceval
-from hpceval import store as store_module
 from hpceval.analysis.frame import CORE_COLUMNS, build_frame, load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, decode_json_texts, open_store
+from hpceval.store import columns as store_columns
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
@@ -228,8 +228,8 @@ def test_read_by_forked_workers_is_the_read_here(
         {}, {"platforms": ["vm é\x1f|"]}, {"runs": [runs["sim"], runs["bare"]], "metric": "time"}
     ]
     here = [load_frame(store, **selection) for selection in selections]
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "3")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "3")
     read_here: list[int] = []
     read_range = Store._read_range
 
@@ -248,8 +248,8 @@ def test_a_lost_read_worker_is_read_again_here(
 ) -> None:
     store, _ = mixed
     expected = load_frame(store)
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 5)
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 5)
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "2")
     parent = os.getpid()
     read_range = Store._read_range
 
@@ -459,8 +459,8 @@ def test_bench_prints_medians_and_ranges_of_repeats(
 
 
 def test_an_in_memory_database_is_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 2)
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "2")
     with open_store("sqlite://") as store:  # workers would see an empty database of their own
         fill_mixed(store)
         assert not store._reopenable()

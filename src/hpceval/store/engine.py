@@ -1,0 +1,178 @@
+"""Opening a database: URLs, engines, the SQLite set-up, and what every Store method shares
+(its connections, its outage handling).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine
+
+from hpceval.errors import UserError
+
+DEFAULT_URL: Final = "sqlite:///hpceval.db"
+
+# How long an SQLite writer waits for another process's write transaction before giving up.
+# Transactions here last milliseconds; the margin covers a slow disk or a WAL checkpoint.
+SQLITE_BUSY_TIMEOUT_S: Final = 30.0
+
+# Any constant works: it only has to be the same for every hpceval opening a PostgreSQL database.
+_POSTGRES_SCHEMA_LOCK_KEY: Final = 0x6870636576616C  # "hpceval"
+
+# Engine execution option read by the SQLite "begin" hook (see _configure_sqlite).
+_SQLITE_BEGIN_OPTION: Final = "hpceval_sqlite_begin"
+# The engines of this process's Stores not closed yet (see close_open_stores). Weak: a Store
+# dropped without close() keeps its engine, and so its connections, alive until the garbage
+# collector finds the cycle they sit in; until then this set still reaches it.
+_OPEN_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+class StoreUnavailable(UserError):
+    """The database went away or cannot be written (server stopped, connection lost, disk full,
+    SQLite locked beyond its busy timeout). What was committed before stays committed."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_S = TypeVar("_S", bound="StoreBase")
+
+
+def _outage_is_a_user_error(
+    method: Callable[Concatenate[_S, _P], _R],
+) -> Callable[Concatenate[_S, _P], _R]:
+    """A lost connection or an unusable database ends the command with one line, not a traceback.
+
+    Only operational failures: an IntegrityError or a ProgrammingError is a bug and propagates.
+    """
+
+    def wrapper(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sa.exc.DBAPIError as exc:
+            lost = exc.connection_invalidated or isinstance(
+                exc, sa.exc.OperationalError | sa.exc.InterfaceError
+            )
+            if not lost:
+                raise
+            raise StoreUnavailable(
+                f"the results database is unavailable ({_first_line(exc.orig or exc)}); "
+                "what was committed before is kept",
+                source=self.url,
+            ) from None
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
+
+
+def close_open_stores() -> None:
+    """Close every Store of this process not closed yet (before a process ends without the
+    interpreter's clean-up: SQLite then checkpoints and removes its write-ahead log)."""
+    for engine in list(_OPEN_ENGINES):
+        engine.dispose()
+    _OPEN_ENGINES.clear()
+
+
+def database_url(url_or_path: str | None) -> URL:
+    """The SQLAlchemy URL for a path or URL; PostgreSQL URLs get the psycopg 3 driver."""
+    if url_or_path is None:
+        return sa.make_url(DEFAULT_URL)
+    if "://" not in url_or_path:
+        return URL.create("sqlite", database=url_or_path)
+    try:
+        url = sa.make_url(url_or_path)
+    except sa.exc.ArgumentError as exc:
+        raise UserError(f"not a database URL ({exc})", source=url_or_path) from None
+    if url.drivername in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    if url.drivername in ("sqlite", "postgresql+psycopg"):
+        return url
+    raise UserError(
+        "unsupported database; give a file path, sqlite:///FILE or postgresql://HOST/DATABASE",
+        source=url.render_as_string(hide_password=True),
+    )
+
+
+def shown_url(url: URL) -> str:
+    """`url` as users write it: postgresql://… (the driver is hpceval's business), no password."""
+    plain = url.set(drivername="postgresql") if url.drivername == "postgresql+psycopg" else url
+    return plain.render_as_string(hide_password=True)
+
+
+class StoreBase:
+    """What every part of a Store holds: its engine, its writer, its clock."""
+
+    def __init__(self, engine: Engine, url: str, *, clock: Callable[[], float] = time.time):
+        self.url = url
+        # The schema version this database had before open_store migrated it (None: it did not).
+        self.upgraded_from: int | None = None
+        self._engine = engine
+        self._writer = _writer(engine)
+        self._clock = clock
+        # Series ids by key, once committed (series rows are never changed or deleted).
+        self._series: dict[str, int] = {}
+        _OPEN_ENGINES.add(engine)
+
+    def close(self) -> None:
+        self._engine.dispose()
+        _OPEN_ENGINES.discard(self._engine)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _no_run(self, run_id: int) -> UserError:
+        return UserError(f"no run with id {run_id} in {self.url}")
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _writer(engine: Engine) -> Engine:
+    """`engine` (same pool) for write transactions: on SQLite they lock at BEGIN."""
+    return engine.execution_options(**{_SQLITE_BEGIN_OPTION: "IMMEDIATE"})
+
+
+def _create_engine(url: URL) -> Engine:
+    if url.get_backend_name() == "sqlite":
+        engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        _configure_sqlite(engine)
+        return engine
+    return sa.create_engine(url)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL, foreign keys, and explicit BEGIN so that writers take the lock up front.
+
+    WAL lets `hpceval show` read while a campaign writes, and two campaigns write in turn
+    (each waiting up to SQLITE_BUSY_TIMEOUT_S). A deferred transaction that reads before it
+    writes can fail at once with "database is locked" when another process committed in
+    between; write transactions therefore BEGIN IMMEDIATE. synchronous stays FULL: a commit
+    survives a power cut, not only a killed process. WAL needs a local filesystem (not NFS).
+    """
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Python's sqlite3 would otherwise issue its own BEGIN (always deferred).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(_SQLITE_BEGIN_OPTION, "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
