@@ -20,7 +20,7 @@ from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.model import Origin, Placement
-from hpceval.report.sections import size_sweep_points
+from hpceval.report.sections.collectives import size_sweep_points
 from hpceval.simulate.calibrate import (
     REFERENCE_SPEED_FLOPS,
     calibrate_network,
