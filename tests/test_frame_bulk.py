@@ -25,7 +25,8 @@ import pandas as pd
 import pytest
 
 import hpceval
-from hpceval.analysis.frame import CORE_COLUMNS, build_frame, load_frame
+from hpceval.analysis.frame import CORE_COLUMNS, build_frame
+from hpceval.analysis.loading import load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, decode_json_texts, open_store
 from hpceval.store import columns as store_columns

@@ -39,11 +39,11 @@ from hpceval.store import (
     Store,
     StoreUnavailable,
     database_url,
-    environments,
     open_store,
 )
-from hpceval.store import engine as store_engine
+from hpceval.store import dialect as store_dialect
 from hpceval.store import migrations as store_migrations
+from hpceval.store.schema import environments
 from tests.old_schemas import schema_1_database
 
 pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
@@ -635,7 +635,7 @@ def test_text_with_nul_characters_is_stored(store: Store) -> None:
 def test_a_database_locked_too_long_is_a_one_line_user_error(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_engine, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(store_dialect, "SQLITE_BUSY_TIMEOUT_S", 0.2)
     with open_store(str(db_path)) as store:
         run_id = new_run(store)
         store.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency())

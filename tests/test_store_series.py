@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from hpceval.analysis.frame import load_frame
+from hpceval.analysis.loading import load_frame
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 from hpceval.store import (

@@ -40,11 +40,11 @@ from hpceval.store import (
     StoreUnavailable,
     database_url,
     open_store,
-    portable_columns,
 )
 from hpceval.store import bundles as store_bundles
 from hpceval.store import importing as store_importing
 from hpceval.store import schema as store_schema
+from hpceval.store.bundles import portable_columns
 from hpceval.transfer import (
     FORMAT_NAME,
     FORMAT_VERSION,

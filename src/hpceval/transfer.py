@@ -40,7 +40,6 @@ import contextlib
 import gzip
 import io
 import json
-import math
 import os
 import tempfile
 import time
@@ -50,33 +49,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import sqlalchemy as sa
-
 from hpceval import __version__
 from hpceval.errors import UserError
-from hpceval.model import ExecutionStatus, Origin, Status
 from hpceval.store import (
-    BUNDLE_TABLES,
     CALIBRATION_SOURCE_RUNS,
     EXECUTION_INDEX,
-    EXECUTION_RUNNING,
-    CaseStatus,
+    InvalidBundle,
     RunBundle,
     Store,
     calibration_reference,
-    calibrations,
-    environments,
-    executions,
+    check_fields,
+    checked_row,
     measurement_from_values,
-    measurements,
     open_store,
     platform_config_hash,
-    platforms,
-    portable_columns,
-    portable_samples,
-    run_cases,
-    runs,
-    samples_from_portable,
 )
 
 FORMAT_NAME: Final = "hpceval-results"
@@ -102,18 +88,6 @@ _RUN_KEYS_V1: Final = frozenset(
     {"record", "platform", "environment", "run", "cases", "executions", "measurements"}
 )
 _RUN_KEYS: Final = _RUN_KEYS_V1 | {"calibration"}
-
-# The values a column may take, where the store gives it a vocabulary.
-_VOCABULARY: Final[Mapping[tuple[str, str], frozenset[str]]] = {
-    (runs.name, "status"): frozenset(status.value for status in Status),
-    (runs.name, "origin"): frozenset(origin.value for origin in Origin),
-    (run_cases.name, "status"): frozenset(status.value for status in CaseStatus),
-    (executions.name, "status"): frozenset(
-        [*(status.value for status in ExecutionStatus), EXECUTION_RUNNING]
-    ),
-    (measurements.name, "origin"): frozenset(origin.value for origin in Origin),
-    (calibrations.name, "source_kind"): frozenset({"platform", "profile"}),
-}
 
 
 @dataclass(frozen=True)
@@ -466,14 +440,14 @@ class ExportFile:
                     elif kind == "calibration" and version >= 2:
                         calibration = _calibration_record(record)
                         if calibration["uid"] in calibrations_seen:
-                            raise _Invalid(f"calibration {calibration['uid']} appears twice")
+                            raise InvalidBundle(f"calibration {calibration['uid']} appears twice")
                         calibrations_seen[calibration["uid"]] = calibration
                     elif kind == "run":
                         bundle = _run_record(
                             record, platforms_seen, environments_seen, calibrations_seen, version
                         )
                         if bundle.uid in uids:
-                            raise _Invalid(f"run {bundle.uid} appears twice")
+                            raise InvalidBundle(f"run {bundle.uid} appears twice")
                         uids.add(bundle.uid)
                         count += 1
                         yield bundle
@@ -481,8 +455,8 @@ class ExportFile:
                         expected = "platform, environment" + (
                             ", calibration" if version >= 2 else ""
                         )
-                        raise _Invalid(f"unknown record {kind!r} (expected {expected} or run)")
-                except _Invalid as exc:
+                        raise InvalidBundle(f"unknown record {kind!r} (expected {expected} or run)")
+                except InvalidBundle as exc:
                     raise self._bad(number, str(exc)) from None
         if count != self.header["runs"]:
             raise self._bad(
@@ -567,46 +541,46 @@ def read_export(path: Path) -> list[RunBundle]:
     return list(ExportFile(path).bundles())
 
 
-class _Invalid(Exception):
-    """A record that does not have the form of this format version."""
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
 def _platform_record(record: dict[str, Any]) -> dict[str, Any]:
-    platform = _row(platforms, {k: v for k, v in record.items() if k != "record"}, "platform")
+    platform = checked_row(
+        "platforms", {k: v for k, v in record.items() if k != "record"}, "platform"
+    )
     if platform_config_hash(platform["config"]) != platform["config_hash"]:
-        raise _Invalid(f"platform {platform['name']!r}: config_hash does not match its config")
+        raise InvalidBundle(f"platform {platform['name']!r}: config_hash does not match its config")
     return platform
 
 
 def _environment_record(record: dict[str, Any]) -> dict[str, Any]:
-    environment = _row(
-        environments, {k: v for k, v in record.items() if k != "record"}, "environment"
+    environment = checked_row(
+        "environments", {k: v for k, v in record.items() if k != "record"}, "environment"
     )
     if not isinstance(environment["facts"], dict):
-        raise _Invalid("environment.facts: expected an object")
+        raise InvalidBundle("environment.facts: expected an object")
     return environment
 
 
 def _calibration_record(record: dict[str, Any]) -> dict[str, Any]:
     values = {k: v for k, v in record.items() if k != "record"}
-    calibration = _row(calibrations, values, "calibration", extra=(CALIBRATION_SOURCE_RUNS,))
+    calibration = checked_row(
+        "calibrations", values, "calibration", extra=(CALIBRATION_SOURCE_RUNS,)
+    )
     if not calibration["uid"]:
-        raise _Invalid("calibration.uid: empty")
+        raise InvalidBundle("calibration.uid: empty")
     where = f"calibration {calibration['uid']}"
     if not isinstance(calibration["parameters"], dict):
-        raise _Invalid(f"{where}: parameters: expected an object")
+        raise InvalidBundle(f"{where}: parameters: expected an object")
     residuals = calibration["residuals"]
     if not isinstance(residuals, list) or not all(isinstance(r, dict) for r in residuals):
-        raise _Invalid(f"{where}: residuals: expected a list of objects")
+        raise InvalidBundle(f"{where}: residuals: expected a list of objects")
     source_runs = calibration[CALIBRATION_SOURCE_RUNS]
     if not isinstance(source_runs, list) or not all(
         isinstance(uid, str) and uid for uid in source_runs
     ):
-        raise _Invalid(f"{where}: {CALIBRATION_SOURCE_RUNS}: expected a list of run uids")
+        raise InvalidBundle(f"{where}: {CALIBRATION_SOURCE_RUNS}: expected a list of run uids")
     return calibration
 
 
@@ -617,59 +591,67 @@ def _run_record(
     calibrations_seen: Mapping[str, dict[str, Any]],
     version: int,
 ) -> RunBundle:
-    _keys(record, _RUN_KEYS if version >= 2 else _RUN_KEYS_V1, "run record")
-    run = _row(runs, record["run"], "run")
+    check_fields(record, _RUN_KEYS if version >= 2 else _RUN_KEYS_V1, "run record")
+    run = checked_row("runs", record["run"], "run")
     if not run["uid"]:
-        raise _Invalid("run.uid: empty")
+        raise InvalidBundle("run.uid: empty")
     where = f"run {run['uid']}"
     calibration = None
     if version >= 2 and record["calibration"] is not None:
         uid = record["calibration"]
         if not isinstance(uid, str):
-            raise _Invalid(f"{where}: calibration: expected a calibration uid or null")
+            raise InvalidBundle(f"{where}: calibration: expected a calibration uid or null")
         if calibration_reference(run) != uid:
-            raise _Invalid(f"{where}: calibration {uid!r} is not the one its suite_config names")
+            raise InvalidBundle(
+                f"{where}: calibration {uid!r} is not the one its suite_config names"
+            )
         calibration = calibrations_seen.get(uid)
         if calibration is None:
-            raise _Invalid(f"{where}: calibration {uid!r} has no record before the run")
+            raise InvalidBundle(f"{where}: calibration {uid!r} has no record before the run")
     reference = record["platform"]
     if not isinstance(reference, dict) or set(reference) != {"name", "config_hash"}:
-        raise _Invalid(f"{where}: platform: expected {{name, config_hash}}")
+        raise InvalidBundle(f"{where}: platform: expected {{name, config_hash}}")
     platform = platforms_seen.get((reference["name"], reference["config_hash"]))
     if platform is None:
-        raise _Invalid(f"{where}: platform {reference['name']!r} has no record before the run")
+        raise InvalidBundle(f"{where}: platform {reference['name']!r} has no record before the run")
     environment = environments_seen.get(record["environment"])
     if environment is None:
-        raise _Invalid(f"{where}: environment {record['environment']!r} has no record before it")
+        raise InvalidBundle(
+            f"{where}: environment {record['environment']!r} has no record before it"
+        )
     cases = [
-        _row(run_cases, case, f"{where}: cases[{i}]")
+        checked_row("run_cases", case, f"{where}: cases[{i}]")
         for i, case in enumerate(_list(record, "cases", where))
     ]
     case_keys = {case["case_key"] for case in cases}
     if len(case_keys) != len(cases) or len({case["ordinal"] for case in cases}) != len(cases):
-        raise _Invalid(f"{where}: cases: a case key or ordinal repeats")
+        raise InvalidBundle(f"{where}: cases: a case key or ordinal repeats")
     execution_rows = []
     for i, execution in enumerate(_list(record, "executions", where)):
-        checked = _row(executions, execution, f"{where}: executions[{i}]")
+        checked = checked_row("executions", execution, f"{where}: executions[{i}]")
         if checked["case_key"] not in case_keys:
-            raise _Invalid(f"{where}: executions[{i}]: case {checked['case_key']!r} is not planned")
+            raise InvalidBundle(
+                f"{where}: executions[{i}]: case {checked['case_key']!r} is not planned"
+            )
         execution_rows.append(checked)
     measurement_rows = []
     for i, measurement in enumerate(_list(record, "measurements", where)):
         at = f"{where}: measurements[{i}]"
-        checked = _row(measurements, measurement, at, extra=(EXECUTION_INDEX,))
+        checked = checked_row("measurements", measurement, at, extra=(EXECUTION_INDEX,))
         if checked["case_key"] not in case_keys:
-            raise _Invalid(f"{at}: case {checked['case_key']!r} is not planned")
+            raise InvalidBundle(f"{at}: case {checked['case_key']!r} is not planned")
         index = checked[EXECUTION_INDEX]
         if index is not None:
             if not _is_int(index) or not 0 <= index < len(execution_rows):
-                raise _Invalid(f"{at}.{EXECUTION_INDEX}: {index!r} is not an execution's index")
+                raise InvalidBundle(
+                    f"{at}.{EXECUTION_INDEX}: {index!r} is not an execution's index"
+                )
             if execution_rows[index]["case_key"] != checked["case_key"]:
-                raise _Invalid(f"{at}: its execution is of another case")
+                raise InvalidBundle(f"{at}: its execution is of another case")
         try:
             measurement_from_values(checked)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise _Invalid(f"{at}: {exc}") from None
+            raise InvalidBundle(f"{at}: {exc}") from None
         measurement_rows.append(checked)
     return RunBundle(
         platform=platform,
@@ -682,85 +664,12 @@ def _run_record(
     )
 
 
-def _keys(value: Any, expected: frozenset[str] | set[str], where: str) -> None:
-    if not isinstance(value, dict):
-        raise _Invalid(f"{where}: expected an object")
-    unknown = sorted(set(value) - expected)
-    if unknown:
-        raise _Invalid(f"{where}: unknown fields {unknown}")
-    missing = sorted(expected - set(value))
-    if missing:
-        raise _Invalid(f"{where}: missing fields {missing}")
-
-
 def _list(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
     value = record[key]
     if not isinstance(value, list):
-        raise _Invalid(f"{where}: {key}: expected a list")
-    return value
-
-
-def _row(table: sa.Table, value: Any, where: str, *, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """`value` checked as the portable columns of a `table` row (plus `extra` keys)."""
-    columns = portable_columns(table)
-    _keys(value, {column.name for column in columns} | set(extra), where)
-    row: dict[str, Any] = dict(value)
-    for column in columns:
-        row[column.name] = _column_value(table, column, row[column.name], f"{where}.{column.name}")
-    return row
-
-
-def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: str) -> Any:
-    if value is None:
-        if column.nullable:
-            return None
-        raise _Invalid(f"{where}: must not be null")
-    kind = column.type
-    if isinstance(kind, sa.JSON):
-        return value  # any JSON value
-    if isinstance(kind, sa.LargeBinary):
-        # Stored as bytes (the samples), carried as a JSON list of numbers: kept as floats,
-        # the form a database gives back, so that a run read here and the file compare equal.
-        try:
-            return portable_samples(samples_from_portable(value))
-        except ValueError as exc:
-            raise _Invalid(f"{where}: {exc}") from None
-    if isinstance(kind, sa.Boolean):
-        if not isinstance(value, bool):
-            raise _Invalid(f"{where}: expected true or false, not {value!r}")
-    elif isinstance(kind, sa.Integer):
-        if not _is_int(value):
-            raise _Invalid(f"{where}: expected an integer, not {value!r}")
-    elif isinstance(kind, sa.Float):
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-        ):
-            raise _Invalid(f"{where}: expected a number, not {value!r}")
-        value = float(value)
-    elif isinstance(kind, sa.String):
-        if not isinstance(value, str):
-            raise _Invalid(f"{where}: expected a string, not {value!r}")
-        if kind.length is not None and len(value) > kind.length:
-            raise _Invalid(f"{where}: longer than {kind.length} characters")
-        allowed = _VOCABULARY.get((table.name, column.name))
-        if allowed is not None and value not in allowed:
-            raise _Invalid(f"{where}: {value!r} is not one of {sorted(allowed)}")
-    else:  # a column type added to the schema without a check here
-        raise AssertionError(f"no check for {table.name}.{column.name} ({kind!r})")
+        raise InvalidBundle(f"{where}: {key}: expected a list")
     return value
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-# Every bundle table has a check for each of its column types (asserted at import time, so a
-# schema change that this module cannot read fails every test at once, not in the field).
-for _table in (*BUNDLE_TABLES, calibrations):
-    for _column in portable_columns(_table):
-        assert isinstance(
-            _column.type,
-            sa.JSON | sa.LargeBinary | sa.Boolean | sa.Integer | sa.Float | sa.String,
-        ), _column

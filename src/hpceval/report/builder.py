@@ -31,7 +31,7 @@ import pandas as pd
 
 import hpceval
 from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
-from hpceval.analysis.frame import load_frame
+from hpceval.analysis.loading import load_frame
 from hpceval.errors import UserError
 from hpceval.report.figures import RenderedFigure
 from hpceval.report.sections import (
@@ -59,7 +59,7 @@ class ReportOptions:
     instances: Mapping[str, str] = field(default_factory=dict)  # platform -> catalog entry
     currency: str | None = None
     title: str = "hpceval report"
-    cache: bool = True  # load through the frame cache (hpceval.analysis.frame.FrameCache)
+    cache: bool = True  # load through the frame cache (hpceval.analysis.loading.FrameCache)
 
 
 @dataclass(frozen=True)

@@ -17,21 +17,26 @@ is hpceval.transfer's): ids are remapped, platforms and environments reused by c
 run is recognised by its uid, so importing it twice adds nothing.
 
 Times are Unix seconds (`time.time()`) stored as floats, everywhere.
+
+This package's public API is what it exports here (`__all__`); its modules are its own:
+schema (tables), migrations, dialect (every SQLite/PostgreSQL difference), engine (URLs,
+outage handling), samples (stored encodings, series), rows (what reads return), reads,
+columns (the bulk read), writes, bundles (portable runs) and importing.
 """
 
-# (During the move: the tables and helpers that transfer.py and analysis/frame.py still read.)
 from hpceval.store.bundles import (
-    BUNDLE_TABLES,
     CALIBRATION_SOURCE_RUNS,
     EXECUTION_INDEX,
     ImportAction,
     ImportOutcome,
+    InvalidBundle,
     RunBundle,
     calibration_reference,
+    check_fields,
+    checked_row,
     platform_config_hash,
-    portable_columns,
 )
-from hpceval.store.columns import MeasurementColumns, read_workers
+from hpceval.store.columns import MeasurementColumns, MeasurementKind
 from hpceval.store.database import Store, open_store
 from hpceval.store.engine import (
     DEFAULT_URL,
@@ -43,35 +48,23 @@ from hpceval.store.engine import (
 from hpceval.store.rows import (
     CalibrationRow,
     CaseRow,
+    DatabaseState,
     ExecutionRow,
     RunRow,
     StoredMeasurement,
     measurement_from_values,
 )
 from hpceval.store.samples import (
+    SeriesFields,
     decode_json_texts,
     decode_samples,
     encode_samples,
     portable_samples,
     samples_from_portable,
 )
-from hpceval.store.schema import (
-    EXECUTION_RUNNING,
-    INDEXED_FACTS,
-    SCHEMA_VERSION,
-    CaseStatus,
-    calibrations,
-    environments,
-    executions,
-    measurements,
-    platforms,
-    run_cases,
-    runs,
-    schema_info,
-)
+from hpceval.store.schema import EXECUTION_RUNNING, INDEXED_FACTS, SCHEMA_VERSION, CaseStatus
 
 __all__ = [
-    "BUNDLE_TABLES",
     "CALIBRATION_SOURCE_RUNS",
     "DEFAULT_URL",
     "EXECUTION_INDEX",
@@ -81,35 +74,31 @@ __all__ = [
     "CalibrationRow",
     "CaseRow",
     "CaseStatus",
+    "DatabaseState",
     "ExecutionRow",
     "ImportAction",
     "ImportOutcome",
+    "InvalidBundle",
     "MeasurementColumns",
+    "MeasurementKind",
     "RunBundle",
     "RunRow",
+    "SeriesFields",
     "Store",
     "StoreUnavailable",
     "StoredMeasurement",
     "calibration_reference",
-    "calibrations",
+    "check_fields",
+    "checked_row",
     "close_open_stores",
     "database_url",
     "decode_json_texts",
     "decode_samples",
     "encode_samples",
-    "environments",
-    "executions",
     "measurement_from_values",
-    "measurements",
     "open_store",
     "platform_config_hash",
-    "platforms",
-    "portable_columns",
     "portable_samples",
-    "read_workers",
-    "run_cases",
-    "runs",
     "samples_from_portable",
-    "schema_info",
     "shown_url",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -13,18 +14,23 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from hpceval.model import (
+    ExecutionStatus,
     Origin,
     Status,
 )
 from hpceval.store.samples import (
     portable_samples,
+    samples_from_portable,
 )
 from hpceval.store.schema import (
+    EXECUTION_RUNNING,
     INDEXED_FACTS,
+    CaseStatus,
     calibrations,
     environments,
     executions,
     measurements,
+    metadata,
     platforms,
     run_cases,
     runs,
@@ -197,3 +203,106 @@ def _portable_calibration(conn: Connection, uid: str | None) -> dict[str, Any] |
         **_portable(calibrations, row),
         CALIBRATION_SOURCE_RUNS: [uid_of[run_id] for run_id in ids if run_id in uid_of],
     }
+
+
+# --------------------------------------------------------------------------- checking bundles
+
+
+class InvalidBundle(Exception):
+    """Content that does not have the form of a RunBundle's (a file being read: the message
+    says where and what)."""
+
+
+# The values a column may take, where the store gives it a vocabulary.
+_VOCABULARY: Final[Mapping[tuple[str, str], frozenset[str]]] = {
+    (runs.name, "status"): frozenset(status.value for status in Status),
+    (runs.name, "origin"): frozenset(origin.value for origin in Origin),
+    (run_cases.name, "status"): frozenset(status.value for status in CaseStatus),
+    (executions.name, "status"): frozenset(
+        [*(status.value for status in ExecutionStatus), EXECUTION_RUNNING]
+    ),
+    (measurements.name, "origin"): frozenset(origin.value for origin in Origin),
+    (calibrations.name, "source_kind"): frozenset({"platform", "profile"}),
+}
+
+
+def check_fields(value: Any, expected: frozenset[str] | set[str], where: str) -> None:
+    """`value` is an object with exactly the fields `expected`."""
+    if not isinstance(value, dict):
+        raise InvalidBundle(f"{where}: expected an object")
+    unknown = sorted(set(value) - expected)
+    if unknown:
+        raise InvalidBundle(f"{where}: unknown fields {unknown}")
+    missing = sorted(expected - set(value))
+    if missing:
+        raise InvalidBundle(f"{where}: missing fields {missing}")
+
+
+def checked_row(
+    table_name: str, value: Any, where: str, *, extra: Sequence[str] = ()
+) -> dict[str, Any]:
+    """`value` checked as the portable columns of a row of table `table_name` (plus `extra`
+    keys), as a bundle carries it; an InvalidBundle names the field and what is wrong."""
+    table = metadata.tables[table_name]
+    columns = portable_columns(table)
+    check_fields(value, {column.name for column in columns} | set(extra), where)
+    row: dict[str, Any] = dict(value)
+    for column in columns:
+        row[column.name] = _column_value(table, column, row[column.name], f"{where}.{column.name}")
+    return row
+
+
+def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: str) -> Any:
+    if value is None:
+        if column.nullable:
+            return None
+        raise InvalidBundle(f"{where}: must not be null")
+    kind = column.type
+    if isinstance(kind, sa.JSON):
+        return value  # any JSON value
+    if isinstance(kind, sa.LargeBinary):
+        # Stored as bytes (the samples), carried as a JSON list of numbers: kept as floats,
+        # the form a database gives back, so that a run read here and the file compare equal.
+        try:
+            return portable_samples(samples_from_portable(value))
+        except ValueError as exc:
+            raise InvalidBundle(f"{where}: {exc}") from None
+    if isinstance(kind, sa.Boolean):
+        if not isinstance(value, bool):
+            raise InvalidBundle(f"{where}: expected true or false, not {value!r}")
+    elif isinstance(kind, sa.Integer):
+        if not _is_int(value):
+            raise InvalidBundle(f"{where}: expected an integer, not {value!r}")
+    elif isinstance(kind, sa.Float):
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        ):
+            raise InvalidBundle(f"{where}: expected a number, not {value!r}")
+        value = float(value)
+    elif isinstance(kind, sa.String):
+        if not isinstance(value, str):
+            raise InvalidBundle(f"{where}: expected a string, not {value!r}")
+        if kind.length is not None and len(value) > kind.length:
+            raise InvalidBundle(f"{where}: longer than {kind.length} characters")
+        allowed = _VOCABULARY.get((table.name, column.name))
+        if allowed is not None and value not in allowed:
+            raise InvalidBundle(f"{where}: {value!r} is not one of {sorted(allowed)}")
+    else:  # a column type added to the schema without a check here
+        raise AssertionError(f"no check for {table.name}.{column.name} ({kind!r})")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Every bundle table has a check for each of its column types (asserted at import time, so a
+# schema change that this module cannot read fails every test at once, not in the field).
+for _table in (*BUNDLE_TABLES, calibrations):
+    for _column in portable_columns(_table):
+        assert isinstance(
+            _column.type,
+            sa.JSON | sa.LargeBinary | sa.Boolean | sa.Integer | sa.Float | sa.String,
+        ), _column

@@ -17,6 +17,7 @@ import numpy.typing as npt
 import sqlalchemy as sa
 
 from hpceval.arrays import run_indices
+from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
     _outage_is_a_user_error,
@@ -228,11 +229,7 @@ class ColumnReads(StoreBase):
 
     def _reopenable(self) -> bool:
         """Whether another connection sees this database (not an in-memory SQLite one)."""
-        url = self._engine.url
-        if url.get_backend_name() != "sqlite":
-            return True
-        database = url.database or ""
-        return database not in ("", ":memory:") and "mode=memory" not in str(url)
+        return dialect_of(self._engine).reopenable(self._engine.url)
 
     def _read_range(self, query: sa.Select[Any]) -> _RowsRead:
         run_parts: list[npt.NDArray[np.int64]] = []
@@ -248,8 +245,7 @@ class ColumnReads(StoreBase):
             driver = conn.connection.driver_connection
             if driver is None:
                 raise RuntimeError("no database connection")
-            postgres = conn.dialect.name == "postgresql"
-            cursor = driver.cursor(name="hpceval_bulk_read") if postgres else driver.cursor()
+            cursor = dialect_of(conn).bulk_cursor(driver)
             try:
                 cursor.execute(sql)
                 while rows := cursor.fetchmany(_READ_SLICE):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -12,8 +11,8 @@ from hpceval.errors import UserError
 from hpceval.store.columns import (
     ColumnReads,
 )
+from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
-    _create_engine,
     _first_line,
     database_url,
     shown_url,
@@ -42,17 +41,16 @@ def open_store(
     """
     url = database_url(url_or_path)
     shown = shown_url(url)
-    is_sqlite = url.get_backend_name() == "sqlite"
-    # Errors about an SQLite database name its file, as the user typed it.
-    source = url.database if is_sqlite and url.database else shown
-    if is_sqlite and url.database and url.database != ":memory:":
-        path = Path(url.database)
+    dialect = dialect_of(url)
+    source = dialect.error_source(url, shown)
+    path = dialect.database_file(url)
+    if path is not None:
         if not path.exists() and not create:
             raise UserError("no such results database", source=source)
         if not path.parent.is_dir():
             raise UserError(f"directory {path.parent} does not exist", source=source)
     try:
-        engine = _create_engine(url)
+        engine = dialect.create_engine(url)
     except ImportError:
         raise UserError(
             "PostgreSQL needs psycopg: pip install 'hpceval[postgres]'", source=shown

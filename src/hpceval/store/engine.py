@@ -8,24 +8,16 @@ import functools
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
+from typing import Concatenate, Final, ParamSpec, Self, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.engine import URL, Engine
 
 from hpceval.errors import UserError
+from hpceval.store.dialect import SQLITE_BEGIN_OPTION
 
 DEFAULT_URL: Final = "sqlite:///hpceval.db"
 
-# How long an SQLite writer waits for another process's write transaction before giving up.
-# Transactions here last milliseconds; the margin covers a slow disk or a WAL checkpoint.
-SQLITE_BUSY_TIMEOUT_S: Final = 30.0
-
-# Any constant works: it only has to be the same for every hpceval opening a PostgreSQL database.
-_POSTGRES_SCHEMA_LOCK_KEY: Final = 0x6870636576616C  # "hpceval"
-
-# Engine execution option read by the SQLite "begin" hook (see _configure_sqlite).
-_SQLITE_BEGIN_OPTION: Final = "hpceval_sqlite_begin"
 # The engines of this process's Stores not closed yet (see close_open_stores). Weak: a Store
 # dropped without close() keeps its engine, and so its connections, alive until the garbage
 # collector finds the cycle they sit in; until then this set still reaches it.
@@ -140,39 +132,4 @@ def _first_line(error: BaseException) -> str:
 
 def _writer(engine: Engine) -> Engine:
     """`engine` (same pool) for write transactions: on SQLite they lock at BEGIN."""
-    return engine.execution_options(**{_SQLITE_BEGIN_OPTION: "IMMEDIATE"})
-
-
-def _create_engine(url: URL) -> Engine:
-    if url.get_backend_name() == "sqlite":
-        engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
-        _configure_sqlite(engine)
-        return engine
-    return sa.create_engine(url)
-
-
-def _configure_sqlite(engine: Engine) -> None:
-    """WAL, foreign keys, and explicit BEGIN so that writers take the lock up front.
-
-    WAL lets `hpceval show` read while a campaign writes, and two campaigns write in turn
-    (each waiting up to SQLITE_BUSY_TIMEOUT_S). A deferred transaction that reads before it
-    writes can fail at once with "database is locked" when another process committed in
-    between; write transactions therefore BEGIN IMMEDIATE. synchronous stays FULL: a commit
-    survives a power cut, not only a killed process. WAL needs a local filesystem (not NFS).
-    """
-
-    @sa.event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Python's sqlite3 would otherwise issue its own BEGIN (always deferred).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
-        finally:
-            cursor.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        mode = conn.get_execution_options().get(_SQLITE_BEGIN_OPTION, "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+    return engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})

@@ -27,6 +27,7 @@ from hpceval.store.bundles import (
     calibration_reference,
     portable_columns,
 )
+from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
     _first_line,
@@ -463,20 +464,12 @@ class Transfers(StoreBase):
     def compact(self) -> None:
         """SQLite: fold the write-ahead log into the file and leave WAL mode, so that the file
         alone holds everything (to be copied elsewhere). open_store turns WAL on again."""
-        if self._engine.dialect.name != "sqlite":
-            return
-        self._engine.dispose()  # a pooled connection would keep the log open
-        with self._engine.connect() as conn:
-            raw: Any = conn.connection.driver_connection
-            raw.execute("PRAGMA journal_mode = DELETE")
-        self._engine.dispose()
+        dialect_of(self._engine).compact(self._engine)
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[Connection]:
         """A read transaction that sees one state of the database throughout."""
         with self._engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execution_options(isolation_level="REPEATABLE READ")
-            # SQLite (WAL): a transaction's reads all see the state of its first read.
+            dialect_of(conn).begin_snapshot(conn)
             with conn.begin():
                 yield conn

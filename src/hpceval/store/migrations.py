@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from hpceval.errors import UserError
+from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
-    _POSTGRES_SCHEMA_LOCK_KEY,
     _first_line,
     _writer,
 )
@@ -92,10 +92,7 @@ def _series_and_binary_samples(conn: Connection) -> None:
         last = rows[-1][0]
     conn.execute(sa.text("ALTER TABLE measurements DROP COLUMN samples"))
     conn.execute(sa.text("ALTER TABLE measurements RENAME COLUMN samples_binary TO samples"))
-    if conn.dialect.name == "postgresql":
-        # (SQLite cannot add NOT NULL to a column; hpceval never writes a NULL there.)
-        conn.execute(sa.text("ALTER TABLE measurements ALTER COLUMN samples SET NOT NULL, "
-                             "ALTER COLUMN series_id SET NOT NULL"))  # fmt: skip
+    dialect_of(conn).require_not_null(conn, "measurements", ("samples", "series_id"))
 
 
 MIGRATIONS[2] = _series_and_binary_samples
@@ -111,11 +108,7 @@ def _prepare_schema(
     database exactly as it was.
     """
     with _writer(engine).begin() as conn:
-        if conn.dialect.name == "postgresql":
-            # Two processes opening a fresh database at once would both create the schema.
-            conn.execute(
-                sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _POSTGRES_SCHEMA_LOCK_KEY}
-            )
+        dialect_of(conn).lock_schema(conn)
         tables = set(sa.inspect(conn).get_table_names())
         if not tables:
             if not create:

@@ -4,6 +4,7 @@ calibrations.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
@@ -11,9 +12,9 @@ import sqlalchemy as sa
 
 from hpceval.errors import UserError
 from hpceval.model import (
-    ExecutionStatus,
     Status,
 )
+from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
     _outage_is_a_user_error,
@@ -21,20 +22,21 @@ from hpceval.store.engine import (
 from hpceval.store.rows import (
     CalibrationRow,
     CaseRow,
+    DatabaseState,
     ExecutionRow,
     RunRow,
     StoredMeasurement,
-    _calibration_row,
     _run_query,
-    _run_row,
-    _stored_measurement,
+    read_calibration_row,
+    read_case_row,
+    read_execution_row,
+    read_run_row,
+    read_stored_measurement,
 )
 from hpceval.store.samples import (
     _from_json,
 )
 from hpceval.store.schema import (
-    EXECUTION_RUNNING,
-    CaseStatus,
     calibrations,
     environments,
     executions,
@@ -42,6 +44,7 @@ from hpceval.store.schema import (
     platforms,
     run_cases,
     runs,
+    schema_info,
 )
 
 
@@ -52,14 +55,14 @@ class Reads(StoreBase):
             row = conn.execute(_run_query().where(runs.c.id == run_id)).one_or_none()
         if row is None:
             raise self._no_run(run_id)
-        return _run_row(row)
+        return read_run_row(row)
 
     @_outage_is_a_user_error
     def runs(self) -> list[RunRow]:
         """All runs, newest first."""
         with self._engine.connect() as conn:
             rows = conn.execute(_run_query().order_by(*_NEWEST_FIRST)).all()
-        return [_run_row(row) for row in rows]
+        return [read_run_row(row) for row in rows]
 
     @_outage_is_a_user_error
     def latest_run(self, *, statuses: Collection[Status] | None = None) -> RunRow | None:
@@ -69,7 +72,7 @@ class Reads(StoreBase):
             query = query.where(runs.c.status.in_([status.value for status in statuses]))
         with self._engine.connect() as conn:
             row = conn.execute(query).one_or_none()
-        return None if row is None else _run_row(row)
+        return None if row is None else read_run_row(row)
 
     @_outage_is_a_user_error
     def cases(self, run_id: int) -> list[CaseRow]:
@@ -80,17 +83,7 @@ class Reads(StoreBase):
                 .where(run_cases.c.run_id == run_id)
                 .order_by(run_cases.c.ordinal)
             ).all()
-        return [
-            CaseRow(
-                run_id=row.run_id,
-                ordinal=row.ordinal,
-                case_key=row.case_key,
-                benchmark=row.benchmark,
-                description=_from_json(row.description),
-                status=CaseStatus(row.status),
-            )
-            for row in rows
-        ]
+        return [read_case_row(row) for row in rows]
 
     @_outage_is_a_user_error
     def executions(self, run_id: int) -> list[ExecutionRow]:
@@ -99,28 +92,7 @@ class Reads(StoreBase):
             rows = conn.execute(
                 sa.select(executions).where(executions.c.run_id == run_id).order_by(executions.c.id)
             ).all()
-        return [
-            ExecutionRow(
-                id=row.id,
-                run_id=row.run_id,
-                case_key=row.case_key,
-                benchmark=row.benchmark,
-                argv=tuple(row.argv),
-                env=dict(row.env),
-                status=(
-                    EXECUTION_RUNNING
-                    if row.status == EXECUTION_RUNNING
-                    else ExecutionStatus(row.status)
-                ),
-                exit_code=row.exit_code,
-                started=row.started,
-                ended=row.ended,
-                stdout_tail=row.stdout_tail,
-                stderr_tail=row.stderr_tail,
-                error=row.error,
-            )
-            for row in rows
-        ]
+        return [read_execution_row(row) for row in rows]
 
     @_outage_is_a_user_error
     def measurements(
@@ -140,7 +112,7 @@ class Reads(StoreBase):
             query = query.where(measurements.c.metric == metric)
         with self._engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [_stored_measurement(row) for row in rows]
+        return [read_stored_measurement(row) for row in rows]
 
     @_outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:
@@ -176,6 +148,27 @@ class Reads(StoreBase):
             raise UserError(f"no platform with id {platform_id}", source=self.url)
         return row.name, _from_json(row.config)
 
+    def state(self) -> DatabaseState:
+        """What identifies the content of this database now (see DatabaseState); an error of
+        the database propagates as SQLAlchemy raises it (a cache falls back on reading)."""
+        with self._engine.connect() as conn:
+            count, last = conn.execute(
+                sa.select(sa.func.count(), sa.func.max(measurements.c.id)).select_from(measurements)
+            ).one()
+            version, created = conn.execute(
+                sa.select(schema_info.c.version, schema_info.c.created)
+            ).one()
+        url = self._engine.url
+        file = dialect_of(url).database_file(url)
+        return DatabaseState(
+            url=url.render_as_string(hide_password=True),
+            database=os.path.realpath(file) if file is not None else url.database or "",
+            schema_version=int(version),
+            created=float(created),
+            measurements=int(count),
+            last_measurement_id=int(last or 0),
+        )
+
     @_outage_is_a_user_error
     def calibration(self, calibration_id: int) -> CalibrationRow:
         with self._engine.connect() as conn:
@@ -184,7 +177,7 @@ class Reads(StoreBase):
             ).one_or_none()
         if row is None:
             raise UserError(f"no calibration with id {calibration_id}", source=self.url)
-        return _calibration_row(row)
+        return read_calibration_row(row)
 
     @_outage_is_a_user_error
     def calibrations(
@@ -198,7 +191,7 @@ class Reads(StoreBase):
             query = query.where(calibrations.c.platform_name == platform_name)
         with self._engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [_calibration_row(row) for row in rows]
+        return [read_calibration_row(row) for row in rows]
 
 
 _NEWEST_FIRST: Final = (runs.c.started.desc(), runs.c.id.desc())

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import Enum
+from typing import Any, Literal, TypeVar, Union
 
 import sqlalchemy as sa
 
@@ -117,6 +121,20 @@ class StoredMeasurement:
     measurement: Measurement
 
 
+@dataclass(frozen=True)
+class DatabaseState:
+    """What identifies the measurements a database holds: measurements are only ever inserted
+    (no code path updates or deletes one), so its identity (URL, file, creation time) with the
+    count and the largest id of its measurements pins every row."""
+
+    url: str  # the engine's URL, no password
+    database: str  # the real path of its file (SQLite), else the database's name
+    schema_version: int
+    created: float
+    measurements: int
+    last_measurement_id: int  # 0: none
+
+
 def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measurement:
     """The Measurement of a stored measurements row (checks unit, value and statistics)."""
     statistics = values["statistics"]
@@ -147,55 +165,60 @@ def _run_query() -> sa.Select[Any]:
     )
 
 
-def _run_row(row: sa.Row[Any]) -> RunRow:
-    return RunRow(
-        id=row.id,
-        uid=row.uid,
-        suite_name=row.suite_name,
-        suite_config=_from_json(row.suite_config),
-        platform_id=row.platform_id,
-        platform_name=row.platform_name,
-        environment_id=row.environment_id,
-        launcher=row.launcher,
-        status=Status(row.status),
-        started=row.started,
-        ended=row.ended,
-        host=row.host,
-        pid=row.pid,
-        hpceval_version=row.hpceval_version,
-        git_revision=row.git_revision,
-        origin=Origin(row.origin),
-        note=row.note,
-    )
+_Row = TypeVar("_Row")
 
 
-def _calibration_row(row: sa.Row[Any]) -> CalibrationRow:
-    return CalibrationRow(
-        id=row.id,
-        uid=row.uid,
-        key=row.key,
-        platform_name=row.platform_name,
-        source_kind=row.source_kind,
-        source=row.source,
-        source_run_ids=tuple(int(i) for i in row.source_run_ids),
-        simgrid_version=row.simgrid_version,
-        parameters=_from_json(row.parameters),
-        residuals=tuple(_from_json(row.residuals)),
-        max_residual=row.max_residual,
-        tolerance=row.tolerance,
-        iterations=row.iterations,
-        converged=bool(row.converged),
-        created=row.created,
-    )
+def row_reader(
+    cls: type[_Row], **computed: Callable[[sa.RowMapping], Any]
+) -> Callable[[sa.Row[Any]], _Row]:
+    """The function that turns a database row into a `cls` (a dataclass): each field is the
+    column of its name, converted as its annotated type says (see _converter); a field in
+    `computed` is built from the whole row instead."""
+    hints = typing.get_type_hints(cls)
+    converters = {
+        field.name: _converter(hints[field.name])
+        for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if field.name not in computed
+    }
+
+    def read(row: sa.Row[Any]) -> _Row:
+        values = row._mapping
+        converted = {name: convert(values[name]) for name, convert in converters.items()}
+        return cls(**converted, **{name: build(values) for name, build in computed.items()})
+
+    return read
 
 
-def _stored_measurement(row: sa.Row[Any]) -> StoredMeasurement:
-    return StoredMeasurement(
-        id=row.id,
-        run_id=row.run_id,
-        execution_id=row.execution_id,
-        case_key=row.case_key,
-        point_key=row.point_key,
-        created=row.created,
-        measurement=measurement_from_values(row._mapping),
-    )
+def _same(value: Any) -> Any:
+    return value
+
+
+def _converter(hint: Any) -> Callable[[Any], Any]:
+    """How a stored value becomes a field of this type: an enum from its value, a mapping from
+    its JSON (non-finite floats untagged), a tuple element by element, a bool from 0/1 (SQLite),
+    a value of a Literal as it is, None as None; anything else is already what it should be."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return hint
+    if hint is bool:
+        return bool
+    if origin is Mapping:
+        return _from_json
+    if origin is tuple:
+        element = int if args[0] is int else _converter(args[0])
+        return lambda value: tuple(map(element, value))
+    if origin is Union or origin is types.UnionType:
+        options = [a for a in args if a is not type(None)]
+        literals = [a for a in options if typing.get_origin(a) is Literal]
+        literal = {value for a in literals for value in typing.get_args(a)}
+        (other,) = (a for a in options if a not in literals)
+        inner = _converter(other)
+        return lambda value: value if value is None or value in literal else inner(value)
+    return _same
+
+
+read_run_row = row_reader(RunRow)
+read_case_row = row_reader(CaseRow)
+read_execution_row = row_reader(ExecutionRow)
+read_calibration_row = row_reader(CalibrationRow)
+read_stored_measurement = row_reader(StoredMeasurement, measurement=measurement_from_values)

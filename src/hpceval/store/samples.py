@@ -16,6 +16,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from hpceval.store.dialect import dialect_of
 from hpceval.store.schema import (
     series,
 )
@@ -85,14 +86,9 @@ def _series_ids(conn: Connection, wanted: Mapping[str, SeriesFields]) -> dict[st
     found = _known_series(conn, list(wanted))
     missing = [key for key in wanted if key not in found]
     if missing:
-        insert: Any
-        if conn.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
         columns = ("origin", "benchmark", "metric", "unit", "statistic", "parameters")
         conn.execute(
-            insert(series).on_conflict_do_nothing(index_elements=["key"]),
+            dialect_of(conn).insert_skipping_existing(series, "key"),
             [{"key": key, **dict(zip(columns, wanted[key], strict=True))} for key in missing],
         )
         found.update(_known_series(conn, missing))

@@ -25,7 +25,7 @@ from hpceval.store.engine import (
     StoreBase,
     _outage_is_a_user_error,
 )
-from hpceval.store.rows import CalibrationRow, _calibration_row
+from hpceval.store.rows import CalibrationRow, read_calibration_row
 from hpceval.store.samples import (
     SeriesFields,
     _series_ids,
@@ -382,7 +382,7 @@ class Writes(StoreBase):
             row = conn.execute(
                 sa.select(calibrations).where(calibrations.c.id == calibration_id)
             ).one()
-        return _calibration_row(row)
+        return read_calibration_row(row)
 
     def _insert_or_get(
         self, table: sa.Table, values: Mapping[str, Any], identity: sa.ColumnElement[bool]
