@@ -399,20 +399,21 @@ def test_bootstrap_draws_each_weight_matrix_once_and_keeps_the_scheme(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from hpceval.analysis import compare as compare_module
+    from hpceval.analysis import ratios as ratios_module
 
     frame = scattered_frame(points=12, low=5, high=40)
     drawn: list[tuple[int, int]] = []
-    weight_matrix = compare_module._weight_matrix
+    weight_matrix = ratios_module._weight_matrix
 
     def counted(side: int, n: int, resamples: int, seed: int) -> Any:
         drawn.append((side, n))
         return weight_matrix(side, n, resamples, seed)
 
-    monkeypatch.setattr(compare_module, "_weight_matrix", counted)
+    monkeypatch.setattr(ratios_module, "_weight_matrix", counted)
     result = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
     assert len(drawn) == len(set(drawn))  # no matrix drawn twice
     # Baseline replicates in sections of 3 groups: the same intervals.
-    monkeypatch.setattr(compare_module, "_BASELINE_ELEMENTS", 3 * 500)
+    monkeypatch.setattr(ratios_module, "_BASELINE_ELEMENTS", 3 * 500)
     sections = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
     table = result.table
     for column in ("ratio_low", "ratio_high"):
