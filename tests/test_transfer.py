@@ -23,6 +23,7 @@ from typer.testing import CliRunner, Result
 import hpceval
 from hpceval.cli import app
 from hpceval.errors import UserError
+from hpceval.export_file import FORMAT_NAME, FORMAT_VERSION, ExportFile, read_export
 from hpceval.model import (
     Environment,
     ExecutionRecord,
@@ -45,14 +46,7 @@ from hpceval.store import bundles as store_bundles
 from hpceval.store import importing as store_importing
 from hpceval.store import schema as store_schema
 from hpceval.store.bundles import portable_columns
-from hpceval.transfer import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    ExportFile,
-    export_runs,
-    merge,
-    read_export,
-)
+from hpceval.transfer import export_runs, merge
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 

@@ -13,7 +13,7 @@ A database that goes away (server stopped, connection lost, SQLite locked too lo
 Store method raise StoreUnavailable, a one-line UserError; what was committed stays committed.
 
 Runs move between databases and files as RunBundles (export_run / import_run; the file format
-is hpceval.transfer's): ids are remapped, platforms and environments reused by content, and a
+is hpceval.export_file's): ids are remapped, platforms and environments reused by content, and a
 run is recognised by its uid, so importing it twice adds nothing.
 
 Times are Unix seconds (`time.time()`) stored as floats, everywhere.
