@@ -41,7 +41,7 @@ from hpceval.store.schema import (
 # of what belongs to it, except those that only mean something inside one database (ids and
 # references by id). A bundle names its platform by (name, config_hash), its environment by
 # fingerprint, and a measurement its execution by its index in the bundle's executions.
-# Values are as stored: JSON columns keep the _to_json encoding, so nothing is re-encoded;
+# Values are as stored: JSON columns keep the to_json encoding, so nothing is re-encoded;
 # but the samples, stored as bytes, travel as a JSON list (portable_samples).
 
 LOCAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
@@ -66,7 +66,7 @@ CALIBRATION_SOURCE_RUNS: Final = "source_runs"
 # (and its cases a new status). Every other column of a run is fixed when it is created.
 MUTABLE_RUN_COLUMNS: Final = frozenset({"status", "ended", "host", "pid", "note"})
 
-_FINALITY: Final = {
+FINALITY: Final = {
     Status.RUNNING.value: 0,
     Status.INTERRUPTED.value: 1,
     Status.FAILED.value: 2,
@@ -133,7 +133,7 @@ def _portable(table: sa.Table, row: sa.Row[Any]) -> dict[str, Any]:
     return portable
 
 
-def _read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
+def read_bundle(conn: Connection, run_id: int) -> RunBundle | None:
     run = conn.execute(sa.select(runs).where(runs.c.id == run_id)).one_or_none()
     if run is None:
         return None

@@ -20,10 +20,10 @@ from hpceval.arrays import run_indices
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
-    _outage_is_a_user_error,
+    outage_is_a_user_error,
 )
 from hpceval.store.samples import (
-    _SAMPLE_DTYPE,
+    SAMPLE_DTYPE,
 )
 from hpceval.store.schema import (
     measurements,
@@ -96,7 +96,7 @@ def _read_range_in_worker(index: int) -> _RowsRead:
 
 
 class ColumnReads(StoreBase):
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def measurement_columns(
         self,
         *,
@@ -155,12 +155,10 @@ class ColumnReads(StoreBase):
             }  # fmt: skip
         run_ids_read = _joined([p.run_id for p in parts], np.int64)
         sizes = _joined([p.sizes for p in parts], np.int64)
-        if (sizes % _SAMPLE_DTYPE.itemsize).any():
+        if (sizes % SAMPLE_DTYPE.itemsize).any():
             raise ValueError("measurements: stored samples that are not whole float64 values")
-        flat = np.frombuffer(b"".join(p.data for p in parts), dtype=_SAMPLE_DTYPE).astype(
-            np.float64
-        )
-        counts = sizes // _SAMPLE_DTYPE.itemsize
+        flat = np.frombuffer(b"".join(p.data for p in parts), dtype=SAMPLE_DTYPE).astype(np.float64)
+        counts = sizes // SAMPLE_DTYPE.itemsize
         value = _joined([p.value for p in parts], np.float64)
         series_ids = _joined([p.series_id for p in parts], np.int64)
         # A kind is (platform, series): the run's platform by code, then both codes in one.

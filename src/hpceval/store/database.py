@@ -13,15 +13,15 @@ from hpceval.store.columns import (
 )
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
-    _first_line,
     database_url,
+    first_line,
     shown_url,
 )
 from hpceval.store.importing import (
     Transfers,
 )
 from hpceval.store.migrations import (
-    _prepare_schema,
+    prepare_schema,
 )
 from hpceval.store.reads import Reads
 from hpceval.store.writes import Writes
@@ -56,10 +56,10 @@ def open_store(
             "PostgreSQL needs psycopg: pip install 'hpceval[postgres]'", source=shown
         ) from None
     try:
-        upgraded_from = _prepare_schema(engine, shown, create=create, clock=clock)
+        upgraded_from = prepare_schema(engine, shown, create=create, clock=clock)
     except sa.exc.DBAPIError as exc:
         engine.dispose()
-        raise UserError(_first_line(exc.orig or exc), source=source) from None
+        raise UserError(first_line(exc.orig or exc), source=source) from None
     except BaseException:
         engine.dispose()
         raise

@@ -34,7 +34,7 @@ _R = TypeVar("_R")
 _S = TypeVar("_S", bound="StoreBase")
 
 
-def _outage_is_a_user_error(
+def outage_is_a_user_error(
     method: Callable[Concatenate[_S, _P], _R],
 ) -> Callable[Concatenate[_S, _P], _R]:
     """A lost connection or an unusable database ends the command with one line, not a traceback.
@@ -52,7 +52,7 @@ def _outage_is_a_user_error(
             if not lost:
                 raise
             raise StoreUnavailable(
-                f"the results database is unavailable ({_first_line(exc.orig or exc)}); "
+                f"the results database is unavailable ({first_line(exc.orig or exc)}); "
                 "what was committed before is kept",
                 source=self.url,
             ) from None
@@ -103,7 +103,7 @@ class StoreBase:
         # The schema version this database had before open_store migrated it (None: it did not).
         self.upgraded_from: int | None = None
         self._engine = engine
-        self._writer = _writer(engine)
+        self._writer = write_engine(engine)
         self._clock = clock
         # Series ids by key, once committed (series rows are never changed or deleted).
         self._series: dict[str, int] = {}
@@ -125,11 +125,11 @@ class StoreBase:
         return UserError(f"no run with id {run_id} in {self.url}")
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
 
 
-def _writer(engine: Engine) -> Engine:
+def write_engine(engine: Engine) -> Engine:
     """`engine` (same pool) for write transactions: on SQLite they lock at BEGIN."""
     return engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})

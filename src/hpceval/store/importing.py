@@ -16,40 +16,40 @@ from hpceval.model import (
     Origin,
 )
 from hpceval.store.bundles import (
-    _FINALITY,
     CALIBRATION_SOURCE_RUNS,
     EXECUTION_INDEX,
+    FINALITY,
     MUTABLE_RUN_COLUMNS,
     ImportAction,
     ImportOutcome,
     RunBundle,
-    _read_bundle,
     calibration_reference,
     portable_columns,
+    read_bundle,
 )
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
-    _first_line,
-    _outage_is_a_user_error,
+    first_line,
+    outage_is_a_user_error,
 )
 from hpceval.store.samples import (
-    _canonical,
-    _from_json,
-    _series_ids,
-    _series_of,
+    canonical_json,
+    from_json,
     samples_from_portable,
+    series_ids_of,
     series_key,
+    series_of,
 )
 from hpceval.store.schema import (
     EXECUTION_RUNNING,
     INDEXED_FACTS,
     CaseStatus,
-    _fact,
-    _inserted_id,
     calibrations,
     environments,
     executions,
+    fact_at,
+    inserted_id,
     measurements,
     platforms,
     run_cases,
@@ -84,7 +84,7 @@ def _with_local_calibration(conn: Connection, bundle: RunBundle) -> tuple[RunBun
                     sa.select(runs.c.id, runs.c.uid).where(runs.c.uid.in_(source_uids))
                 )
             }
-        local_id = _inserted_id(
+        local_id = inserted_id(
             conn.execute(
                 calibrations.insert().values(
                     **{k: v for k, v in carried.items() if k != CALIBRATION_SOURCE_RUNS},
@@ -117,7 +117,7 @@ def _id_of(
     existing = conn.execute(sa.select(table.c.id).where(identity)).scalar_one_or_none()
     if existing is not None:
         return int(existing)
-    return _inserted_id(conn.execute(table.insert().values(**values)))
+    return inserted_id(conn.execute(table.insert().values(**values)))
 
 
 def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
@@ -126,7 +126,7 @@ def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
         sa.select(runs.c.id).where(runs.c.uid == bundle.uid)
     ).scalar_one_or_none()
     if existing is not None:
-        here = _read_bundle(conn, existing)
+        here = read_bundle(conn, existing)
         assert here is not None
         outcome = _reconcile(conn, int(existing), here, bundle)
         return dataclasses.replace(outcome, detail=outcome.detail + calibration_done)
@@ -138,10 +138,10 @@ def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
         (platforms.c.name == platform["name"])
         & (platforms.c.config_hash == platform["config_hash"]),
     )
-    facts = _from_json(bundle.environment["facts"])
+    facts = from_json(bundle.environment["facts"])
     environment = {
         **bundle.environment,
-        **{column: _fact(facts, path) for column, path in INDEXED_FACTS.items()},
+        **{column: fact_at(facts, path) for column, path in INDEXED_FACTS.items()},
     }
     environment_id = _id_of(
         conn,
@@ -149,7 +149,7 @@ def _import_bundle(conn: Connection, bundle: RunBundle) -> ImportOutcome:
         environment,
         environments.c.fingerprint == bundle.environment["fingerprint"],
     )
-    run_id = _inserted_id(
+    run_id = inserted_id(
         conn.execute(
             runs.insert().values(
                 **bundle.run, platform_id=platform_id, environment_id=environment_id
@@ -195,9 +195,9 @@ def _insert_measurements(
     """Insert bundle measurements in order; `execution_id` maps an execution index to an id."""
     if not rows:
         return
-    fields = [_series_of(row) for row in rows]
+    fields = [series_of(row) for row in rows]
     keys = [series_key(f) for f in fields]
-    series_ids = _series_ids(conn, dict(zip(keys, fields, strict=True)))
+    series_ids = series_ids_of(conn, dict(zip(keys, fields, strict=True)))
     conn.execute(
         measurements.insert(),
         [
@@ -226,7 +226,7 @@ def _measurement_keys(bundle: RunBundle) -> list[str]:
     for measurement in bundle.measurements:
         index = measurement[EXECUTION_INDEX]
         execution = None if index is None else list(_execution_key(bundle.executions[index]))
-        keys.append(_canonical({**measurement, EXECUTION_INDEX: execution}))
+        keys.append(canonical_json({**measurement, EXECUTION_INDEX: execution}))
     return keys
 
 
@@ -393,7 +393,7 @@ def _further_on(here: RunBundle, there: RunBundle) -> bool:
         return True
 
     def position(bundle: RunBundle) -> tuple[int, float]:
-        return _FINALITY.get(bundle.run["status"], 0), bundle.run["ended"] or 0.0
+        return FINALITY.get(bundle.run["status"], 0), bundle.run["ended"] or 0.0
 
     return position(there) > position(here)
 
@@ -401,7 +401,7 @@ def _further_on(here: RunBundle, there: RunBundle) -> bool:
 class Transfers(StoreBase):
     # --- portable runs (see RunBundle; hpceval.transfer writes them to files) -------------
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def select_runs(self, selection: Sequence[str] | None = None) -> list[int]:
         """Ids of the runs named by id, uid or a unique uid prefix (8+ characters); all runs,
         oldest first, when `selection` is None. An unknown name is a UserError."""
@@ -429,17 +429,17 @@ class Transfers(StoreBase):
                 chosen.append(matches[0])
         return chosen
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def export_run(self, run_id: int) -> RunBundle:
         """A run with everything attached, read from one consistent state of the database
         (a campaign may be writing it meanwhile)."""
         with self._snapshot() as conn:
-            bundle = _read_bundle(conn, run_id)
+            bundle = read_bundle(conn, run_id)
         if bundle is None:
             raise self._no_run(run_id)
         return bundle
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def import_run(self, bundle: RunBundle) -> ImportOutcome:
         """Add a run from another database or an export file, all of it or nothing.
 
@@ -456,7 +456,7 @@ class Transfers(StoreBase):
                 # our look and our insert; the second attempt finds it.
                 if attempt:
                     raise UserError(
-                        f"run {bundle.uid} cannot be imported ({_first_line(exc.orig or exc)})",
+                        f"run {bundle.uid} cannot be imported ({first_line(exc.orig or exc)})",
                         source=self.url,
                     ) from None
         raise AssertionError("unreachable")

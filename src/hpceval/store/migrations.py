@@ -11,13 +11,13 @@ from sqlalchemy.engine import Connection, Engine
 from hpceval.errors import UserError
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
-    _first_line,
-    _writer,
+    first_line,
+    write_engine,
 )
 from hpceval.store.samples import (
-    _series_ids,
     decode_json_texts,
     samples_from_portable,
+    series_ids_of,
     series_key,
 )
 from hpceval.store.schema import (
@@ -80,7 +80,7 @@ def _series_and_binary_samples(conn: Connection) -> None:
         samples = decode_json_texts([row[7] for row in rows], tagged=True)
         fields = [(*row[1:6], p) for row, p in zip(rows, parameters, strict=True)]
         keys = [series_key(f) for f in fields]
-        ids = _series_ids(conn, dict(zip(keys, fields, strict=True)))
+        ids = series_ids_of(conn, dict(zip(keys, fields, strict=True)))
         conn.execute(
             update,
             [
@@ -98,7 +98,7 @@ def _series_and_binary_samples(conn: Connection) -> None:
 MIGRATIONS[2] = _series_and_binary_samples
 
 
-def _prepare_schema(
+def prepare_schema(
     engine: Engine, url: str, *, create: bool, clock: Callable[[], float]
 ) -> int | None:
     """Create the schema in an empty database, migrate an older one, refuse anything else.
@@ -107,7 +107,7 @@ def _prepare_schema(
     Migrations run in order in one transaction with the version bump: a failure leaves the
     database exactly as it was.
     """
-    with _writer(engine).begin() as conn:
+    with write_engine(engine).begin() as conn:
         dialect_of(conn).lock_schema(conn)
         tables = set(sa.inspect(conn).get_table_names())
         if not tables:
@@ -147,7 +147,7 @@ def _prepare_schema(
                 # Leaving the `with` block rolls back every step: the database stays as it was.
                 raise UserError(
                     f"upgrading the schema from version {step} to {step + 1} failed "
-                    f"({_first_line(exc)}); the database was left unchanged at version {version}",
+                    f"({first_line(exc)}); the database was left unchanged at version {version}",
                     source=url,
                 ) from exc
         if version != SCHEMA_VERSION:

@@ -17,7 +17,7 @@ from hpceval.model import (
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     StoreBase,
-    _outage_is_a_user_error,
+    outage_is_a_user_error,
 )
 from hpceval.store.rows import (
     CalibrationRow,
@@ -26,15 +26,15 @@ from hpceval.store.rows import (
     ExecutionRow,
     RunRow,
     StoredMeasurement,
-    _run_query,
     read_calibration_row,
     read_case_row,
     read_execution_row,
     read_run_row,
     read_stored_measurement,
+    run_query,
 )
 from hpceval.store.samples import (
-    _from_json,
+    from_json,
 )
 from hpceval.store.schema import (
     calibrations,
@@ -49,32 +49,32 @@ from hpceval.store.schema import (
 
 
 class Reads(StoreBase):
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def run(self, run_id: int) -> RunRow:
         with self._engine.connect() as conn:
-            row = conn.execute(_run_query().where(runs.c.id == run_id)).one_or_none()
+            row = conn.execute(run_query().where(runs.c.id == run_id)).one_or_none()
         if row is None:
             raise self._no_run(run_id)
         return read_run_row(row)
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def runs(self) -> list[RunRow]:
         """All runs, newest first."""
         with self._engine.connect() as conn:
-            rows = conn.execute(_run_query().order_by(*_NEWEST_FIRST)).all()
+            rows = conn.execute(run_query().order_by(*_NEWEST_FIRST)).all()
         return [read_run_row(row) for row in rows]
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def latest_run(self, *, statuses: Collection[Status] | None = None) -> RunRow | None:
         """The newest run, or the newest with one of `statuses`; None if there is none."""
-        query = _run_query().order_by(*_NEWEST_FIRST).limit(1)
+        query = run_query().order_by(*_NEWEST_FIRST).limit(1)
         if statuses is not None:
             query = query.where(runs.c.status.in_([status.value for status in statuses]))
         with self._engine.connect() as conn:
             row = conn.execute(query).one_or_none()
         return None if row is None else read_run_row(row)
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def cases(self, run_id: int) -> list[CaseRow]:
         """A run's cases in the suite's order."""
         with self._engine.connect() as conn:
@@ -85,7 +85,7 @@ class Reads(StoreBase):
             ).all()
         return [read_case_row(row) for row in rows]
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def executions(self, run_id: int) -> list[ExecutionRow]:
         """A run's executions in the order they were started."""
         with self._engine.connect() as conn:
@@ -94,7 +94,7 @@ class Reads(StoreBase):
             ).all()
         return [read_execution_row(row) for row in rows]
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def measurements(
         self,
         run_id: int | None = None,
@@ -114,7 +114,7 @@ class Reads(StoreBase):
             rows = conn.execute(query).all()
         return [read_stored_measurement(row) for row in rows]
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def completed_points(self, run_id: int) -> set[tuple[str, str]]:
         """(case_key, point_key) pairs of a run that have at least one measurement."""
         with self._engine.connect() as conn:
@@ -125,7 +125,7 @@ class Reads(StoreBase):
             ).all()
         return {(row.case_key, row.point_key) for row in rows}
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def environment(self, environment_id: int) -> Mapping[str, Any]:
         """The facts of an environment."""
         with self._engine.connect() as conn:
@@ -134,10 +134,10 @@ class Reads(StoreBase):
             ).scalar_one_or_none()
         if facts is None:
             raise UserError(f"no environment with id {environment_id}", source=self.url)
-        result: Mapping[str, Any] = _from_json(facts)
+        result: Mapping[str, Any] = from_json(facts)
         return result
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def platform_config(self, platform_id: int) -> tuple[str, Mapping[str, Any]]:
         """A platform's name and configuration."""
         with self._engine.connect() as conn:
@@ -146,7 +146,7 @@ class Reads(StoreBase):
             ).one_or_none()
         if row is None:
             raise UserError(f"no platform with id {platform_id}", source=self.url)
-        return row.name, _from_json(row.config)
+        return row.name, from_json(row.config)
 
     def state(self) -> DatabaseState:
         """What identifies the content of this database now (see DatabaseState); an error of
@@ -169,7 +169,7 @@ class Reads(StoreBase):
             last_measurement_id=int(last or 0),
         )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def calibration(self, calibration_id: int) -> CalibrationRow:
         with self._engine.connect() as conn:
             row = conn.execute(
@@ -179,7 +179,7 @@ class Reads(StoreBase):
             raise UserError(f"no calibration with id {calibration_id}", source=self.url)
         return read_calibration_row(row)
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def calibrations(
         self, *, key: str | None = None, platform_name: str | None = None
     ) -> list[CalibrationRow]:

@@ -20,8 +20,8 @@ from hpceval.model import (
     Status,
 )
 from hpceval.store.samples import (
-    _from_json,
     decode_samples,
+    from_json,
 )
 from hpceval.store.schema import (
     CaseStatus,
@@ -143,12 +143,12 @@ def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measur
         metric=values["metric"],
         value=values["value"],
         unit=values["unit"],
-        parameters=_from_json(values["parameters"]),
+        parameters=from_json(values["parameters"]),
         samples=_samples_of(values["samples"]),
-        statistics=None if statistics is None else Statistics.from_dict(_from_json(statistics)),
+        statistics=None if statistics is None else Statistics.from_dict(from_json(statistics)),
         statistic=values["statistic"],
         origin=Origin(values["origin"]),
-        details=_from_json(values["details"]),
+        details=from_json(values["details"]),
     )
 
 
@@ -156,10 +156,10 @@ def _samples_of(value: Any) -> tuple[float, ...]:
     """Samples as stored (bytes) or as a bundle carries them (a JSON list)."""
     if isinstance(value, bytes | memoryview):
         return decode_samples(value)
-    return tuple(float(sample) for sample in _from_json(value))
+    return tuple(float(sample) for sample in from_json(value))
 
 
-def _run_query() -> sa.Select[Any]:
+def run_query() -> sa.Select[Any]:
     return sa.select(runs, platforms.c.name.label("platform_name")).join(
         platforms, runs.c.platform_id == platforms.c.id
     )
@@ -203,7 +203,7 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
     if hint is bool:
         return bool
     if origin is Mapping:
-        return _from_json
+        return from_json
     if origin is tuple:
         element = int if args[0] is int else _converter(args[0])
         return lambda value: tuple(map(element, value))

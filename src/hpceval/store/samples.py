@@ -25,31 +25,31 @@ from hpceval.store.schema import (
 # non-finite float is written as {"$float": "nan" | "inf" | "-inf"} and turned back on reading.
 _NON_FINITE_FLOAT_KEY: Final = "$float"
 
-_SAMPLE_DTYPE: Final = np.dtype("<f8")  # how samples are stored (see encode_samples)
+SAMPLE_DTYPE: Final = np.dtype("<f8")  # how samples are stored (see encode_samples)
 
 # Keys per `IN (...)` list when series are looked up.
 _SERIES_LOOKUP_SLICE: Final = 500
 
-# What a series is: (origin, benchmark, metric, unit, statistic, parameters as _to_json
+# What a series is: (origin, benchmark, metric, unit, statistic, parameters as to_json
 # encodes them).
 SeriesFields = tuple[str, str, str, str, str, Any]
 
 
 def encode_samples(samples: Sequence[float] | npt.NDArray[np.float64]) -> bytes:
     """The stored form of samples: float64 little-endian, one after the other."""
-    return np.asarray(samples, dtype=_SAMPLE_DTYPE).tobytes()
+    return np.asarray(samples, dtype=SAMPLE_DTYPE).tobytes()
 
 
 def decode_samples(data: bytes | memoryview) -> tuple[float, ...]:
     """The samples of their stored form (see encode_samples)."""
-    if len(data) % _SAMPLE_DTYPE.itemsize:
+    if len(data) % SAMPLE_DTYPE.itemsize:
         raise ValueError(f"samples: {len(data)} bytes is not a whole number of float64 values")
-    return tuple(np.frombuffer(data, dtype=_SAMPLE_DTYPE).tolist())
+    return tuple(np.frombuffer(data, dtype=SAMPLE_DTYPE).tolist())
 
 
 def portable_samples(data: bytes | memoryview) -> list[Any]:
     """Stored samples as a RunBundle carries them: a JSON list (non-finite values tagged)."""
-    encoded: list[Any] = _to_json(list(decode_samples(data)))
+    encoded: list[Any] = to_json(list(decode_samples(data)))
     return encoded
 
 
@@ -59,7 +59,7 @@ def samples_from_portable(value: Any) -> bytes:
     if not isinstance(value, list):
         raise ValueError(f"expected a list of numbers, not {value!r}")
     floats = []
-    for item in _from_json(value):
+    for item in from_json(value):
         if not isinstance(item, int | float) or isinstance(item, bool):
             raise ValueError(f"expected a list of numbers, found {item!r}")
         floats.append(float(item))
@@ -68,16 +68,16 @@ def samples_from_portable(value: Any) -> bytes:
 
 def series_key(fields: SeriesFields) -> str:
     """sha256 of the canonical JSON of a series' fields: the same series in any database."""
-    return hashlib.sha256(_canonical(list(fields)).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(list(fields)).encode()).hexdigest()
 
 
-def _series_of(values: Mapping[str, Any]) -> SeriesFields:
+def series_of(values: Mapping[str, Any]) -> SeriesFields:
     """The series of a measurements row (its values as stored or as a bundle carries them)."""
     return (values["origin"], values["benchmark"], values["metric"], values["unit"],
             values["statistic"], values["parameters"])  # fmt: skip
 
 
-def _series_ids(conn: Connection, wanted: Mapping[str, SeriesFields]) -> dict[str, int]:
+def series_ids_of(conn: Connection, wanted: Mapping[str, SeriesFields]) -> dict[str, int]:
     """The id of each series (by key), added to the series table where it is not there.
 
     Safe against another writer adding the same series at the same time: the insert skips
@@ -104,25 +104,25 @@ def _known_series(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def _to_json(value: Any) -> Any:
+def to_json(value: Any) -> Any:
     """`value` with tuples as lists and non-finite floats tagged (see _NON_FINITE_FLOAT_KEY)."""
     if isinstance(value, float) and not math.isfinite(value):
         return {_NON_FINITE_FLOAT_KEY: repr(value)}
     if isinstance(value, Mapping):
-        return {key: _to_json(item) for key, item in value.items()}
+        return {key: to_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_to_json(item) for item in value]
+        return [to_json(item) for item in value]
     return value
 
 
-def _from_json(value: Any) -> Any:
-    """The inverse of _to_json."""
+def from_json(value: Any) -> Any:
+    """The inverse of to_json."""
     if isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get(_NON_FINITE_FLOAT_KEY), str):
             return float(value[_NON_FINITE_FLOAT_KEY])
-        return {key: _from_json(item) for key, item in value.items()}
+        return {key: from_json(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_from_json(item) for item in value]
+        return [from_json(item) for item in value]
     return value
 
 
@@ -131,7 +131,7 @@ def decode_json_texts(texts: Sequence[str], *, tagged: bool = False) -> list[Any
 
     One parse of the texts joined into a JSON array (orjson), instead of a parse per text;
     non-finite floats come back as floats (see _NON_FINITE_FLOAT_KEY), or as their tags
-    (the values as _to_json encoded them) with `tagged`.
+    (the values as to_json encoded them) with `tagged`.
     """
     if not texts:
         return []
@@ -142,9 +142,9 @@ def decode_json_texts(texts: Sequence[str], *, tagged: bool = False) -> list[Any
         # What orjson refuses and the json module accepts (integers beyond 64 bits).
         values = json.loads(joined)
     if not tagged and _NON_FINITE_FLOAT_KEY in joined:
-        values = [_from_json(value) for value in values]
+        values = [from_json(value) for value in values]
     return values
 
 
-def _canonical(value: Any) -> str:
+def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -193,14 +193,14 @@ calibrations = sa.Table(
 )
 
 
-def _inserted_id(result: sa.CursorResult[Any]) -> int:
+def inserted_id(result: sa.CursorResult[Any]) -> int:
     primary_key = result.inserted_primary_key
     if primary_key is None:  # only an executemany() insert has none
         raise RuntimeError("an insert returned no primary key")
     return int(primary_key[0])
 
 
-def _fact(facts: Mapping[str, Any], dotted_path: str) -> str | None:
+def fact_at(facts: Mapping[str, Any], dotted_path: str) -> str | None:
     value: Any = facts
     for key in dotted_path.split("."):
         if not isinstance(value, Mapping) or key not in value:

@@ -23,25 +23,25 @@ from hpceval.store.bundles import (
 )
 from hpceval.store.engine import (
     StoreBase,
-    _outage_is_a_user_error,
+    outage_is_a_user_error,
 )
 from hpceval.store.rows import CalibrationRow, read_calibration_row
 from hpceval.store.samples import (
     SeriesFields,
-    _series_ids,
-    _to_json,
     encode_samples,
+    series_ids_of,
     series_key,
+    to_json,
 )
 from hpceval.store.schema import (
     EXECUTION_RUNNING,
     INDEXED_FACTS,
     CaseStatus,
-    _fact,
-    _inserted_id,
     calibrations,
     environments,
     executions,
+    fact_at,
+    inserted_id,
     measurements,
     platforms,
     run_cases,
@@ -50,10 +50,10 @@ from hpceval.store.schema import (
 
 
 class Writes(StoreBase):
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def add_platform(self, name: str, config: Mapping[str, Any]) -> int:
         """The id of this (name, config), added if new."""
-        encoded = _to_json(config)
+        encoded = to_json(config)
         config_hash = platform_config_hash(encoded)
         return self._insert_or_get(
             platforms,
@@ -61,17 +61,17 @@ class Writes(StoreBase):
             (platforms.c.name == name) & (platforms.c.config_hash == config_hash),
         )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def add_environment(self, env: Environment) -> int:
         """The id of this environment, added if its fingerprint is new."""
-        values: dict[str, Any] = {"fingerprint": env.fingerprint, "facts": _to_json(env.facts)}
+        values: dict[str, Any] = {"fingerprint": env.fingerprint, "facts": to_json(env.facts)}
         for column, path in INDEXED_FACTS.items():
-            values[column] = _fact(env.facts, path)
+            values[column] = fact_at(env.facts, path)
         return self._insert_or_get(
             environments, values, environments.c.fingerprint == env.fingerprint
         )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def create_run(
         self,
         *,
@@ -94,12 +94,12 @@ class Writes(StoreBase):
         if duplicates:
             raise ValueError(f"duplicate case keys in run of suite {suite_name}: {duplicates}")
         with self._writer.begin() as conn:
-            run_id = _inserted_id(
+            run_id = inserted_id(
                 conn.execute(
                     runs.insert().values(
                         uid=str(uuid.uuid4()),
                         suite_name=suite_name,
-                        suite_config=_to_json(suite_config),
+                        suite_config=to_json(suite_config),
                         platform_id=platform_id,
                         environment_id=environment_id,
                         launcher=launcher,
@@ -124,7 +124,7 @@ class Writes(StoreBase):
                             "case_key": case_key,
                             "ordinal": ordinal,
                             "benchmark": benchmark,
-                            "description": _to_json(description),
+                            "description": to_json(description),
                             "status": CaseStatus.PENDING.value,
                         }
                         for ordinal, (case_key, benchmark, description) in enumerate(cases)
@@ -132,7 +132,7 @@ class Writes(StoreBase):
                 )
         return run_id
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def set_run_status(self, run_id: int, status: Status, *, ended: float | None = None) -> None:
         """Set a run's status; a run that stops running gets `ended` (default: now)."""
         if status is Status.RUNNING:
@@ -146,7 +146,7 @@ class Writes(StoreBase):
             if result.rowcount == 0:
                 raise self._no_run(run_id)
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def claim_run(self, run_id: int, *, host: str, pid: int) -> None:
         """Make this process the owner of a run being resumed: running again, on host/pid.
 
@@ -170,7 +170,7 @@ class Writes(StoreBase):
                     source=self.url,
                 )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def start_execution(
         self,
         run_id: int,
@@ -182,7 +182,7 @@ class Writes(StoreBase):
     ) -> int:
         """Record a command about to be launched; finish_execution records how it ended."""
         with self._writer.begin() as conn:
-            return _inserted_id(
+            return inserted_id(
                 conn.execute(
                     executions.insert().values(
                         run_id=run_id,
@@ -196,7 +196,7 @@ class Writes(StoreBase):
                 )
             )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def finish_execution(self, execution_id: int, record: ExecutionRecord) -> None:
         with self._writer.begin() as conn:
             result = conn.execute(
@@ -224,7 +224,7 @@ class Writes(StoreBase):
                     f" in {self.url}"
                 )
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def set_case_status(self, run_id: int, case_key: str, status: str) -> None:
         """Set a case's status: a CaseStatus value (pending, done, failed, skipped)."""
         checked = CaseStatus(status)
@@ -237,7 +237,7 @@ class Writes(StoreBase):
             if result.rowcount == 0:
                 raise ValueError(f"run {run_id} in {self.url} has no case {case_key!r}")
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def add_measurement(
         self,
         run_id: int,
@@ -247,13 +247,13 @@ class Writes(StoreBase):
         m: Measurement,
     ) -> int:
         """Store one measurement; it is committed when this returns."""
-        statistics = None if m.statistics is None else _to_json(m.statistics.to_dict())
-        parameters = _to_json(m.parameters)
+        statistics = None if m.statistics is None else to_json(m.statistics.to_dict())
+        parameters = to_json(m.parameters)
         fields = (m.origin.value, m.benchmark, m.metric, m.unit, m.statistic, parameters)
         key = series_key(fields)
         with self._writer.begin() as conn:
-            series_id = self._series.get(key) or _series_ids(conn, {key: fields})[key]
-            measurement_id = _inserted_id(
+            series_id = self._series.get(key) or series_ids_of(conn, {key: fields})[key]
+            measurement_id = inserted_id(
                 conn.execute(
                     measurements.insert().values(
                         run_id=run_id,
@@ -268,7 +268,7 @@ class Writes(StoreBase):
                         parameters=parameters,
                         statistics=statistics,
                         samples=encode_samples(m.samples),
-                        details=_to_json(m.details),
+                        details=to_json(m.details),
                         origin=m.origin.value,
                         created=self._clock(),
                         series_id=series_id,
@@ -278,7 +278,7 @@ class Writes(StoreBase):
         self._series[key] = series_id
         return measurement_id
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def series_ids(self, fields: Sequence[SeriesFields]) -> list[int]:
         """The series id of each (origin, benchmark, metric, unit, statistic, parameters),
         added where it is new (for writers that insert measurement rows in bulk)."""
@@ -286,10 +286,10 @@ class Writes(StoreBase):
         unknown = {key: f for key, f in keyed if key not in self._series}
         if unknown:
             with self._writer.begin() as conn:
-                self._series.update(_series_ids(conn, unknown))
+                self._series.update(series_ids_of(conn, unknown))
         return [self._series[key] for key, _ in keyed]
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def mark_dead_runs_interrupted(
         self, *, host: str, is_alive: Callable[[int], bool]
     ) -> list[int]:
@@ -338,7 +338,7 @@ class Writes(StoreBase):
             marked.append(run_id)
         return marked
 
-    @_outage_is_a_user_error
+    @outage_is_a_user_error
     def add_calibration(
         self,
         *,
@@ -358,7 +358,7 @@ class Writes(StoreBase):
         """Store a calibration; committed when this returns."""
         uid = str(uuid.uuid4())
         with self._writer.begin() as conn:
-            calibration_id = _inserted_id(
+            calibration_id = inserted_id(
                 conn.execute(
                     calibrations.insert().values(
                         uid=uid,
@@ -368,8 +368,8 @@ class Writes(StoreBase):
                         source=source,
                         source_run_ids=list(source_run_ids),
                         simgrid_version=simgrid_version,
-                        parameters=_to_json(parameters),
-                        residuals=_to_json(list(residuals)),
+                        parameters=to_json(parameters),
+                        residuals=to_json(list(residuals)),
                         max_residual=max_residual,
                         tolerance=tolerance,
                         iterations=iterations,
@@ -394,7 +394,7 @@ class Writes(StoreBase):
                 existing = conn.execute(select_id).scalar_one_or_none()
                 if existing is not None:
                     return int(existing)
-                return _inserted_id(conn.execute(table.insert().values(**values)))
+                return inserted_id(conn.execute(table.insert().values(**values)))
         except sa.exc.IntegrityError:
             # PostgreSQL: another process inserted the same row between our select and insert
             # (SQLite cannot race here: the write lock is taken at BEGIN).
