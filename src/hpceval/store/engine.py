@@ -1,6 +1,6 @@
-"""Opening a database: URLs, engines, the SQLite set-up, and what every Store method shares
-(its connections, its outage handling).
-"""
+"""What every part of a Store shares: the database URL as users write it, the engine and its
+write transactions, and the outage handling of every method (the set-up of each kind of
+database is hpceval.store.dialect's)."""
 
 from __future__ import annotations
 

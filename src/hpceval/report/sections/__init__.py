@@ -4,7 +4,7 @@ Everything is aggregated before it is drawn: `pooled_points` pools the raw sampl
 (platform, origin, point) once, column-wise, and the sections select from that table; the
 analyses (`fit_network`, `scaling`, `placement_sweeps`, `compare`, `cost_table`) do their own
 vectorized pooling. Loops run over series, panels and figures, which are bounded by the
-`MAX_*` constants below, never over measurements.
+`MAX_*` constants of sections/base.py, never over measurements.
 
 A section without data has an `empty` line saying what would fill it.
 

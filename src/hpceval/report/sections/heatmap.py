@@ -1,4 +1,4 @@
-"""The overhead heat map: every point against the baseline platform."""
+"""Overhead against the baseline: a heat map of each platform's relative performance."""
 
 from __future__ import annotations
 

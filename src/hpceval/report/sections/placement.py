@@ -1,4 +1,4 @@
-"""Placement: the gain of each rank placement over the packed one."""
+"""Placement: the gain of each rank placement over the full-node one, per NPB problem."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Summary: the runs, per platform and suite."""
+"""Summary: measurements, runs and benchmarks per platform and origin, and the runs."""
 
 from __future__ import annotations
 
