@@ -23,7 +23,7 @@
  * sum is combined in a fixed order (per-thread partial sums added in thread order), so a
  * run is reproducible for a given rank and thread count. */
 #ifndef _DEFAULT_SOURCE /* smpicc's helpers define it already */
-#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) */
+#define _DEFAULT_SOURCE
 #endif
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -293,19 +292,12 @@ static int table_vector(const struct cg_vector_table *t, int iouter, double *v, 
 }
 #endif
 
-/* Large arrays: 2 MiB aligned and, where the system has it, backed by transparent huge
- * pages (fewer TLB misses in the scattered fill and the product). */
+/* Large arrays: plain allocations, as NPB's. Asking for transparent huge pages (which the
+ * reference does not, and which a system with THP in "madvise" mode gives only on request)
+ * cut the product's TLB misses enough to run it well ahead of NPB's. */
 static void *alloc_big(size_t bytes, const char *what)
 {
-    const size_t align = (size_t)2 << 20;
-    size_t rounded = (bytes + align - 1) / align * align;
-    if (rounded == 0) rounded = align;
-    void *ptr = aligned_alloc(align, rounded);
-    if (ptr == NULL) npb_fail("cannot allocate %zu bytes for %s", bytes, what);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(ptr, rounded, MADV_HUGEPAGE);
-#endif
-    return ptr;
+    return npb_alloc(bytes > 0 ? bytes : 1, what);
 }
 
 /* Builds this rank's block. Element (irow, jcol) of outer product `iouter` is

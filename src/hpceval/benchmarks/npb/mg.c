@@ -155,8 +155,8 @@ static void setup(void)
         gather_recv = npb_alloc(block * (size_t)nranks * sizeof(double), "gather buffer");
     }
     const struct level *T = &lev[lt];
-    size_t face = 0; /* the packed faces: x and y (z planes travel in place) */
-    for (int ax = 0; ax < 2; ++ax) {
+    size_t face = 0; /* the packed faces, z planes too (as NPB's give3/take3) */
+    for (int ax = 0; ax < 3; ++ax) {
         size_t f = T->size / (size_t)T->m[ax];
         if (f > face) face = f;
     }
@@ -257,37 +257,27 @@ static void periodic_copy(const struct level *L, double *x, int ax)
 
 enum { TAG_TO_LOWER = 100, TAG_TO_UPPER = 200 };
 
-/* Ghost exchange with the two neighbours along `ax`: the first interior plane goes to the
- * lower neighbour (its upper ghost), the last to the upper neighbour (its lower ghost).
- * z planes are contiguous and travel straight from and into the array; x and y faces are
- * packed. */
+/* Ghost exchange with the two neighbours along `ax`, as NPB's give3/take3: the first
+ * interior plane goes to the lower neighbour (its upper ghost), the last to the upper
+ * neighbour (its lower ghost), every face packed into a buffer and unpacked from one. */
 static void exchange(const struct level *L, double *x, int ax)
 {
     MPI_Request req[4];
     const int count = (int)face_count(L, ax);
     const int lower = neighbour[ax][0], upper = neighbour[ax][1];
-    const int direct = ax == 2;
-    double *recv_lower = direct ? x + IDX(L, 0, 0, 0) : face_recv[0];
-    double *recv_upper = direct ? x + IDX(L, 0, 0, L->n[2] + 1) : face_recv[1];
-    double *send_lower = direct ? x + IDX(L, 0, 0, 1) : face_send[0];
-    double *send_upper = direct ? x + IDX(L, 0, 0, L->n[2]) : face_send[1];
-    NPB_CHECK_MPI(MPI_Irecv(recv_lower, count, MPI_DOUBLE, lower, TAG_TO_UPPER + ax,
+    NPB_CHECK_MPI(MPI_Irecv(face_recv[0], count, MPI_DOUBLE, lower, TAG_TO_UPPER + ax,
                             MPI_COMM_WORLD, &req[0]));
-    NPB_CHECK_MPI(MPI_Irecv(recv_upper, count, MPI_DOUBLE, upper, TAG_TO_LOWER + ax,
+    NPB_CHECK_MPI(MPI_Irecv(face_recv[1], count, MPI_DOUBLE, upper, TAG_TO_LOWER + ax,
                             MPI_COMM_WORLD, &req[1]));
-    if (!direct) {
-        face_copy(L, x, ax, 1, send_lower, 0);
-        face_copy(L, x, ax, L->n[ax], send_upper, 0);
-    }
-    NPB_CHECK_MPI(MPI_Isend(send_lower, count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
+    face_copy(L, x, ax, 1, face_send[0], 0);
+    face_copy(L, x, ax, L->n[ax], face_send[1], 0);
+    NPB_CHECK_MPI(MPI_Isend(face_send[0], count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
                             MPI_COMM_WORLD, &req[2]));
-    NPB_CHECK_MPI(MPI_Isend(send_upper, count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
+    NPB_CHECK_MPI(MPI_Isend(face_send[1], count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
                             MPI_COMM_WORLD, &req[3]));
     NPB_CHECK_MPI(MPI_Waitall(4, req, MPI_STATUSES_IGNORE));
-    if (!direct) {
-        face_copy(L, x, ax, 0, recv_lower, 1);
-        face_copy(L, x, ax, L->n[ax] + 1, recv_upper, 1);
-    }
+    face_copy(L, x, ax, 0, face_recv[0], 1);
+    face_copy(L, x, ax, L->n[ax] + 1, face_recv[1], 1);
 }
 
 /* The periodic update of NPB's single-rank path (comm1p), with its memory traffic: the two
