@@ -30,6 +30,7 @@ from hpceval.store import open_store
 
 from .conftest import (
     DATA,
+    entry_cases,
     fake_tool_on_path,
     requires_mpi,
     requires_tool,
@@ -187,7 +188,9 @@ def test_bad_sizes_are_refused(tmp_path: Path) -> None:
 def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("hpceval.launch.local.running_as_root", lambda: False)
     bench = get_benchmark("hpcc")
-    (case,) = bench.cases({"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2), 0)
+    (case,) = entry_cases(
+        bench, {"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2)
+    )
     with bench.staged(case, case.points) as staged:
         rundir = Path(str(staged.options["rundir"]))
         assert (rundir / "hpccinf.txt").read_text() == hpccinf_text(2, 400, 80)
@@ -209,16 +212,16 @@ def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) 
 def test_measurements_check_ranks_and_size() -> None:
     bench = get_benchmark("hpcc")
     platform = PlatformConfig(name="l", cores_per_node=2)
-    (case,) = bench.cases({"ranks": [2], "n": 1000}, platform, 0)
+    (case,) = entry_cases(bench, {"ranks": [2], "n": 1000}, platform)
     ms = measurements(read("hpccoutf-2ranks.txt"), case)
     assert len(ms) == 28 and all(m.benchmark == "hpcc" for m in ms)
     hpl = next(m for m in ms if m.metric == "hpl")
     assert hpl.parameters["n"] == 1000 and hpl.parameters["ranks"] == 2
     assert hpl.details["hpcc_version"] == "1.5.0f" and hpl.details["HPL_time"]
-    (other,) = bench.cases({"ranks": [4], "n": 1000}, platform, 0)
+    (other,) = entry_cases(bench, {"ranks": [4], "n": 1000}, platform)
     with pytest.raises(BenchmarkFailure, match="hpcc ran on 2 ranks, expected 4"):
         measurements(read("hpccoutf-2ranks.txt"), other)
-    (bigger,) = bench.cases({"ranks": [2], "n": 1200}, platform, 0)
+    (bigger,) = entry_cases(bench, {"ranks": [2], "n": 1200}, platform)
     with pytest.raises(BenchmarkFailure, match="hpcc solved N=1000, the input asked N=1200"):
         measurements(read("hpccoutf-2ranks.txt"), bigger)
 

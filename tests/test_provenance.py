@@ -23,7 +23,6 @@ from hpceval.provenance import (
     collect_environment,
     describe_interface,
     fingerprint,
-    format_bytes,
     is_debian_like,
     parse_cgroup_hints,
     parse_cpuinfo,
@@ -36,6 +35,7 @@ from hpceval.provenance import (
     summarize,
 )
 from hpceval.toolchain import CommandOutput, detect_mpi
+from hpceval.units import format_bytes
 
 DATA = Path(__file__).parent / "data" / "provenance"
 CAPTURE = DATA / "kvm-docker-debian12"

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import hpceval
 from hpceval.model import Environment
 from hpceval.toolchain import CommandOutput, MpiToolchain, run_command
+from hpceval.units import format_bytes
 
 # Bumped when the layout of `facts` changes, so stored environments can be told apart.
 PROVENANCE_VERSION = 1
@@ -867,18 +868,6 @@ def fingerprint(facts: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Display
-
-
-def format_bytes(count: int | None) -> str:
-    """Binary-prefixed size: 49152 -> "48 KiB", 110100480 -> "105 MiB"."""
-    if count is None:
-        return "?"
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def _get(facts: Mapping[str, Any], *keys: str) -> Any:
