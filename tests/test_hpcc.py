@@ -127,6 +127,13 @@ def test_every_figure_has_a_category() -> None:
     assert {"hpl", "dgemm_star", "stream_triad_star", "fft_mpi", "randomaccess_mpi"} <= (
         COMPUTE_METRICS
     )
+    # benchmark.toml, which compare reads without importing this module, agrees.
+    declared = get_benchmark("hpcc").declaration
+    for metric in COMPUTE_METRICS:
+        expected = "memory" if metric.startswith("stream_") else "compute"
+        assert declared.category_of(metric) == expected, metric
+    for metric in MESSAGING_METRICS:
+        assert declared.category_of(metric) == "communication", metric
 
 
 # --------------------------------------------------------------------------- input
