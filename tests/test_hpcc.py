@@ -78,7 +78,7 @@ def test_several_ranks_have_every_figure(name: str) -> None:
 
 def test_two_rank_figures_and_units() -> None:
     got = figures(check_report(read("hpccoutf-2ranks.txt")))
-    # The same numbers as bench/hpcc_reference.py's parser (tests/data/hpcc/README.md).
+    # The same numbers as perf/hpcc_reference.py's parser (tests/data/hpcc/README.md).
     assert got["pingpong_latency_avg"] == (0.416889, "us")
     assert got["pingpong_bandwidth_min"] == (pytest.approx(6352.87), "MB/s")
     assert got["natural_ring_latency"] == (0.325067, "us")

@@ -31,8 +31,8 @@ log-normal around them (9 to ~50 per mpibench point as mpibench's adaptive stop 
 per NPB run), with the statistics and details (t_min/t_avg samples, verification) real runs
 store.
 
-Usage: .venv/bin/python bench/analysis_scale.py [--measurements N] [--keep DB] [--seed S]
-       .venv/bin/python bench/analysis_scale.py --reuse DB   (time a database kept before)
+Usage: .venv/bin/python perf/analysis_scale.py [--measurements N] [--keep DB] [--seed S]
+       .venv/bin/python perf/analysis_scale.py --reuse DB   (time a database kept before)
        add --repeat K to run the commands K times and print medians (this VM's speed varies)
 """
 
