@@ -91,8 +91,16 @@ class SkipReasons:
         key = (case.benchmark, json.dumps(case.entry_options, sort_keys=True, default=str))
         if key not in self._known:
             bench = get_benchmark(case.benchmark)
-            options = bench.parse_options(case.entry_options)
-            self._known[key] = bench.unavailable(options, self.platform)
+            try:
+                options = bench.parse_options(case.entry_options)
+            except ValueError:  # pydantic's ValidationError included
+                if case.entry_options:
+                    raise
+                # No entry options that the model refuses: a case planned outside a suite
+                # (simulate's cases, calibrations), as no suite entry could be. Nothing to ask.
+                self._known[key] = None
+            else:
+                self._known[key] = bench.unavailable(options, self.platform)
         return self._known[key]
 
 
