@@ -62,14 +62,15 @@ def check_unit(unit: str) -> str:
     return unit
 
 
-def format_bytes(count: float | None) -> str:
+def format_bytes(count: float | None, *, exact: bool = False) -> str:
     """A byte count with a binary prefix: 0 -> "0 B", 49152 -> "48 KiB", 4194304 -> "4 MiB",
-    25232932864 -> "23.5 GiB" (one decimal unless exact); None -> "?"."""
+    25232932864 -> "23.5 GiB" (one decimal unless exact); None -> "?". `exact`: only a prefix
+    that divides the count (a message size: 2000000 -> "2000000 B", 1536 -> "1536 B")."""
     if count is None:
         return "?"
     value = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
+        if abs(value) < 1024 or unit == "TiB" or (exact and value % 1024):
             return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")

@@ -44,9 +44,10 @@ def configuration_tables(
     tables = []
     for key, by_workload in groups.items():
         preset, size, jobs, depth, engine, direct = key
+        per_job = format_bytes(int(size), exact=True)
         title = (
-            f"fio on {directory[key] or '?'} ({preset}: {format_bytes(int(size))} × {jobs} "
-            f"jobs, {engine}, iodepth {depth}, {'direct' if direct == 'True' else 'buffered'}"
+            f"fio on {directory[key] or '?'} ({preset}: {per_job} × {jobs} jobs, {engine}, "
+            f"iodepth {depth}, {'direct' if direct == 'True' else 'buffered'}"
             + (f"; fallback: {fallback[key]}" if fallback[key] else "")
             + ")"
         )

@@ -54,7 +54,7 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
                 continue
             assert lat.statistics is not None
             t.add_row(
-                format_bytes(size),
+                format_bytes(size, exact=True),
                 format_value(lat.value),
                 format_ci(lat),
                 format_value(lat.statistics.minimum),
@@ -92,7 +92,7 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
         for c in columns:
             t.add_column(c, justify="right")
         for size in sorted(by_size):
-            row = [format_bytes(size)]
+            row = [format_bytes(size, exact=True)]
             for c in columns:
                 cell = by_size[size].get(c)
                 row.append(f"{format_value(cell.value)} {format_ci(cell)}" if cell else "")
@@ -114,11 +114,11 @@ def smallest_and_best(ms: Sequence[Measurement]) -> str:
         smallest = min(times, key=lambda m: int(m.parameters["size"]))
         parts.append(
             f"{smallest.metric} {format_value(smallest.value)} µs @ "
-            f"{format_bytes(int(smallest.parameters['size']))}"
+            f"{format_bytes(int(smallest.parameters['size']), exact=True)}"
         )
     bws = [m for m in ms if m.metric == "bandwidth"]
     if bws:
         best_bw = max(bws, key=lambda m: m.value)
-        at = format_bytes(int(best_bw.parameters["size"]))
+        at = format_bytes(int(best_bw.parameters["size"]), exact=True)
         parts.append(f"max {format_value(best_bw.value)} MB/s @ {at}")
     return "; ".join(parts)
