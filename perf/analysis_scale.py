@@ -275,7 +275,7 @@ def mpibench_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
     cases = [
         case
         for index, entry in enumerate(MPIBENCH_ENTRIES)
-        for case in bench.cases(entry, platform, index)
+        for case in bench.cases(bench.parse_options(entry), platform, index)
     ]
     rows: list[Row] = []
     for number, case in enumerate(cases):
@@ -322,7 +322,8 @@ def npb_seconds(profile: Profile, kernel: str, class_name: str, case: Case) -> f
 
 
 def npb_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
-    cases = get_benchmark("npb").cases(NPB_ENTRY, platform, 0)
+    npb = get_benchmark("npb")
+    cases = npb.cases(npb.parse_options(NPB_ENTRY), platform, 0)
     rows: list[Row] = []
     for number, case in enumerate(cases):
         kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
