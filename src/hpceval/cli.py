@@ -144,7 +144,7 @@ def show(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
+    """Show a run's results: its machine, then each benchmark's tables."""
     from hpceval.cli_run import is_alive
     from hpceval.provenance import summarize
     from hpceval.show import measurement_tables
