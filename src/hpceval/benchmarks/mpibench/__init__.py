@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
-from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import Binding, case_key, rank_placements, time_limit
@@ -28,6 +27,7 @@ from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
+from hpceval.statistics import describe
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 if TYPE_CHECKING:

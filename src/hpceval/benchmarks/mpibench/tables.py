@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from hpceval.analysis.statistics import quality_warnings
 from hpceval.benchmarks.display import format_ci, format_value, placement_label
 from hpceval.model import Measurement
 from hpceval.patterns import COLLECTIVES, PATTERNS, RINGS
+from hpceval.statistics import quality_warnings
 from hpceval.units import format_bytes
 
 
