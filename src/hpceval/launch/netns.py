@@ -213,7 +213,7 @@ def _run(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProc
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+def signals_deferred() -> Iterator[None]:
     """Ctrl-C/SIGTERM wait until the namespaces are fully built or fully removed."""
     sigs = {signal.SIGINT, signal.SIGTERM}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
@@ -223,7 +223,7 @@ def _signals_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _process_start(pid: int) -> str | None:
+def process_start(pid: int) -> str | None:
     """The start time of process `pid` (clock ticks since boot), None if there is none."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -235,14 +235,14 @@ def _process_start(pid: int) -> str | None:
 
 def _owner_record() -> dict[str, Any]:
     pid = os.getpid()
-    return {"pid": pid, "start": _process_start(pid), "created": time.time()}
+    return {"pid": pid, "start": process_start(pid), "created": time.time()}
 
 
 def _owner_alive(state: Mapping[str, Any]) -> bool:
     pid = state.get("pid")
     if not isinstance(pid, int):
         return False
-    start = _process_start(pid)
+    start = process_start(pid)
     return start is not None and start == state.get("start")
 
 
@@ -392,6 +392,35 @@ def _install_agent(layout: ClusterLayout) -> None:
     tmp.replace(layout.agent)
 
 
+def build_cluster(nodes: int, options: NetnsOptions) -> ClusterLayout:
+    """Create an emulated cluster of `nodes` nodes, owned by this process (removed whole if
+    any step fails). Call with signals deferred."""
+    layout = _allocate(nodes)
+    try:
+        _install_agent(layout)
+        for argv in setup_commands(layout, options):
+            _run(argv)
+    except BaseException:
+        _remove_cluster(layout.index)
+        raise
+    return layout
+
+
+def remove_cluster(index: int) -> list[str]:
+    """Remove emulated cluster `index` (what exists of it); the names removed."""
+    return _remove_cluster(index)
+
+
+def hand_over(layout: ClusterLayout, pid: int) -> None:
+    """Make process `pid` the cluster's owner: the cluster then lives as long as it does
+    (a daemon that serves the cluster, such as an emulated Slurm cluster's slurmctld)."""
+    record = {"pid": pid, "start": process_start(pid), "created": time.time(),
+              "nodes": layout.nodes}  # fmt: skip
+    draft = layout.state_file.with_suffix(".tmp")
+    draft.write_text(json.dumps(record))
+    draft.replace(layout.state_file)
+
+
 def machine_cores() -> int:
     """The cores all emulated nodes share."""
     return os.cpu_count() or 1
@@ -491,22 +520,15 @@ class NetnsLauncher(Launcher):
         require_root()
         self._check_platform()
         options: NetnsOptions = self.options()
-        with _signals_deferred():
+        with signals_deferred():
             reap_leftovers(self.report)
-            layout = _allocate(self.platform.nodes)
-            try:
-                _install_agent(layout)
-                for argv in setup_commands(layout, options):
-                    _run(argv)
-            except BaseException:
-                _remove_cluster(layout.index)
-                raise
+            layout = build_cluster(self.platform.nodes, options)
         self.layout = layout
         try:
             yield
         finally:
             self.layout = None
-            with _signals_deferred():
+            with signals_deferred():
                 _remove_cluster(layout.index)
 
     def oversubscribed(self, placement: Placement) -> bool:
