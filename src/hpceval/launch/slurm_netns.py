@@ -8,6 +8,8 @@ the links between them are real veths, shaped as the cluster was started)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from pydantic import field_validator, model_validator
@@ -15,8 +17,10 @@ from pydantic import field_validator, model_validator
 from hpceval.clusters import slurm_netns as cluster_mod
 from hpceval.errors import UserError
 from hpceval.launch import register
+from hpceval.launch.base import Command
+from hpceval.launch.netns import MPICH_EMULATED_ENV
 from hpceval.launch.slurm import SlurmLauncher, SlurmOptions
-from hpceval.model import Origin
+from hpceval.model import Origin, Placement
 
 
 class SlurmNetnsOptions(SlurmOptions):
@@ -62,3 +66,12 @@ class SlurmNetnsLauncher(SlurmLauncher):
                 f"--nodes {self.platform.nodes}"
             )
         super().preflight()
+
+    def command(self, placement: Placement, program: Sequence[str]) -> Command:
+        command = super().command(placement, program)
+        if self.runtime.implementation != "MPICH":
+            return command
+        # As on the netns launcher: UCX would find the nodes on one machine and bypass the
+        # links with shared memory, Hydra's proxies (starter mpirun) would not find mpiexec.
+        # The job script exports the variables to every rank.
+        return replace(command, env={**MPICH_EMULATED_ENV, **command.env})
