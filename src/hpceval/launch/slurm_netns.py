@@ -18,7 +18,8 @@ from hpceval.clusters import slurm_netns as cluster_mod
 from hpceval.errors import UserError
 from hpceval.launch import register
 from hpceval.launch.base import Command
-from hpceval.launch.netns import MPICH_EMULATED_ENV
+from hpceval.launch.local import OPEN_MPI_YIELD_ENV
+from hpceval.launch.netns import MPICH_EMULATED_ENV, machine_cores
 from hpceval.launch.slurm import SlurmLauncher, SlurmOptions
 from hpceval.model import Origin, Placement
 
@@ -67,8 +68,17 @@ class SlurmNetnsLauncher(SlurmLauncher):
             )
         super().preflight()
 
+    def oversubscribed(self, placement: Placement) -> bool:
+        # The emulated nodes share this machine's cores.
+        used = placement.ranks * placement.threads_per_rank
+        return super().oversubscribed(placement) or used > machine_cores()
+
     def command(self, placement: Placement, program: Sequence[str]) -> Command:
         command = super().command(placement, program)
+        if self.runtime.implementation == "Open MPI":
+            # Ranks of all nodes share the cores with the veths' traffic: busy-polling ranks
+            # starve it (see the netns launcher), so they yield, as there.
+            return replace(command, env={**OPEN_MPI_YIELD_ENV, **command.env})
         if self.runtime.implementation != "MPICH":
             return command
         # As on the netns launcher: UCX would find the nodes on one machine and bypass the
