@@ -115,35 +115,41 @@ def node_hardware(slurmd_c: str) -> str:
     return " ".join(f for f in line.split()[1:] if not f.startswith("UpTime="))
 
 
-def slurm_conf(directory: Path, layout: netns.ClusterLayout, ctld_port: int, hardware: str) -> str:
-    """slurm.conf of the cluster (pure: tested line by line)."""
-    d = directory
-    nodes = [layout.namespace(i) for i in range(layout.nodes)]
-    node_lines = "\n".join(
-        f"NodeName={n} NodeHostname={n} NodeAddr={layout.address(i)} {hardware} State=UNKNOWN"
-        for i, n in enumerate(nodes)
-    )
+def daemon_settings(
+    directory: Path,
+    *,
+    cluster: str,
+    controller: str,
+    ctld_port: int,
+    slurmd_port: int,
+    slurmd_files: str = "",
+    task_plugin: str = "task/none",
+    min_job_age_s: int = 30,
+) -> str:
+    """slurm.conf's daemon settings for a cluster whose files all live in `directory` (root
+    runs everything, munge on its own socket, no cgroups, no accounting database).
+
+    `slurmd_files` goes into the slurmd's spool directory and file names: "%n" gives every
+    node its own when several slurmd run on one machine."""
+    d, n = directory, slurmd_files
     return f"""\
-# Written by hpceval (hpceval cluster slurm up): a Slurm cluster of {layout.nodes} network-namespace
-# nodes on one machine. Removed by `hpceval cluster slurm down`.
-ClusterName={layout.name}
-SlurmctldHost={controller_host(layout)}({controller_address(layout)})
+ClusterName={cluster}
+SlurmctldHost={controller}
 SlurmctldPort={ctld_port}
-SlurmdPort={SLURMD_PORT}
+SlurmdPort={slurmd_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket={d}/munge.socket
 CredType=cred/munge
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool/%n
-TmpFS={d}/tmp/%n
+SlurmdSpoolDir={d}/spool{"/" + n if n else ""}
 SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd-%n.pid
+SlurmdPidFile={d}/slurmd{"-" + n if n else ""}.pid
 SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd-%n.log
+SlurmdLogFile={d}/slurmd{"-" + n if n else ""}.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin={task_plugin}
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
@@ -153,9 +159,29 @@ MpiDefault=none
 MailProg=/bin/true
 EnforcePartLimits=ALL
 ReturnToService=2
-MinJobAge=30
+MinJobAge={min_job_age_s}
 KillWait=2
 InactiveLimit=0
+"""
+
+
+def slurm_conf(directory: Path, layout: netns.ClusterLayout, ctld_port: int, hardware: str) -> str:
+    """slurm.conf of the cluster (pure: tested line by line)."""
+    d = directory
+    nodes = [layout.namespace(i) for i in range(layout.nodes)]
+    node_lines = "\n".join(
+        f"NodeName={n} NodeHostname={n} NodeAddr={layout.address(i)} {hardware} State=UNKNOWN"
+        for i, n in enumerate(nodes)
+    )
+    controller = f"{controller_host(layout)}({controller_address(layout)})"
+    settings = daemon_settings(
+        d, cluster=layout.name, controller=controller, ctld_port=ctld_port,
+        slurmd_port=SLURMD_PORT, slurmd_files="%n",
+    )  # fmt: skip
+    return f"""\
+# Written by hpceval (hpceval cluster slurm up): a Slurm cluster of {layout.nodes} network-namespace
+# nodes on one machine. Removed by `hpceval cluster slurm down`.
+{settings}TmpFS={d}/tmp/%n
 SlurmdTimeout=60
 {node_lines}
 PartitionName={PARTITION} Nodes={",".join(nodes)} Default=YES MaxTime=INFINITE State=UP
