@@ -6,6 +6,7 @@ CLI, with campaigns through sbatch/srun across both nodes (Open MPI and MPICH)."
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -80,6 +81,22 @@ def test_daemon_command_lines() -> None:
         "/usr/sbin/slurmd", "-D", "-N", "hpce3-n1", "-f", f"{d}/slurm.conf",
     ]  # fmt: skip
     assert f"--socket={d}/munge.socket" in argvs["munged"]
+
+
+def test_down_leaves_namespaces_another_live_process_owns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(netns_mod, "STATE_DIR", tmp_path)
+    free = cluster_mod._namespaces_free_to_remove
+    assert not free(5, [])  # nothing recorded: nothing to remove
+    me = os.getpid()
+    netns_mod.state_file(5).write_text(
+        json.dumps({"pid": me, "start": netns_mod.process_start(me)})
+    )
+    assert free(5, [me])  # ours
+    assert not free(5, [])  # a living owner that is not ours (the index was given again)
+    netns_mod.state_file(5).write_text(json.dumps({"pid": me, "start": "0"}))
+    assert free(5, [])  # that pid is another process now: the owner is gone
 
 
 @pytest.mark.parametrize("name", ["", "-x", "../etc", "A", "a b", "a" * 25, "x;rm"])

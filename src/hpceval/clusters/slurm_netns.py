@@ -463,13 +463,34 @@ def down(name: str = "default", *, layout_index: int | None = None) -> list[str]
                 _stop(cluster.daemons[daemon])
                 done.append(daemon)
         layout_index = cluster.index
-    if layout_index is not None and netns.state_file(layout_index).exists():
+    ours = [os.getpid()]  # the owner while `up` builds the cluster; slurmctld after
+    if cluster is not None and isinstance(
+        pid := cluster.daemons.get("slurmctld", {}).get("pid"), int
+    ):
+        ours.append(pid)
+    if layout_index is not None and _namespaces_free_to_remove(layout_index, ours):
         done += netns.remove_cluster(layout_index)
     directory = cluster_dir(name)
     if directory.exists():
         shutil.rmtree(directory)
         done.append(str(directory))
     return done
+
+
+def _namespaces_free_to_remove(index: int, ours: Sequence[int]) -> bool:
+    """Emulated cluster `index` exists and is ours to remove: owned by this process or our
+    slurmctld, or by nobody alive. (When slurmctld died, the netns launcher may have removed
+    our namespaces and given the index to a cluster of someone else.)"""
+    try:
+        state = json.loads(netns.state_file(index).read_text())
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    owner = state.get("pid") if isinstance(state, dict) else None
+    if owner in ours or not isinstance(state, dict):
+        return True
+    return not (isinstance(owner, int) and netns.process_start(owner) == state.get("start"))
 
 
 def names() -> list[str]:
