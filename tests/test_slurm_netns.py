@@ -119,7 +119,7 @@ def test_the_launcher_finds_slurm_conf_by_the_cluster_name(tmp_path: Path) -> No
 
 def test_shipped_platforms_load() -> None:
     assert load_platform("slurm-netns").config.launcher.kind == "slurm-netns"
-    for name in ("local-mpich", "netns-2x2-mpich"):
+    for name in ("local-mpich", "netns-2x2-mpich", "slurm-netns-mpich"):
         launcher = load_platform(name).config.launcher
         assert (launcher.mpicc, launcher.mpirun) == ("mpicc.mpich", "mpiexec.mpich")
 
