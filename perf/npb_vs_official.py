@@ -13,7 +13,7 @@ cost, untimed set-up included (the same set-up on both sides), and barely moved 
 Every run must verify (official: "Verification = SUCCESSFUL"; own: the JSON result's
 `verified`), else the script stops.
 
-Usage: .venv/bin/python bench/npb_vs_official.py [--npb-src DIR] [--build-dir DIR]
+Usage: .venv/bin/python perf/npb_vs_official.py [--npb-src DIR] [--build-dir DIR]
        [--kernels ep,is,cg,mg,ft] [--classes A,B] [--ranks 1,2] [--rounds 3] [--save]
 """
 
@@ -202,7 +202,7 @@ def main() -> int:
     parser.add_argument("--classes", default="A,B")
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--save", action="store_true", help="write bench/results/...txt")
+    parser.add_argument("--save", action="store_true", help="write perf/results/...txt")
     parser.add_argument("--summarize", type=Path, help="only print the table of a saved log")
     opts = parser.parse_args()
     if opts.summarize:
@@ -242,7 +242,7 @@ def main() -> int:
     outside = table(runs, say)
     if opts.save:
         name = f"npb-vs-official-{datetime.now(UTC):%Y-%m-%d}-{commit()}.txt"
-        out = REPO / "bench" / "results" / name
+        out = REPO / "perf" / "results" / name
         out.write_text("\n".join(lines) + "\n")
         print(f"saved {out}")
     return 1 if outside else 0
