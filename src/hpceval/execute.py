@@ -57,6 +57,16 @@ class Executor(Protocol):
         ...
 
 
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def last_line(text: str) -> str:
     """The last line that says something: mpirun frames its messages with rows of dashes."""
     lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]

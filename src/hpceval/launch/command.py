@@ -1,45 +1,42 @@
-"""The launcher interface: (placement, program argv) -> argv + environment.
+"""What a launcher hands the campaign: argv + environment, never a shell string.
 
-Launchers never build shell strings: the campaign executes `Command.argv` directly. Each
-launcher is a small registered class; adding one is adding a module (see `__init__`).
+A launcher is a scheduler (how a job is started and followed: `launch.schedulers`) paired
+with an MPI starter (the argv and environment that start the ranks: `launch.starters`).
+This module holds what both sides share.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from hpceval.model import Placement
 
-from hpceval.config import PlatformConfig
-from hpceval.errors import UserError
-from hpceval.execute import Executor, LocalExecutor
-from hpceval.model import Origin, Placement
+OVERSUBSCRIBED_NOTE = "oversubscribed: binding disabled, ranks yield when idle"
 
 
 @dataclass(frozen=True)
 class Command:
     """What to execute: argv, the variables set on top of the inherited environment, and the
-    placement as it will really be (binding is dropped when a node is oversubscribed)."""
+    placement as it will really be (binding is dropped when a node is oversubscribed).
+
+    `files` are written (path -> text) before argv runs: the hostfiles the argv names."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     placement: Placement
     oversubscribed: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class MpiRuntime:
     """What a launcher needs to know of the MPI installation."""
 
-    implementation: str  # "Open MPI" | "MPICH" | ...
-    mpirun: str  # path of the mpirun/mpiexec to use
+    implementation: str  # "Open MPI" | "MPICH" | "SMPI"
+    mpirun: str  # path of the mpirun/mpiexec/smpirun to use
 
 
 def thread_environment(threads_per_rank: int, *, oversubscribed: bool = False) -> dict[str, str]:
@@ -63,66 +60,3 @@ def thread_environment(threads_per_rank: int, *, oversubscribed: bool = False) -
 
 def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-class Launcher(ABC):
-    name: ClassVar[str]
-    # Measurements taken through this launcher are labelled with this origin.
-    origin: ClassVar[Origin] = Origin.MEASURED
-    # The launcher's own keys in the platform's [launcher] table (None: it has none).
-    options_model: ClassVar[type[BaseModel] | None] = None
-
-    @classmethod
-    def validate_options(cls, options: Mapping[str, Any]) -> BaseModel | None:
-        """Validate the launcher-specific keys; pydantic.ValidationError names the bad one."""
-        if cls.options_model is None:
-            if options:
-                raise ValueError(f"{next(iter(options))}: unknown field")
-            return None
-        return cls.options_model.model_validate(dict(options))
-
-    def options(self) -> Any:
-        """The validated launcher-specific options (an instance of options_model)."""
-        return self.validate_options(self.platform.launcher.options())
-
-    def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
-        self.platform = platform
-        self.runtime = runtime
-
-    @abstractmethod
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
-        """The argv + environment that starts `program` on `placement`."""
-
-    def session(self) -> AbstractContextManager[None]:
-        """What must exist while a campaign runs (an emulated cluster's namespaces...).
-
-        Entered around the whole campaign and left on every exit path, also after an error
-        or an interruption. Most launchers need nothing."""
-        return contextlib.nullcontext()
-
-    def executor(self, time_limit_s: float | None = None) -> Executor:
-        """How commands are started: a local child process unless a scheduler is involved.
-
-        `time_limit_s` is the case's time limit: a scheduler sizes its job's own limit on it."""
-        return LocalExecutor()
-
-    def preflight(self) -> None:  # noqa: B027 - optional hook, most launchers need nothing
-        """Checks before a campaign starts (hosts reachable, daemons up); raise UserError."""
-
-    def check_placement(self, placement: Placement) -> None:
-        if placement.nodes > self.platform.nodes:
-            raise UserError(
-                f"placement {placement.label()} needs {placement.nodes} nodes but platform "
-                f"{self.platform.name!r} has {self.platform.nodes}"
-            )
-        cores = self.platform.resolved_cores_per_node()
-        used = placement.ranks_per_node * placement.threads_per_rank
-        if used > cores and not self.platform.launcher.oversubscribe:
-            raise UserError(
-                f"placement {placement.label()} needs {used} cores per node but platform "
-                f"{self.platform.name!r} has {cores} and oversubscribe = false"
-            )
-
-    def oversubscribed(self, placement: Placement) -> bool:
-        used = placement.ranks_per_node * placement.threads_per_rank
-        return used > self.platform.resolved_cores_per_node()

@@ -7,9 +7,10 @@ cluster's namespaces is reachable from them, nor they from outside). A link prof
 "10GbE", or a rate such as "100mbit") shapes both ends of every veth with `tc tbf`, so each
 node sends and receives at most at that rate.
 
-mpirun runs inside node 0 and starts one Open MPI daemon in every node through the rsh agent
-`netns-rsh`, which runs the daemon's command line in the node's namespace as sshd would on a
-real host. Ranks on different nodes talk TCP over the veths, ranks of one node shared memory.
+The starter (Open MPI's mpirun) runs inside node 0 and starts one daemon in every node
+through the rsh agent `netns-rsh`, which runs the daemon's command line in the node's
+namespace as sshd would on a real host. Ranks on different nodes talk TCP over the veths,
+ranks of one node shared memory.
 The nodes share this machine's cores, so ranks of a multi-node placement are not bound
 (Open MPI in each namespace would bind them to the same cores) and ranks yield when idle:
 busy-polling ranks starve the veth traffic (0-byte PingPong between two nodes of 2 ranks
@@ -45,17 +46,11 @@ from pydantic import Field, field_validator
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import ToolMissing, UserError
 from hpceval.execute import last_line
-from hpceval.launch import register
-from hpceval.launch.base import (
-    Command,
-    Launcher,
-    MpiRuntime,
-    running_as_root,
-    thread_environment,
-)
-from hpceval.launch.local import environment_args
+from hpceval.launch.command import Command, MpiRuntime, running_as_root
+from hpceval.launch.schedulers import register
+from hpceval.launch.schedulers.base import Scheduler
+from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
 from hpceval.model import Origin, Placement
-from hpceval.toolchain import run_as_root_requirements
 
 IP = "ip"
 TC = "tc"
@@ -385,7 +380,7 @@ def _allocate(nodes: int) -> ClusterLayout:
 
 def _install_agent(layout: ClusterLayout) -> None:
     """The rsh agent, copied beside the state file (no spaces in its path, always executable)."""
-    text = (importlib.resources.files("hpceval.launch") / AGENT_RESOURCE).read_text()
+    text = (importlib.resources.files(__package__) / AGENT_RESOURCE).read_text()
     tmp = layout.agent.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.chmod(0o755)
@@ -448,13 +443,15 @@ def _stderr(line: str) -> None:
     print(f"hpceval: {line}", file=sys.stderr, flush=True)
 
 
-# --------------------------------------------------------------------------- the launcher
+# --------------------------------------------------------------------------- the scheduler
+
+SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled"
 
 
 @register
-class NetnsLauncher(Launcher):
+class NetnsScheduler(Scheduler):
     name = "netns"
-    origin: ClassVar[Origin] = Origin.EMULATED
+    origin_of_runs: ClassVar[Origin] = Origin.EMULATED
     options_model = NetnsOptions
 
     def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
@@ -463,7 +460,7 @@ class NetnsLauncher(Launcher):
         self.report: Callable[[str], None] = _stderr
 
     def _check_platform(self) -> None:
-        if self.runtime.implementation != "Open MPI":
+        if self.starter.name != "openmpi":
             raise UserError(
                 "the netns launcher starts ranks through Open MPI's rsh agent; "
                 f"{self.runtime.mpirun} is {self.runtime.implementation}"
@@ -514,52 +511,26 @@ class NetnsLauncher(Launcher):
         used = placement.ranks * placement.threads_per_rank
         return super().oversubscribed(placement) or used > machine_cores()
 
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
-        """mpirun in node 0, a daemon in each node. Outside a session the argv names cluster 0
-        (it is only checked then, never run)."""
-        self._check_platform()
-        self.check_placement(placement)
+    def start_request(self, placement: Placement, program: Sequence[str]) -> StartRequest:
+        """Ranks node by node over the cluster's namespaces, TCP on its subnet. Outside a
+        session the request names cluster 0 (it is only checked then, never run)."""
         options: NetnsOptions = self.options()
         layout = self.layout or ClusterLayout(0, self.platform.nodes)
-        oversubscribed = self.oversubscribed(placement)
-        ppn = placement.ranks_per_node
-        notes: list[str] = []
-        if placement.nodes == 1 and not oversubscribed:
-            mapping = ["--map-by", f"ppr:{ppn}:node", "--bind-to", placement.binding]
-            if placement.threads_per_rank > 1 and placement.binding != "none":
-                mapping[1] += f":PE={placement.threads_per_rank}"
-            if placement.binding == "hwthread":
-                mapping.append("--use-hwthread-cpus")
-            effective = placement
-        else:
-            mapping = ["--map-by", f"ppr:{ppn}:node", "--bind-to", "none"]
-            effective = replace(placement, binding="none")
-            if oversubscribed:
-                notes.append("oversubscribed: binding disabled, ranks yield when idle")
-            else:
-                notes.append("emulated nodes share this machine's cores: binding disabled")
-        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
-        rank_env.update(self.platform.launcher.env)
-        launcher_env: dict[str, str] = {}
-        if running_as_root():
-            launcher_env.update(run_as_root_requirements(self.runtime.implementation).env)
-        hosts = ",".join(f"{layout.namespace(n)}:{ppn}" for n in range(placement.nodes))
-        argv = [
-            IP, "netns", "exec", layout.namespace(0),
-            self.runtime.mpirun, "-np", str(placement.ranks), "--host", hosts, *mapping,
-            "--mca", "plm_rsh_agent", str(layout.agent),
-            "--mca", "btl", "self,vader,tcp",
-            "--mca", "btl_tcp_if_include", layout.subnet,
-            "--mca", "oob_tcp_if_include", layout.subnet,
-            *(["--mca", "mpi_yield_when_idle", "1"] if options.yield_when_idle else []),
-            *environment_args(self.runtime.implementation, rank_env),
-            *self.platform.launcher.extra_args,
-            *program,
-        ]  # fmt: skip
-        return Command(
-            tuple(argv),
-            {**launcher_env, **rank_env},
-            effective,
-            oversubscribed,
-            tuple(notes),
+        request = super().start_request(placement, program)
+        return replace(
+            request,
+            nodes=Nodes(hosts=tuple(layout.namespace(n) for n in range(placement.nodes))),
+            # Open MPI in each namespace would bind its ranks to the same cores.
+            unbound_reason=None if placement.nodes == 1 else SHARED_CORES_NOTE,
+            yield_when_idle=options.yield_when_idle,
+            remote_shell=RemoteShell(str(layout.agent)),
+            tcp_only=True,
+            interface=layout.subnet,
         )
+
+    def command(self, placement: Placement, program: Sequence[str]) -> Command:
+        """The starter in node 0, a daemon in each node."""
+        self._check_platform()
+        command = super().command(placement, program)
+        layout = self.layout or ClusterLayout(0, self.platform.nodes)
+        return replace(command, argv=(IP, "netns", "exec", layout.namespace(0), *command.argv))

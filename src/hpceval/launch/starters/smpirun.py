@@ -1,11 +1,13 @@
-"""`smpi`: run a program built with smpicc on a simulated platform (SimGrid's smpirun).
+"""`smpirun`: a program built with smpicc, run on a simulated platform (SimGrid's SMPI).
+
+    smpirun -np N -platform PLATFORM.xml -hostfile F --cfg=KEY:VALUE... EXTRA PROGRAM
 
 Every rank runs inside one smpirun process on this machine; time, hosts and the network
-are SimGrid's. Measurements taken through this launcher are labelled **simulated**. The
-platform file and the SMPI settings (`cfg`: calibrated network factors, host speed) come from
-`hpceval simulate` (hpceval.simulate), which writes a platform whose `[launcher]` is:
+are SimGrid's, and measurements are labelled **simulated**. The platform file and the SMPI
+settings (`cfg`: calibrated network factors, host speed) come from `hpceval simulate`
+(hpceval.simulate), which writes a platform whose `[launcher]` is:
 
-    kind = "smpi"
+    kind = "smpi"                          # the local scheduler with this starter
     mpirun = "smpirun"
     mpicc = "smpicc"
     platform_file = "/path/platform.xml"   # SimGrid platform (XML v4.1)
@@ -13,29 +15,47 @@ platform file and the SMPI settings (`cfg`: calibrated network factors, host spe
     cfg = { "smpi/host-speed" = "1e9f" }   # each becomes --cfg=KEY:VALUE
 
 Ranks are numbered node by node: the hostfile lists `node-0` ranks_per_node times, then
-`node-1`, ... (the host names of hpceval.simulate.platform).
+`node-1`, ... (the simulated hosts, named by `simulated_host`). smpirun is a shell script that
+takes the first word it does not know as the program: it has no `--`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import Field
 
 from hpceval.config import StrictModel
 from hpceval.errors import UserError
-from hpceval.launch import register
-from hpceval.launch.base import Command, Launcher, thread_environment
+from hpceval.launch.command import Command, thread_environment
+from hpceval.launch.starters import register
+from hpceval.launch.starters.base import Starter, StartRequest
 from hpceval.model import Origin, Placement
-from hpceval.simulate.platform import hostfile_lines
+
+SIMULATED_HOST_PREFIX = "node-"
+SHARED_CORES_NOTE = "more ranks than simulated cores: they share them"
 
 
-class SmpiOptions(StrictModel):
+class SmpirunOptions(StrictModel):
     platform_file: str = Field(min_length=1)
     workdir: str = Field(min_length=1)
     cfg: dict[str, str] = Field(default_factory=dict)
+
+
+def simulated_host(node: int) -> str:
+    """The name of simulated node `node` in the platform files hpceval writes."""
+    return f"{SIMULATED_HOST_PREFIX}{node}"
+
+
+def hostfile_lines(placement: Placement) -> list[str]:
+    """One line per rank, ranks numbered node by node as every hpceval launcher does."""
+    return [
+        simulated_host(n) for n in range(placement.nodes) for _ in range(placement.ranks_per_node)
+    ]
+
+
+def hostfile_path(options: SmpirunOptions, placement: Placement) -> Path:
+    return Path(options.workdir) / f"hosts-{placement.nodes}x{placement.ranks_per_node}.txt"
 
 
 def cfg_args(cfg: dict[str, str]) -> list[str]:
@@ -50,40 +70,33 @@ def cfg_args(cfg: dict[str, str]) -> list[str]:
 
 
 @register
-class SmpiLauncher(Launcher):
-    name = "smpi"
-    origin: ClassVar[Origin] = Origin.SIMULATED
-    options_model = SmpiOptions
+class SmpirunStarter(Starter):
+    name = "smpirun"
+    implementations = frozenset({"SMPI"})
+    origin = Origin.SIMULATED
+    options_model = SmpirunOptions
 
-    def hostfile(self, placement: Placement) -> Path:
-        """Where the hostfile of a placement is written."""
-        options: SmpiOptions = self.options()
-        return Path(options.workdir) / f"hosts-{placement.nodes}x{placement.ranks_per_node}.txt"
-
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
+    def command(self, request: StartRequest) -> Command:
+        placement = request.placement
         if placement.threads_per_rank != 1:
             raise UserError(
                 f"placement {placement.label()}: SMPI simulates one thread per rank "
                 f"(threads_per_rank {placement.threads_per_rank})"
             )
-        self.check_placement(placement)
-        options: SmpiOptions = self.options()
-        hostfile = self.hostfile(placement)
-        hostfile.parent.mkdir(parents=True, exist_ok=True)
-        hostfile.write_text("\n".join(hostfile_lines(placement)) + "\n")
+        options: SmpirunOptions = request.options
+        hostfile = hostfile_path(options, placement)
         argv = [
-            self.runtime.mpirun,
+            request.executable,
             "-np", str(placement.ranks),
             "-platform", options.platform_file,
             "-hostfile", str(hostfile),
             *cfg_args(options.cfg),
-            *self.platform.launcher.extra_args,
-            *program,
+            *request.extra_args,
+            *request.program,
         ]  # fmt: skip
-        env = {**thread_environment(1), **self.platform.launcher.env}
-        oversubscribed = self.oversubscribed(placement)
-        notes = (
-            ("simulated on SimGrid SMPI",)
-            + (("more ranks than simulated cores: they share them",) if oversubscribed else ())
-        )
-        return Command(tuple(argv), env, placement, oversubscribed, notes)
+        env = {**thread_environment(1), **request.rank_env}
+        notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
+        if request.oversubscribed:
+            notes += (SHARED_CORES_NOTE,)
+        files = {str(hostfile): "\n".join(hostfile_lines(placement)) + "\n"}
+        return Command(tuple(argv), env, placement, request.oversubscribed, notes, files)
