@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from hpceval.config import PlatformConfig, load_platform
+from hpceval.campaign import load_platform
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import netns as netns_mod
+from hpceval.launch.schedulers import netns as netns_mod
 from hpceval.model import Origin, Placement
 from hpceval.store import open_store
 
@@ -49,7 +50,7 @@ def launcher(
 
 @pytest.fixture
 def as_user_on_4_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     monkeypatch.setattr(netns_mod, "machine_cores", lambda: 4)
 
 
@@ -59,8 +60,9 @@ TRANSPORT = [
     "--mca", "btl", "self,vader,tcp",
     "--mca", "btl_tcp_if_include", "10.213.0.0/24",
     "--mca", "oob_tcp_if_include", "10.213.0.0/24",
-    "--mca", "mpi_yield_when_idle", "1",
 ]  # fmt: skip
+# Ranks yield the shared cores when idle (Open MPI reads the variable in every rank).
+YIELD = ["-x", "OMPI_MCA_mpi_yield_when_idle"]
 
 
 def test_two_nodes_two_ranks_each(as_user_on_4_cores: None) -> None:
@@ -70,9 +72,9 @@ def test_two_nodes_two_ranks_each(as_user_on_4_cores: None) -> None:
         MPIRUN, "-np", "4", "--host", "hpce0-n0:2,hpce0-n1:2",
         "--map-by", "ppr:2:node", "--bind-to", "none",
         "--mca", "plm_rsh_agent", "/run/hpceval-netns/hpce0.rsh", *TRANSPORT,
-        "-x", "OMP_NUM_THREADS", *PROGRAM,
+        *YIELD, "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
-    assert dict(cmd.env) == {"OMP_NUM_THREADS": "1"}
+    assert dict(cmd.env) == {"OMPI_MCA_mpi_yield_when_idle": "1", "OMP_NUM_THREADS": "1"}
     # The nodes share this machine's cores: binding each node's ranks would stack them.
     assert cmd.placement == Placement(2, 2, 1, "none")
     assert not cmd.oversubscribed
@@ -88,8 +90,8 @@ def test_one_node_is_bound_like_the_local_launcher(as_user_on_4_cores: None) -> 
         MPIRUN, "-np", "2", "--host", "hpce0-n0:2",
         "--map-by", "ppr:2:node:PE=2", "--bind-to", "core",
         "--mca", "plm_rsh_agent", "/run/hpceval-netns/hpce0.rsh", *TRANSPORT,
-        "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "-x", "UCX_TLS",
-        "--tag-output", *PROGRAM,
+        *YIELD, "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "-x", "UCX_TLS",
+        "--tag-output", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.placement.binding == "core"
 
@@ -105,8 +107,10 @@ def test_more_ranks_than_the_machine_has_cores_is_oversubscribed(
 
 def test_yielding_can_be_turned_off(as_user_on_4_cores: None) -> None:
     argv = list(launcher(yield_when_idle=False).command(Placement(2, 1), PROGRAM).argv)
-    assert "mpi_yield_when_idle" not in argv
-    assert argv[argv.index("oob_tcp_if_include") + 2 :] == ["-x", "OMP_NUM_THREADS", *PROGRAM]
+    assert "OMPI_MCA_mpi_yield_when_idle" not in argv
+    assert argv[argv.index("oob_tcp_if_include") + 2 :] == [
+        "-x", "OMP_NUM_THREADS", "--", *PROGRAM
+    ]  # fmt: skip
 
 
 def test_inside_a_session_the_argv_names_that_cluster(as_user_on_4_cores: None) -> None:
@@ -120,7 +124,7 @@ def test_inside_a_session_the_argv_names_that_cluster(as_user_on_4_cores: None) 
 
 
 def test_as_root_mpirun_is_allowed_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: True)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: True)
     cmd = launcher().command(Placement(2, 1), PROGRAM)
     assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in cmd.argv

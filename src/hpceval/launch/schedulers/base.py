@@ -74,9 +74,9 @@ def resolve_starter(name: str, runtime: MpiRuntime) -> Starter:
 
 class Scheduler(ABC):
     name: ClassVar[str]
-    # Measurements taken through this scheduler are labelled with this origin (a simulating
-    # starter labels them SIMULATED whatever the scheduler).
-    origin_of_runs: ClassVar[Origin] = Origin.MEASURED
+    # Measurements taken through this scheduler are labelled with this origin; an instance
+    # whose starter simulates labels them SIMULATED whatever the scheduler.
+    origin: Origin = Origin.MEASURED
     # The scheduler's own keys in the platform's [launcher] table (None: it has none).
     options_model: ClassVar[type[BaseModel] | None] = None
     # The starter used when the platform names none (None: the MPI's own, `mpirun`).
@@ -88,6 +88,8 @@ class Scheduler(ABC):
         self.starter = resolve_starter(
             starter_name(platform.launcher, self.default_starter), runtime
         )
+        if self.starter.origin is not Origin.MEASURED:
+            self.origin = self.starter.origin
 
     # ----------------------------------------------------------------- identity, options
 
@@ -95,12 +97,6 @@ class Scheduler(ABC):
     def kind(self) -> str:
         """The platform's launcher kind: what a run records as its launcher."""
         return self.platform.launcher.kind
-
-    @property
-    def origin(self) -> Origin:
-        if self.starter.origin is not Origin.MEASURED:
-            return self.starter.origin
-        return self.origin_of_runs
 
     @classmethod
     def validate_options(

@@ -451,7 +451,7 @@ SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled
 @register
 class NetnsScheduler(Scheduler):
     name = "netns"
-    origin_of_runs: ClassVar[Origin] = Origin.EMULATED
+    origin = Origin.EMULATED
     options_model = NetnsOptions
 
     def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
