@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.benchmarks.common import Binding, case_key, time_limit
+from hpceval.benchmarks.common import Binding, case_key, rank_placements, time_limit
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
-from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
+from hpceval.statistics import describe
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 SOURCE = Path(__file__).with_name("mpibench.c")
@@ -111,41 +111,6 @@ def sizes_for(pattern: str, options: MpibenchOptions) -> list[int]:
     return sizes
 
 
-def placements_for(
-    ranks: int, threads: int, options: MpibenchOptions, platform: PlatformConfig
-) -> list[Placement]:
-    """Placements of `ranks` on the platform: the explicit ranks_per_node sweep, or fill nodes."""
-    nodes_avail = platform.nodes
-    cores = platform.resolved_cores_per_node()
-    out = []
-    if options.ranks_per_node:
-        for ppn in options.ranks_per_node:
-            if ranks % ppn:
-                raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {ppn}")
-            nodes = ranks // ppn
-            if nodes > nodes_avail:
-                raise UserError(
-                    f"ranks {ranks} at {ppn} per node needs {nodes} nodes; "
-                    f"platform {platform.name!r} has {nodes_avail}"
-                )
-            out.append(Placement(nodes, ppn, threads, options.binding))
-        return out
-    per_node = max(1, cores // threads)
-    if ranks <= per_node or nodes_avail == 1:
-        return [Placement(1, ranks, threads, options.binding)]
-    # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
-    ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
-    nodes = ranks // ppn
-    if nodes > nodes_avail:
-        if ranks % nodes_avail:
-            raise UserError(
-                f"ranks {ranks} cannot be spread evenly over the {nodes_avail} nodes of "
-                f"platform {platform.name!r}"
-            )
-        nodes, ppn = nodes_avail, ranks // nodes_avail
-    return [Placement(nodes, ppn, threads, options.binding)]
-
-
 def pair_cases(placement: Placement) -> list[tuple[str, tuple[int, int]]]:
     """The labelled rank pairs a pair pattern measures on a placement.
 
@@ -196,7 +161,9 @@ class Mpibench(Benchmark):
             }
             for ranks in opts.ranks:
                 for threads in opts.threads_per_rank:
-                    placements = placements_for(ranks, threads, opts, platform)
+                    placements = rank_placements(
+                        ranks, threads, opts.ranks_per_node, opts.binding, platform
+                    )
                     if (
                         pattern in PAIR_PATTERNS
                         and ranks == 2
