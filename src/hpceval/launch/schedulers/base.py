@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -175,8 +175,18 @@ class Scheduler(ABC):
         """What must exist while a campaign runs (an emulated cluster's namespaces...).
 
         Entered around the whole campaign and left on every exit path, also after an error
-        or an interruption. Most schedulers need nothing."""
-        return contextlib.nullcontext()
+        or an interruption; leaving it calls `close()`."""
+        return self._session()
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self.close()
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most schedulers need nothing
+        """Remove what the campaign's commands left (hostfiles, finished jobs' directories)."""
 
     def executor(self, time_limit_s: float | None = None) -> Executor:
         """How commands are started: a local child process group unless a batch system is

@@ -13,7 +13,6 @@ password and sees the build cache, and names the hosts that do not.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import shutil
@@ -22,7 +21,7 @@ import subprocess
 import tempfile
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -138,17 +137,10 @@ class HostfileScheduler(Scheduler):
     def hostfile_path(self, placement: Placement) -> Path:
         return self._hostfile_dir() / f"hosts-{placement.nodes}x{placement.ranks_per_node}"
 
-    def session(self) -> contextlib.AbstractContextManager[None]:
-        return self._session()
-
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
-        try:
-            yield
-        finally:
-            if self._cleanup is not None:
-                self._cleanup()
-            self._dir = None
+    def close(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()
+        self._dir = None
 
     # ----------------------------------------------------------------- command
 

@@ -18,7 +18,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -166,22 +166,15 @@ class SlurmScheduler(Scheduler):
     def executor(self, time_limit_s: float | None = None) -> Executor:
         return SlurmExecutor(self, self.job_time_limit_min(time_limit_s))
 
-    def session(self) -> contextlib.AbstractContextManager[None]:
-        return self._session()
-
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
-        try:
-            yield
-        finally:
-            # Nothing may outlive the campaign in the queue; output of good jobs is in the
-            # database, so their directories go (failed ones stay for a closer look).
-            for job in self.jobs:
-                job.stop()
-                if job.exit_code == 0:
-                    shutil.rmtree(job.directory, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                self.job_root().rmdir()  # only if empty
+    def close(self) -> None:
+        # Nothing may outlive the campaign in the queue; output of good jobs is in the
+        # database, so their directories go (failed ones stay for a closer look).
+        for job in self.jobs:
+            job.stop()
+            if job.exit_code == 0:
+                shutil.rmtree(job.directory, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.job_root().rmdir()  # only if empty
 
     # -- checks before the campaign
 
