@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from hpceval.campaign import load_platform
+from hpceval.clusters import netns as cluster_mod
 from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
@@ -115,7 +116,7 @@ def test_yielding_can_be_turned_off(as_user_on_4_cores: None) -> None:
 
 def test_inside_a_session_the_argv_names_that_cluster(as_user_on_4_cores: None) -> None:
     netns = launcher()
-    netns.layout = netns_mod.ClusterLayout(7, 2)
+    netns.layout = cluster_mod.ClusterLayout(7, 2)
     argv = list(netns.command(Placement(2, 1), PROGRAM).argv)
     assert argv[:4] == ["ip", "netns", "exec", "hpce7-n0"]
     assert argv[argv.index("--host") + 1] == "hpce7-n0:1,hpce7-n1:1"
@@ -131,8 +132,8 @@ def test_as_root_mpirun_is_allowed_to_start(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_setup_commands_with_a_shaped_link() -> None:
-    layout = netns_mod.ClusterLayout(3, 2)
-    options = netns_mod.NetnsOptions(link="100mbit", mtu=9000)
+    layout = cluster_mod.ClusterLayout(3, 2)
+    options = cluster_mod.NetnsOptions(link="100mbit", mtu=9000)
     tbf = ["tbf", "rate", "100000000bit", "burst", "16384", "latency", "20ms"]
     expected = [
         ["ip", "link", "add", "hpce3br", "mtu", "9000", "type", "bridge"],
@@ -151,19 +152,19 @@ def test_setup_commands_with_a_shaped_link() -> None:
             ["tc", "qdisc", "add", "dev", host, "root", *tbf],
             ["tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", *tbf],
         ]  # fmt: skip
-    assert netns_mod.setup_commands(layout, options) == expected
-    unshaped = netns_mod.setup_commands(layout, netns_mod.NetnsOptions())
+    assert cluster_mod.setup_commands(layout, options) == expected
+    unshaped = cluster_mod.setup_commands(layout, cluster_mod.NetnsOptions())
     assert not [c for c in unshaped if c[0] == "tc"]
 
 
 def test_link_profiles() -> None:
-    assert netns_mod.link_rate("none") is None
-    assert netns_mod.link_rate("1GbE") == 10**9
-    assert netns_mod.link_rate("10GbE") == 10**10
-    assert netns_mod.link_rate("2.5gbit") == 2_500_000_000
-    assert netns_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
+    assert cluster_mod.link_rate("none") is None
+    assert cluster_mod.link_rate("1GbE") == 10**9
+    assert cluster_mod.link_rate("10GbE") == 10**10
+    assert cluster_mod.link_rate("2.5gbit") == 2_500_000_000
+    assert cluster_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
     with pytest.raises(ValueError, match="unknown link profile 'fast'"):
-        netns_mod.link_rate("fast")
+        cluster_mod.link_rate("fast")
 
 
 def test_a_bad_link_profile_names_the_field(tmp_path: Path) -> None:
@@ -183,14 +184,17 @@ def test_shipped_netns_platforms_load() -> None:
     assert get_launcher_class("netns").origin is Origin.EMULATED
 
 
-def test_refuses_without_root_and_with_mpich(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: False)
+def test_refuses_without_root_and_with_intel_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_mod, "running_as_root", lambda: False)
     with pytest.raises(UserError, match=r"^the netns launcher needs root \(ip netns\)$"):
         launcher().preflight()
     with pytest.raises(UserError, match=r"needs root"), launcher().session():
         pass
-    with pytest.raises(UserError, match=r"netns launcher starts ranks through Open MPI"):
-        launcher(impl="MPICH").command(Placement(2, 1), PROGRAM)
+    # An MPI without a starter is refused as the launcher is made, before any command.
+    with pytest.raises(UserError, match=r"\S*mpirun is Intel MPI: no starter for it"):
+        launcher(impl="Intel MPI").command(Placement(2, 1), PROGRAM)
+    with pytest.raises(UserError, match=r"rsh agent of Open MPI or MPICH; \S*mpirun is MPICH"):
+        launcher(impl="MPICH", starter="srun").command(Placement(2, 1), PROGRAM)
     with pytest.raises(UserError, match="needs 3 nodes"):
         launcher().command(Placement(3, 1), PROGRAM)
 
@@ -199,7 +203,7 @@ def test_refuses_without_root_and_with_mpich(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _netns_unusable() -> str | None:
-    if not netns_mod.running_as_root():
+    if not cluster_mod.running_as_root():
         return "not root: network namespaces need root (ip netns)"
     probe = f"hpceval-probe-{os.getpid()}"
     try:
@@ -218,7 +222,7 @@ requires_netns = pytest.mark.skipif(_UNUSABLE is not None, reason=_UNUSABLE or "
 
 def ours() -> dict[int, list[str]]:
     """Every namespace and root link of this launcher on the machine, by cluster index."""
-    return {i: c.names() for i, c in netns_mod._survey().items() if c.names()}
+    return {i: c.names() for i, c in cluster_mod._survey().items() if c.names()}
 
 
 def run_in(namespace: str, *argv: str) -> str:
@@ -323,7 +327,7 @@ def test_a_cluster_left_by_a_killed_process_is_removed_at_the_next_start(
 def test_an_unknown_leftover_is_reported_and_removed_by_cleanup(
     quiet_reports: list[str],
 ) -> None:
-    index = next(i for i in range(netns_mod.MAX_CLUSTERS - 1, 0, -1) if i not in ours())
+    index = next(i for i in range(cluster_mod.MAX_CLUSTERS - 1, 0, -1) if i not in ours())
     stray = f"hpce{index}-n0"
     subprocess.run(["ip", "netns", "add", stray], check=True)
     try:
@@ -334,7 +338,7 @@ def test_an_unknown_leftover_is_reported_and_removed_by_cleanup(
             f"netns: {stray} left over from an earlier run (no owner recorded), not used; "
             "remove with: hpceval netns cleanup"
         ]
-        assert stray in netns_mod.cleanup_netns()
+        assert stray in cluster_mod.cleanup_netns()
         assert index not in ours()
     finally:
         subprocess.run(["ip", "netns", "delete", stray], capture_output=True)

@@ -67,6 +67,10 @@ def is_alive(pid: int) -> bool:
     return True
 
 
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def last_line(text: str) -> str:
     """The last line that says something: mpirun frames its messages with rows of dashes."""
     lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]

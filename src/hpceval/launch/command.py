@@ -7,7 +7,6 @@ This module holds what both sides share.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -56,7 +55,3 @@ def thread_environment(threads_per_rank: int, *, oversubscribed: bool = False) -
             env["OMP_PLACES"] = "cores"
             env["OMP_PROC_BIND"] = "close"
     return env
-
-
-def running_as_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0

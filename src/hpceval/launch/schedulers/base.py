@@ -26,8 +26,8 @@ from pydantic import BaseModel
 
 from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import UserError
-from hpceval.execute import Executor, LocalExecutor, Running
-from hpceval.launch.command import Command, MpiRuntime, running_as_root
+from hpceval.execute import Executor, LocalExecutor, Running, running_as_root
+from hpceval.launch.command import Command, MpiRuntime
 from hpceval.launch.starters import get_starter_class, starter_for_implementation, starter_names
 from hpceval.launch.starters.base import Starter, StartRequest
 from hpceval.model import Origin, Placement

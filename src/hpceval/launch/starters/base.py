@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
@@ -47,10 +47,12 @@ class Nodes:
 
 @dataclass(frozen=True)
 class RemoteShell:
-    """How the starter reaches the other nodes: ssh, or an agent that behaves like it."""
+    """How the starter reaches the other nodes: ssh, or an agent that behaves like rsh (takes
+    HOST COMMAND..., and no ssh options such as -x)."""
 
     program: str
     args: tuple[str, ...] = ()
+    kind: Literal["ssh", "rsh"] = "ssh"
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ class StartRequest:
     rank_env: Mapping[str, str] = field(default_factory=dict)  # the platform's [launcher.env]
     extra_args: tuple[str, ...] = ()  # the platform's [launcher] extra_args
     remote_shell: RemoteShell | None = None
-    interface: str | None = None  # MPI's TCP traffic only here ("eth0", "10.0.0.0/24")
+    interface: str | None = None  # MPI's TCP traffic only on this device ("eth0")
+    subnet: str | None = None  # ... or this subnet ("10.0.0.0/24"), where the starter can say so
     tcp_only: bool = False  # ranks of different nodes talk TCP, nothing else
     workdir: str | None = None  # working directory of the ranks
     as_root: bool = False  # hpceval runs as root (Open MPI's mpirun must be told)

@@ -5,7 +5,8 @@
 
 Options as `mpiexec.hydra --help` documents them: `-n`, `-f` (one `host:slots` per line),
 `-hosts`, `-ppn` (ranks per node, filled node by node), `-bind-to core:T` (T cores per rank),
-`-iface`, `-wdir`, `-genv NAME VALUE` (sets the variable for every rank, on every node).
+`-iface` (a device name, not a subnet), `-wdir`, `-genv NAME VALUE` (sets the variable for
+every rank, on every node).
 Hydra has no `--` before the program: it reports "unrecognized argument" (tried with
 Debian's mpich 4.0.2), and it reads the first word that is not one of its options as the
 program. Inside a Slurm allocation Hydra starts its proxies with srun by itself.
@@ -65,7 +66,8 @@ class MpichStarter(Starter):
                     "launcher.ssh_args: MPICH's mpiexec passes no options to ssh; "
                     "put them in ~/.ssh/config instead"
                 )
-            argv += ["-launcher", "ssh", "-launcher-exec", request.remote_shell.program]
+            shell = request.remote_shell
+            argv += ["-launcher", shell.kind, "-launcher-exec", shell.program]
         argv += binding_args(placement)
         if request.interface:
             argv += ["-iface", request.interface]

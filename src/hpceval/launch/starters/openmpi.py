@@ -77,9 +77,9 @@ class OpenMpiStarter(Starter):
                 argv += ["--mca", "plm_rsh_args", " ".join(request.remote_shell.args)]
         if request.tcp_only:
             argv += ["--mca", "btl", "self,vader,tcp"]
-        if request.interface:
-            argv += ["--mca", "btl_tcp_if_include", request.interface]
-            argv += ["--mca", "oob_tcp_if_include", request.interface]
+        if network := request.subnet or request.interface:
+            argv += ["--mca", "btl_tcp_if_include", network]
+            argv += ["--mca", "oob_tcp_if_include", network]
         if request.workdir:
             argv += ["--wdir", request.workdir]
         for key in sorted(rank_env):
