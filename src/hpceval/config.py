@@ -18,7 +18,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from hpceval.errors import ConfigError, UserError
 
@@ -115,9 +115,18 @@ class BenchmarkEntry(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
+    # The options validated by the benchmark's model when the suite was loaded (load_suite).
+    _settings: BaseModel | None = PrivateAttr(None)
 
     def options(self) -> dict[str, Any]:
+        """The options as written in the suite (what a run stores)."""
         return dict(self.model_extra or {})
+
+    def settings(self) -> BaseModel:
+        """The options typed by the benchmark's model (set by load_suite)."""
+        if self._settings is None:
+            raise RuntimeError(f"benchmark {self.name!r}: suite entry not loaded by load_suite")
+        return self._settings
 
 
 class SuiteConfig(StrictModel):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hpceval.benchmarks.base import Case
+from hpceval.benchmarks.base import Case, Tool
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
@@ -29,24 +29,12 @@ class RankSweepOptions(StrictModel):
     time_limit_s: float | None = Field(None, gt=0)
 
 
-def tool_missing_reason(program: str, package: str) -> str:
-    """The one-line reason (with its remedy) a case is skipped when `program` is missing."""
-    return f"{program} not found on PATH; install Debian package {package} (./setup.sh deps)"
-
-
-def missing_tool(programs: Iterable[str], package: str) -> str | None:
-    """`Benchmark.unavailable`'s answer: the first of `programs` not on PATH, or None."""
-    for program in programs:
-        if shutil.which(program) is None:
-            return tool_missing_reason(program, package)
-    return None
-
-
-def require_tool(program: str, package: str) -> str:
-    """The path of `program` for an execution's argv; BenchmarkFailure if it is missing."""
-    path = shutil.which(program)
+def require_tool(tool: Tool, program: str | None = None) -> str:
+    """The path of the tool's program (or `program`, its name in the suite) for an
+    execution's argv; BenchmarkFailure if it is missing."""
+    path = shutil.which(program or tool.program)
     if path is None:
-        raise BenchmarkFailure(tool_missing_reason(program, package))
+        raise BenchmarkFailure(tool.missing_reason(program))
     return path
 
 
@@ -57,8 +45,8 @@ def rank_placements(
     binding: Binding,
     platform: PlatformConfig,
 ) -> list[Placement]:
-    """Placements of `ranks` x `threads` on the platform: the explicit ranks_per_node sweep,
-    or fill nodes (the fewest nodes with an even split)."""
+    """Placements of `ranks` x `threads` on the platform: one per entry of an explicit
+    ranks_per_node sweep, or the fewest nodes that an even split fits (filling nodes)."""
     nodes_avail = platform.nodes
     cores = platform.resolved_cores_per_node()
     out = []

@@ -67,7 +67,7 @@ def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
         except UserError as e:
             raise ConfigError(str(e), source=source, field=f"{where}.name") from e
         try:
-            bench.validate_options(entry.options())
+            entry._settings = bench.parse_options(entry.options())
         except ValidationError as e:
             field, msg = validation_message(e)
             raise ConfigError(msg, source=source, field=f"{where}.{field}") from e

@@ -10,13 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import Binding, case_key, rank_placements, time_limit
+from hpceval.benchmarks.mpibench.tables import (
+    collective_tables,
+    point_to_point_tables,
+    smallest_and_best,
+)
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure
@@ -24,6 +29,9 @@ from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
 from hpceval.statistics import describe
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SOURCE = Path(__file__).with_name("mpibench.c")
 PROTOCOL_VERSION = "1.0"
@@ -133,47 +141,44 @@ def size_of(point: str) -> int:
 
 
 @register
-class Mpibench(Benchmark):
+class Mpibench(Benchmark[MpibenchOptions]):
     name = "mpibench"
     description = "MPI point-to-point, collectives and HPCC rings (IMB semantics)"
-
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        MpibenchOptions.model_validate(options)
+    Options = MpibenchOptions
 
     def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+        self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        opts = MpibenchOptions.model_validate(options)
         cases: list[Case] = []
-        for pattern in opts.patterns:
-            sizes = sizes_for(pattern, opts)
+        for pattern in options.patterns:
+            sizes = sizes_for(pattern, options)
             points = tuple(point_key(s) for s in sizes)
-            estimate = STARTUP_ESTIMATE_S + len(sizes) * (opts.warmup_s + opts.budget_s)
-            limit = time_limit(opts.time_limit_s, estimate, floor_s=60.0, factor=5)
+            estimate = STARTUP_ESTIMATE_S + len(sizes) * (options.warmup_s + options.budget_s)
+            limit = time_limit(options.time_limit_s, estimate, floor_s=60.0, factor=5)
             run_options = {
-                "target_rci": opts.target_rci,
-                "budget_s": opts.budget_s,
-                "min_samples": opts.min_samples,
-                "max_samples": opts.max_samples,
-                "warmup_s": opts.warmup_s,
-                "sample_s": opts.sample_s,
-                "seed": opts.seed,
+                "target_rci": options.target_rci,
+                "budget_s": options.budget_s,
+                "min_samples": options.min_samples,
+                "max_samples": options.max_samples,
+                "warmup_s": options.warmup_s,
+                "sample_s": options.sample_s,
+                "seed": options.seed,
             }
-            for ranks in opts.ranks:
-                for threads in opts.threads_per_rank:
+            for ranks in options.ranks:
+                for threads in options.threads_per_rank:
                     placements = rank_placements(
-                        ranks, threads, opts.ranks_per_node, opts.binding, platform
+                        ranks, threads, options.ranks_per_node, options.binding, platform
                     )
                     if (
                         pattern in PAIR_PATTERNS
                         and ranks == 2
-                        and opts.ranks_per_node is None
+                        and options.ranks_per_node is None
                         and platform.nodes >= 2
                     ):
                         # Two ranks on a cluster: measure shared memory and the network.
                         placements = [
-                            Placement(1, 2, threads, opts.binding),
-                            Placement(2, 1, threads, opts.binding),
+                            Placement(1, 2, threads, options.binding),
+                            Placement(2, 1, threads, options.binding),
                         ]
                     for placement in placements:
                         variants: list[tuple[dict[str, ParamValue], dict[str, Any]]]
@@ -271,6 +276,12 @@ class Mpibench(Benchmark):
         ends = [r for r in records if r.get("record") == "end"]
         if not ends or ends[-1].get("status") != "ok":
             raise BenchmarkFailure("mpibench output has no successful end record")
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return smallest_and_best(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return point_to_point_tables(measurements) + collective_tables(measurements)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:
