@@ -3,7 +3,9 @@
 One rank (one cell, no message) and four ranks (the multi-partition: four cells per rank,
 face exchanges, pipelined line solves; oversubscribed on a 2-core machine), one rank with two
 OpenMP threads; a build whose reference values are deliberately off by 1e-6 must fail the
-verification (the check can fail), and a non-square rank count is refused.
+verification (the check can fail), and a non-square rank count is refused. Through hpceval:
+a suite with kernel "bt" gives verified measurements, and a real result whose reference was
+altered is rejected against the official values (verification.toml).
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from typing import Any
 
 import pytest
 
-from hpceval.benchmarks.npb import HERE, NPB_CFLAGS
+from hpceval.benchmarks import Case, get_benchmark
+from hpceval.benchmarks.npb import HERE, NPB_CFLAGS, mops_formula, rank_rule_error
 from hpceval.build import compile_program
+from hpceval.errors import BenchmarkFailure
+from hpceval.model import Placement
+from hpceval.store import open_store
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
-from .conftest import requires_mpi
+from .conftest import requires_mpi, run_suite
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
@@ -127,3 +133,48 @@ def test_non_square_rank_count_is_refused(toolchain: MpiToolchain, bt: Path) -> 
     errors = [r for r in records if r["record"] == "error"]
     assert errors and "square number of ranks" in errors[0]["message"]
     assert not [r for r in records if r["record"] == "result"]
+
+
+def test_suite_runs_bt_through_hpceval(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "bt.db"))
+    try:
+        suite = (
+            'name = "npb-bt"\n[[benchmark]]\nname = "npb"\nkernels = ["bt"]\n'
+            'classes = ["S"]\nranks = [1, 4]\nthreads_per_rank = [1]\n'
+        )
+        _, ms = run_suite(tmp_path, store, suite)
+    finally:
+        store.close()
+    mops = {int(m.parameters["ranks"]): m.value for m in ms if m.metric == "mops_total"}
+    assert set(mops) == {1, 4} and all(v > 0 for v in mops.values())
+    times = {int(m.parameters["ranks"]): m.value for m in ms if m.metric == "time"}
+    assert mops[4] == pytest.approx(mops_formula("bt", "S", times[4]), rel=1e-6)
+
+
+def test_rank_rules_are_the_programs() -> None:
+    assert rank_rule_error("bt", "S", 4) is None
+    assert "square number of ranks" in (rank_rule_error("bt", "A", 8) or "")
+    # 12 points cut into 5 cells leave cells of 2 points: the program refuses it too.
+    assert "at most 16 ranks" in (rank_rule_error("bt", "S", 25) or "")
+
+
+def test_altered_reference_in_a_real_result_is_rejected(toolchain: MpiToolchain, bt: Path) -> None:
+    rc, records, output = run_bt(toolchain, bt, 1)
+    assert rc == 0, output
+    case = Case(
+        key="npb/bt/S/np=1",
+        benchmark="npb",
+        placement=Placement(nodes=1, ranks_per_node=1, threads_per_rank=1),
+        parameters={"kernel": "bt", "class": "S"},
+        points=("rep=1",),
+        time_limit_s=60.0,
+    )
+    bench = get_benchmark("npb")
+    result = only(records, "result")
+    assert bench.parse_line(json.dumps(result), case) is not None
+    # The program "verifies" against a reference that is not NPB's: hpceval refuses it.
+    wrong = json.loads(json.dumps(result))
+    wrong["verification"][0]["reference"] *= 1.001
+    wrong["verification"][0]["computed"] = wrong["verification"][0]["reference"]
+    with pytest.raises(BenchmarkFailure, match=r"reference for xcr1 .* is not the official"):
+        bench.parse_line(json.dumps(wrong), case)
