@@ -36,8 +36,7 @@ from pathlib import Path
 
 from scipy.stats import t as student_t
 
-from hpceval.benchmarks.npb import HERE, NPB_CFLAGS
-from hpceval.build import compile_program
+from hpceval.benchmarks.npb import NPB_CFLAGS, compile_npb_program
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
 NPB_SOURCE = Path("/work/ref/llnl-npb/NPB3.4/NPB3.4-MPI")
@@ -104,14 +103,11 @@ def build_official(source: Path, build_dir: Path, classes: list[str]) -> dict[st
 
 
 def build_own(toolchain: MpiToolchain, build_dir: Path) -> Path:
-    return compile_program(
-        "npb-bt",
-        [HERE / "bt.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
+    return compile_npb_program(
+        "bt",
         compiler=toolchain.mpicc,
         compiler_identity=toolchain.identity(),
-        cflags=[*NPB_CFLAGS, f"-I{HERE}"],
-        ldflags=["-lm"],
+        cflags=NPB_CFLAGS,
         cache=build_dir / "own",
     )
 

@@ -19,8 +19,12 @@ from typing import Any
 import pytest
 
 from hpceval.benchmarks import Case, get_benchmark
-from hpceval.benchmarks.npb import HERE, NPB_CFLAGS, mops_formula, rank_rule_error
-from hpceval.build import compile_program
+from hpceval.benchmarks.npb import (
+    NPB_CFLAGS,
+    compile_npb_program,
+    mops_formula,
+    rank_rule_error,
+)
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Placement
 from hpceval.store import open_store
@@ -41,14 +45,11 @@ def toolchain() -> MpiToolchain:
 
 
 def build_bt(toolchain: MpiToolchain, cache: Path, extra_flags: tuple[str, ...] = ()) -> Path:
-    return compile_program(
-        "npb-bt",
-        [HERE / "bt.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
+    return compile_npb_program(
+        "bt",
         compiler=toolchain.mpicc,
         compiler_identity=toolchain.identity(),
-        cflags=[*NPB_CFLAGS, *extra_flags, f"-I{HERE}"],
-        ldflags=["-lm"],
+        cflags=[*NPB_CFLAGS, *extra_flags],
         cache=cache,
     )
 

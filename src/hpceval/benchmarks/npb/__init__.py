@@ -199,6 +199,27 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     raise ValueError(kernel)
 
 
+def compile_npb_program(
+    kernel: str,
+    *,
+    compiler: str,
+    compiler_identity: str,
+    cflags: Sequence[str],
+    cache: Path | None = None,
+) -> Path:
+    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed."""
+    return compile_program(
+        f"npb-{kernel}",
+        [HERE / f"{kernel}.c", HERE / "npb_common.c"],
+        depends=[HERE / "npb_common.h"],
+        compiler=compiler,
+        compiler_identity=compiler_identity,
+        cflags=[*cflags, f"-I{HERE}"],
+        ldflags=["-lm"],
+        cache=cache,
+    )
+
+
 class NpbOptions(RankSweepOptions):
     kernels: list[Kernel] = Field(min_length=1)
     classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
@@ -281,17 +302,12 @@ class Npb(Benchmark):
         if is_smpi_compiler(compiler):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
-        executables = {}
-        for kernel in PROGRAMS:
-            executables[kernel] = compile_program(
-                f"npb-{kernel}",
-                [HERE / f"{kernel}.c", HERE / "npb_common.c"],
-                depends=[HERE / "npb_common.h"],
-                compiler=compiler,
-                compiler_identity=compiler_identity,
-                cflags=[*flags, f"-I{HERE}"],
-                ldflags=["-lm"],
+        executables = {
+            kernel: compile_npb_program(
+                kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
             )
+            for kernel in PROGRAMS
+        }
         return Program(executables["ep"].parent, compiler, flags, executables)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:

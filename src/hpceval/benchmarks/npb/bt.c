@@ -946,6 +946,15 @@ static size_t pack_lines(struct cell *C, int axis, int q, int blocks, double *bu
     return pos;
 }
 
+/* Lines of cell C along `axis` (the same in its neighbours along the axis). */
+static size_t lines(const struct cell *C, int axis)
+{
+    int o1, o2;
+    other_axes(axis, &o1, &o2);
+    return (size_t)(C->size[o1] - C->start[o1] - C->end[o1]) *
+           (size_t)(C->size[o2] - C->start[o2] - C->end[o2]);
+}
+
 /* The pipelined line solve along one axis over this rank's cells, one per stage. */
 static void solve_axis(int axis)
 {
@@ -955,11 +964,7 @@ static void solve_axis(int axis)
         const int first = stage == 0, last = stage == ncells - 1;
         if (!first) {
             /* C' and rhs' of the predecessor cell's last point go to our ghost point -1. */
-            int o1, o2;
-            other_axes(axis, &o1, &o2);
-            size_t count = (size_t)(C->size[o1] - C->start[o1] - C->end[o1]) *
-                    (size_t)(C->size[o2] - C->start[o2] - C->end[o2]) * 30;
-            NPB_CHECK_MPI(MPI_Recv(line_recv, (int)count, MPI_DOUBLE, predecessor[axis],
+            NPB_CHECK_MPI(MPI_Recv(line_recv, (int)(lines(C, axis) * 30), MPI_DOUBLE, predecessor[axis],
                                    TAG_FORWARD + 100 * axis + stage - 1, MPI_COMM_WORLD,
                                    MPI_STATUS_IGNORE));
             pack_lines(C, axis, -1, 1, line_recv, 1);
@@ -977,11 +982,7 @@ static void solve_axis(int axis)
         const int first = stage == 0, last = stage == ncells - 1;
         if (!last) {
             /* The successor cell's first solution values go to our ghost point size. */
-            int o1, o2;
-            other_axes(axis, &o1, &o2);
-            size_t count = (size_t)(C->size[o1] - C->start[o1] - C->end[o1]) *
-                           (size_t)(C->size[o2] - C->start[o2] - C->end[o2]) * 5;
-            NPB_CHECK_MPI(MPI_Recv(line_recv, (int)count, MPI_DOUBLE, successor[axis],
+            NPB_CHECK_MPI(MPI_Recv(line_recv, (int)(lines(C, axis) * 5), MPI_DOUBLE, successor[axis],
                                    TAG_BACKWARD + 100 * axis + stage + 1, MPI_COMM_WORLD,
                                    MPI_STATUS_IGNORE));
             pack_lines(C, axis, C->size[axis], 0, line_recv, 1);
