@@ -13,7 +13,9 @@ ratios own/official with a 95 % t-interval on the log ratios, the coefficient of
 each side (how noisy the machine was), and the peak resident memory of the largest process
 (GNU time's %M over mpirun and its ranks, i.e. the biggest rank). BT needs a square rank
 count (1, 4, 9...): the pairs are np 1 and 4, 4 oversubscribing a 2-core machine.
-Optionally the time of class C at --class-c-ranks ranks, once per program.
+Optionally the time of class C at --class-c-ranks ranks, once per program. `--summarize LOG`
+prints the summary again from the run lines of a log (of an interrupted run too: the rounds
+in which both programs ran).
 
 Usage: .venv/bin/python bench/npb_bt_vs_official.py [--classes A,B] [--ranks 1,4]
            [--rounds 3] [--class-c-ranks 4] [--build-dir /work/ref/build-npb-bt/bench]
@@ -169,6 +171,51 @@ def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
 
 
+Runs = dict[tuple[str, int], list[RunResult]]
+
+
+def print_summary(own_runs: Runs, off_runs: Runs) -> None:
+    """One row per (class, ranks) over the rounds in which both programs ran."""
+    print()
+    print(
+        "class ranks rounds  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95          own_CV  off_CV"
+        "  own_MiB  off_MiB"
+    )
+    for key in own_runs:
+        mine, theirs = own_runs[key], off_runs.get(key, [])
+        rounds = min(len(mine), len(theirs))
+        if rounds == 0:
+            continue
+        mine, theirs = mine[:rounds], theirs[:rounds]
+        ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
+        low, high = log_ratio_interval(ratios)
+        print(
+            f"{key[0]:>5} {key[1]:>5} {rounds:>6} {statistics.median(r.mops for r in mine):>10.1f} "
+            f"{statistics.median(r.mops for r in theirs):>10.1f} "
+            f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
+            f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
+            f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
+            f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f}",
+            flush=True,
+        )
+
+
+RUN_LINE = re.compile(
+    r"^\s*(\d+)\s+([SWABCD])\s+(\d+)\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"
+)
+
+
+def summarize_log(text: str) -> None:
+    """The summary of the run lines this script printed (e.g. of an interrupted run)."""
+    runs: dict[str, Runs] = {"own": {}, "official": {}}
+    for line in text.splitlines():
+        if match := RUN_LINE.match(line):
+            _, class_name, ranks, which, time_s, mops, rss, load = match.groups()
+            result = RunResult(float(time_s), float(mops), float(rss), float(load))
+            runs[which].setdefault((class_name, int(ranks)), []).append(result)
+    print_summary(runs["own"], runs["official"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--classes", default="A,B")
@@ -177,7 +224,13 @@ def main() -> int:
     parser.add_argument("--class-c-ranks", type=int, default=0, help="0: skip class C")
     parser.add_argument("--npb-source", type=Path, default=NPB_SOURCE)
     parser.add_argument("--build-dir", type=Path, default=Path("/work/ref/build-npb-bt/bench"))
+    parser.add_argument(
+        "--summarize", type=Path, help="only print the summary of a log of this script"
+    )
     opts = parser.parse_args()
+    if opts.summarize:
+        summarize_log(opts.summarize.read_text())
+        return 0
     classes = opts.classes.split(",")
     ranks = [int(r) for r in opts.ranks.split(",")]
     for r in [*ranks, opts.class_c_ranks or 1]:
@@ -213,24 +266,7 @@ def main() -> int:
                         f"{res.mops:>9.1f} {res.peak_rss_mib:>9.1f} {res.load:>6.2f}",
                         flush=True,
                     )
-        print()
-        print(
-            "class ranks  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95        own_CV  off_CV"
-            "  own_MiB  off_MiB"
-        )
-        for key in pairs:
-            mine, theirs = own_runs[key], off_runs[key]
-            ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
-            low, high = log_ratio_interval(ratios)
-            print(
-                f"{key[0]:>5} {key[1]:>5} {statistics.median(r.mops for r in mine):>10.1f} "
-                f"{statistics.median(r.mops for r in theirs):>10.1f} "
-                f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
-                f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
-                f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
-                f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f}",
-                flush=True,
-            )
+        print_summary(own_runs, off_runs)
         if opts.class_c_ranks:
             n = opts.class_c_ranks
             mine_c = run_own(toolchain, own, "C", n, work)
