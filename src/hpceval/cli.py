@@ -18,6 +18,7 @@ from rich.table import Table
 
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
+from hpceval.cli_cluster import cluster_app
 from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
@@ -144,17 +145,10 @@ def show(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
+    """Show a run's results: its machine, then each benchmark's tables."""
     from hpceval.cli_run import is_alive
     from hpceval.provenance import summarize
-    from hpceval.show import (
-        application_tables,
-        collective_tables,
-        fio_tables,
-        hpcc_tables,
-        npb_tables,
-        point_to_point_tables,
-    )
+    from hpceval.show import measurement_tables
     from hpceval.store import open_store
 
     store = open_store(db, create=False)
@@ -172,8 +166,7 @@ def show(
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
-    tables = point_to_point_tables(ms) + collective_tables(ms) + npb_tables(ms)
-    for table in tables + fio_tables(ms) + hpcc_tables(ms) + application_tables(ms):
+    for table in measurement_tables(ms):
         out.print(table)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
@@ -316,6 +309,7 @@ def import_npb_command(
 
 
 app.add_typer(db_app, name="db")
+app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
 register_simulate_commands(app, out)
 register_report_command(app, out)

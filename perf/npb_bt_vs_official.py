@@ -17,7 +17,7 @@ Optionally the time of class C at --class-c-ranks ranks, once per program. `--su
 prints the summary again from the run lines of a log (of an interrupted run too: the rounds
 in which both programs ran).
 
-Usage: .venv/bin/python bench/npb_bt_vs_official.py [--classes A,B] [--ranks 1,4]
+Usage: .venv/bin/python perf/npb_bt_vs_official.py [--classes A,B] [--ranks 1,4]
            [--rounds 3] [--class-c-ranks 4] [--build-dir /work/ref/build-npb-bt/bench]
 """
 
