@@ -14,13 +14,61 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from hpceval.errors import ConfigError, UserError
 
 BINDINGS = ("core", "socket", "numa", "hwthread", "none")
+
+
+# --------------------------------------------------------------------------- argument strings
+# Strings of these files become arguments of mpirun, ssh, sbatch, fio...: one that starts
+# with "-" would be read as an option (`-oProxyCommand=...` runs a command), one with a
+# newline would add a line to a hostfile or a job script.
+
+_HOST_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_.:%@-]*")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _argument(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    if value.startswith("-"):
+        raise ValueError(f"{value!r} starts with '-' and would be read as an option")
+    if any(c in value for c in "\0\n\r"):
+        raise ValueError(f"{value!r} holds a line break or a NUL")
+    return value
+
+
+def _host_name(value: str) -> str:
+    # Names, IPv4/IPv6 addresses (with a %zone), user@host; nothing a shell or ssh reads.
+    if len(value) > 253 or not _HOST_RE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a host name (letters, digits, '.', '-', '_', ':', '@'; "
+            "not starting with '-')"
+        )
+    return value
+
+
+def _env_names(env: dict[str, str]) -> dict[str, str]:
+    for key in env:
+        if not _ENV_NAME_RE.fullmatch(key):
+            raise ValueError(f"{key!r} is not an environment variable name")
+    return env
+
+
+# A string that becomes one argument of a command (a program, a path, a name).
+Argument = Annotated[str, AfterValidator(_argument)]
+HostName = Annotated[str, AfterValidator(_host_name)]
 
 
 class StrictModel(BaseModel):
@@ -37,10 +85,11 @@ class LauncherConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     kind: str = "local"
-    mpirun: str = "mpirun"
-    mpicc: str = "mpicc"
+    mpirun: Argument = "mpirun"
+    mpicc: Argument = "mpicc"
+    # Options for mpirun/srun on purpose: they are given as they are.
     extra_args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: Annotated[dict[str, str], AfterValidator(_env_names)] = Field(default_factory=dict)
     # Allow more ranks on a node than it has cores (needed for 4 ranks on a 2-core machine).
     oversubscribe: bool = True
 
@@ -73,7 +122,7 @@ class PlatformConfig(StrictModel):
     description: str = ""
     launcher: LauncherConfig = LauncherConfig()
     nodes: int = Field(1, ge=1)
-    hosts: list[str] = Field(default_factory=list)
+    hosts: list[HostName] = Field(default_factory=list)
     # "auto": the cores of this machine (only meaningful for the local launcher).
     cores_per_node: int | Literal["auto"] = "auto"
     sockets_per_node: int | None = Field(None, ge=1)

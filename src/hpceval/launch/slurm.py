@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig
+from hpceval.config import Argument, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.execute import STDERR_TAIL_LINES, Executor, Running, StartFailed
 from hpceval.launch import register
@@ -111,7 +111,7 @@ _ROUTINE_STDERR = re.compile(
     r'|^Try "\S+ --help"'
     r"|^[-=*]+$"
 )
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:+@-]+$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:+@][A-Za-z0-9_.:+@-]*$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
@@ -168,8 +168,8 @@ class SlurmOptions(BaseModel):
     starter: Literal["srun", "mpirun"] = "srun"
     srun_mpi: str = "pmix"  # srun --mpi plugin (see `srun --mpi=list`)
     poll_s: float = Field(1.0, gt=0, le=60)  # scontrol polling interval
-    job_dir: str | None = None  # scripts and output; default <cache>/slurm-jobs (shared FS!)
-    slurm_conf: str | None = None  # SLURM_CONF for the Slurm commands; default: the usual one
+    job_dir: Argument | None = None  # scripts and output; default <cache>/slurm-jobs (shared FS!)
+    slurm_conf: Argument | None = None  # SLURM_CONF for the Slurm commands; default: the usual one
     job_name: str = "hpceval"
 
     @field_validator("partition", "account", "qos", "srun_mpi", "job_name")

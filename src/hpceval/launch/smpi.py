@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from hpceval.config import StrictModel
+from hpceval.config import Argument, StrictModel
 from hpceval.errors import UserError
 from hpceval.launch import register
 from hpceval.launch.base import Command, Launcher, thread_environment
@@ -33,8 +33,8 @@ from hpceval.simulate.platform import hostfile_lines
 
 
 class SmpiOptions(StrictModel):
-    platform_file: str = Field(min_length=1)
-    workdir: str = Field(min_length=1)
+    platform_file: Argument
+    workdir: Argument
     cfg: dict[str, str] = Field(default_factory=dict)
 
 

@@ -51,7 +51,7 @@ from hpceval.benchmarks.hpcc.parse import (
     process_grid,
 )
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
 
@@ -76,7 +76,7 @@ class HpccOptions(StrictModel):
     n: int | None = Field(None, ge=100)  # explicit problem size (instead of memory_fraction)
     nb: int = Field(80, ge=1, le=1024)
     repeat: int = Field(1, ge=1, le=100)
-    workdir: str | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
+    workdir: Argument | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
     time_limit_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
