@@ -12,7 +12,7 @@ from hpceval.config import PlatformConfig, load_platform, load_suite
 from hpceval.errors import ConfigError
 from hpceval.launch import MpiRuntime, get_launcher_class
 
-from .conftest import write
+from .conftest import requires_mpi, write
 from .test_cli import hpceval, one_line_error
 
 # --------------------------------------------------------------------------- option injection
@@ -93,3 +93,33 @@ def test_option_like_suite_strings_are_refused(tmp_path: Path, body: str, field:
     path = write(tmp_path / "s.toml", 'name = "s"\n[[benchmark]]\n' + body)
     with pytest.raises(ConfigError, match=re.escape(f"s.toml: {field}: ")):
         load_suite(str(path))
+
+
+# --------------------------------------------------------------------------- rich markup
+
+MARKUP_NAME = "rich[/bad] [bold red]x[/bold red]"
+
+
+@requires_mpi
+def test_markup_in_names_is_printed_as_it_is(tmp_path: Path) -> None:
+    platform = write(
+        tmp_path / "markup.toml", f'name = "{MARKUP_NAME}"\ndescription = "[/oops]"\n'
+    )
+    suite = write(
+        tmp_path / "suite.toml",
+        'name = "[/s]"\n[[benchmark]]\nname = "mpibench"\npatterns = ["pingpong"]\n'
+        "sizes = [8]\nranks = [2]\nbudget_s = 0.02\nwarmup_s = 0.01\nmin_samples = 3\n",
+    )
+    db = str(tmp_path / "r.db")
+    done = hpceval("run", "-p", str(platform), "-s", str(suite), "--db", db, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    for command in (["runs"], ["show"], ["show", "--run", "1"]):
+        listed = hpceval(*command, "--db", db, cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        assert MARKUP_NAME in listed.stdout and "[/s]" in listed.stdout
+
+
+def test_markup_in_an_error_message_is_printed_as_it_is(tmp_path: Path) -> None:
+    line = one_line_error(hpceval("run", "-p", "[/bad]x.toml", cwd=tmp_path))
+    assert "[/bad]x.toml: no such platform file" in line

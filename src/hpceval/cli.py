@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Annotated, NoReturn, cast
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
@@ -37,7 +36,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-out = Console(soft_wrap=True)
+out = console()
 
 
 
@@ -101,8 +100,8 @@ def run(
     except Interrupted as e:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         err.print(
-            f"[yellow]run {run_id} {e}; completed points are stored. "
-            "Continue with: hpceval run --resume[/]"
+            f"run {run_id} {e}; completed points are stored. Continue with: hpceval run --resume",
+            style="yellow",
         )
         raise typer.Exit(128 + e.signum) from None
     except StoreUnavailable as e:
@@ -125,10 +124,10 @@ def run(
     for outcome in result.skipped:
         # Skipped is not a failure (exit status 0), but never a silent gap either.
         err.print(
-            f"[yellow]skipped: {case_label(outcome.case)}: {outcome.error}[/]", highlight=False
+            f"skipped: {case_label(outcome.case)}: {outcome.error}", style="yellow", highlight=False
         )
     if result.skipped:
-        err.print("[yellow]after installing what is missing: hpceval run --resume[/]")
+        err.print("after installing what is missing: hpceval run --resume", style="yellow")
     if result.failed:
         raise typer.Exit(1)
 
@@ -178,7 +177,7 @@ def show(
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
         colour = "yellow" if e.status == "skipped" else "red"
-        out.print(f"[{colour}]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
+        out.print(f"{e.status}: {e.case_key}: {e.error}", style=colour, highlight=False)
 
 
 @app.command()
@@ -310,7 +309,7 @@ def import_npb_command(
         highlight=False,
     )
     for e in failed:
-        out.print(f"[red]{e.argv[-1]}: {e.error}[/]", highlight=False)
+        out.print(f"{e.argv[-1]}: {e.error}", style="red", highlight=False)
     if failed:
         raise typer.Exit(1)
 

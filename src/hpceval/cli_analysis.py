@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.errors import UserError
 
 TOP_DEFAULT: Final = 10
@@ -28,7 +28,7 @@ _WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
 class _Consoles:
     """Where the commands print: the main app's console (set on registration)."""
 
-    out: Console = Console(soft_wrap=True)
+    out: Console = console()
     err: Console = err
 
 

@@ -9,10 +9,24 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from hpceval.errors import UserError
 
-err = Console(stderr=True, soft_wrap=True)
+
+def console(*, stderr: bool = False) -> Console:
+    """A console that prints every string as it is: names, case keys, hosts and errors come
+    from users and benchmarks, and `[/x]` in one must not be read as markup (nor crash).
+    Colour is given with `style=` or rich.text.Text, never inside a string."""
+    return Console(stderr=stderr, soft_wrap=True, markup=False)
+
+
+err = console(stderr=True)
+
+
+def status_text(status: str) -> Text:
+    """An execution status for a table cell: ok in green, anything else in red."""
+    return Text(status, "green" if status == "ok" else "red")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,7 +50,7 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except UserError as e:
-            err.print(f"[bold red]hpceval: error:[/] {e}", highlight=False, soft_wrap=True)
+            err.print(Text.assemble(("hpceval: error:", "bold red"), f" {e}"), highlight=False)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
