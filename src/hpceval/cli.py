@@ -72,6 +72,8 @@ def run(
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
 
+    # None until the run is recorded: an error before that has no run to mark.
+    run_id: int | None = None
     if resume:
         store = open_store(db, create=False)
         run_id, prepared = prepare_resume(store)
@@ -98,13 +100,19 @@ def run(
                 run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
-        store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        if run_id is None:
+            err.print(f"{e} before the run was recorded; nothing was measured", style="yellow")
+            raise typer.Exit(128 + e.signum) from None
+        with contextlib.suppress(StoreUnavailable):
+            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         err.print(
             f"run {run_id} {e}; completed points are stored. Continue with: hpceval run --resume",
             style="yellow",
         )
         raise typer.Exit(128 + e.signum) from None
     except StoreUnavailable as e:
+        if run_id is None:  # the run could not even be recorded: nothing to resume
+            raise
         # Best effort: the database is most likely still gone; then the next command finds
         # this process dead and marks the run interrupted.
         with contextlib.suppress(StoreUnavailable):
@@ -156,7 +164,7 @@ def show(
     )
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     row = store.run(run_id) if run_id is not None else store.latest_run()
     if row is None:
@@ -188,7 +196,7 @@ def runs(db: DbOption = None) -> None:
     from hpceval.show import runs_table
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     out.print(
         runs_table(

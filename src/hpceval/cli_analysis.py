@@ -98,7 +98,7 @@ def _load(
     from hpceval.analysis.frame import load_frame
     from hpceval.store import open_store
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         frame = load_frame(store, benchmark=benchmark, metric=metric, cache=cache)
         url = store.url
     if frame.empty:
@@ -173,7 +173,7 @@ def _prices(db: str | None, catalog_name: str | None, instances: Sequence[str] |
         mapping[platform.strip()] = entry.strip()
     if mapping and catalog_name is None:
         raise UserError("--instance needs a --catalog to take the entries from")
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         prices: dict[str, list[HourlyPrice]] = {
             p: [hp] for p, hp in prices_from_store(store).items()
         }

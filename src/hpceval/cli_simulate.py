@@ -325,7 +325,7 @@ def calibrations_command(
     """The stored SMPI calibrations, or one with its residuals per size."""
     from hpceval.store import open_store
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if calibration_id is not None:
             row = store.calibration(calibration_id)
             _Consoles.out.print(calibration_table(row))

@@ -73,7 +73,7 @@ HostName = Annotated[str, AfterValidator(_host_name)]
 
 class StrictModel(BaseModel):
     # Unknown keys are errors: a typo in a suite must not silently fall back to a default.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- platforms
@@ -83,7 +83,7 @@ class LauncherConfig(BaseModel):
     """The common launcher settings; each launcher kind validates its own extra keys
     (`Launcher.options_model`), so a typo is an error naming `launcher.<key>`."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
     kind: str = "local"
     mpirun: Argument = "mpirun"
     mpicc: Argument = "mpicc"
@@ -156,7 +156,7 @@ class PlatformConfig(StrictModel):
 class BenchmarkEntry(BaseModel):
     """One `[[benchmark]]` table: `name` picks the benchmark, which validates the rest."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
     name: str
 
     def options(self) -> dict[str, Any]:
@@ -209,6 +209,8 @@ def validation_message(err: ValidationError) -> tuple[str, str]:
         msg = "unknown field"
     elif first["type"] == "missing":
         msg = "required field is missing"
+    elif first["type"] == "finite_number":
+        msg = f"{first['input']!r} is not a number (nan and inf are refused)"
     more = len(err.errors()) - 1
     if more:
         msg += f" (and {more} more error{'s' if more > 1 else ''})"
@@ -220,6 +222,11 @@ def read_toml(path: Path, source: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read: {e.strerror}", source=source) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"not a UTF-8 text file (byte {e.object[e.start]:#04x} at offset {e.start})",
+            source=source,
+        ) from e
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

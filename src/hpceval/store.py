@@ -58,6 +58,7 @@ from hpceval.model import (
     Statistics,
     Status,
 )
+from hpceval.readonly import read_only_reason, read_only_url
 from hpceval.workers import fork_workers
 
 SCHEMA_VERSION: Final = 3
@@ -648,6 +649,7 @@ def open_store(
     url_or_path: str | None = None,
     *,
     create: bool = True,
+    read_only: bool = False,
     clock: Callable[[], float] = time.time,
 ) -> Store:
     """Open (and, if empty and `create`, initialise) the results database.
@@ -655,6 +657,9 @@ def open_store(
     None means hpceval.db in the current directory; a plain path is an SQLite file.
     With `create=False` a missing SQLite file or an empty database is a UserError (for
     commands that only read, so that a typo does not leave an empty database behind).
+    `read_only` (commands that only read): an SQLite file that cannot be written (read-only
+    file system, no write permission) is opened read-only, and can still be read. A file that
+    can be written is opened as usual: SQLite then removes its write-ahead log on closing.
     """
     url = database_url(url_or_path)
     shown = shown_url(url)
@@ -667,6 +672,8 @@ def open_store(
             raise UserError("no such results database", source=source)
         if not path.parent.is_dir():
             raise UserError(f"directory {path.parent} does not exist", source=source)
+        if read_only and path.exists() and read_only_reason(path):
+            url = read_only_url(path)
     try:
         engine = _create_engine(url)
     except ImportError:
@@ -677,12 +684,16 @@ def open_store(
         upgraded_from = _prepare_schema(engine, shown, create=create, clock=clock)
     except sa.exc.DBAPIError as exc:
         engine.dispose()
-        raise UserError(_first_line(exc.orig or exc), source=source) from None
+        cause = _first_line(exc.orig or exc)
+        if is_sqlite and url.database and (why := read_only_reason(Path(source))):
+            cause = f"read-only: {why} ({cause}); commands that only read it work"
+        raise UserError(cause, source=source) from None
     except BaseException:
         engine.dispose()
         raise
     store = Store(engine, shown, clock=clock)
     store.upgraded_from = upgraded_from
+    store.read_only = _read_only(engine)
     return store
 
 
@@ -696,6 +707,7 @@ class Store:
         self.url = url
         # The schema version this database had before open_store migrated it (None: it did not).
         self.upgraded_from: int | None = None
+        self.read_only = False  # an SQLite file opened read-only: writes fail
         self._engine = engine
         self._writer = _writer(engine)
         self._clock = clock
@@ -964,6 +976,8 @@ class Store:
         run's last sign of life (its latest execution or measurement), not the time it was found.
         Returns the ids of the runs marked.
         """
+        if self.read_only:
+            return []
         with self._engine.connect() as conn:
             candidates = conn.execute(
                 sa.select(runs.c.id, runs.c.pid).where(
@@ -2177,6 +2191,11 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
+def _read_only(engine: Engine) -> bool:
+    """An SQLite engine opened with mode=ro: setting WAL mode would be a write."""
+    return engine.url.query.get("mode") == "ro"
+
+
 def _writer(engine: Engine) -> Engine:
     """`engine` (same pool) for write transactions: on SQLite they lock at BEGIN."""
     return engine.execution_options(**{_SQLITE_BEGIN_OPTION: "IMMEDIATE"})
@@ -2207,7 +2226,8 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            if not _read_only(engine):
+                cursor.execute("PRAGMA journal_mode = WAL")
         finally:
             cursor.close()
 

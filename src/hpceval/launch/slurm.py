@@ -157,7 +157,7 @@ def format_minutes(seconds: int | None) -> str:
 class SlurmOptions(BaseModel):
     """The slurm launcher's own keys in the platform's [launcher] table."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     partition: str | None = None  # default: the cluster's default partition
     account: str | None = None
     qos: str | None = None
