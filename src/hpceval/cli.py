@@ -72,11 +72,12 @@ def run(
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
 
-    # None until the run is recorded: an error before that has no run to mark.
-    run_id: int | None = None
+    # The run once it is in the database: an error before that has no run to mark.
+    recorded: int | None = None
     if resume:
         store = open_store(db, create=False)
         run_id, prepared = prepare_resume(store)
+        recorded = run_id
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
@@ -98,25 +99,26 @@ def run(
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
                 run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                recorded = run_id
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
-        if run_id is None:
+        if recorded is None:
             err.print(f"{e} before the run was recorded; nothing was measured", style="yellow")
             raise typer.Exit(128 + e.signum) from None
         with contextlib.suppress(StoreUnavailable):
-            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         err.print(
-            f"run {run_id} {e}; completed points are stored. Continue with: hpceval run --resume",
+            f"run {recorded} {e}; completed points are stored. Continue with: hpceval run --resume",
             style="yellow",
         )
         raise typer.Exit(128 + e.signum) from None
     except StoreUnavailable as e:
-        if run_id is None:  # the run could not even be recorded: nothing to resume
+        if recorded is None:  # the run could not even be recorded: nothing to resume
             raise
         # Best effort: the database is most likely still gone; then the next command finds
         # this process dead and marks the run interrupted.
         with contextlib.suppress(StoreUnavailable):
-            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         raise UserError(
             f"{e}; when it is back, continue with: hpceval run --resume --db {store.url}"
         ) from None
