@@ -123,3 +123,41 @@ def test_markup_in_names_is_printed_as_it_is(tmp_path: Path) -> None:
 def test_markup_in_an_error_message_is_printed_as_it_is(tmp_path: Path) -> None:
     line = one_line_error(hpceval("run", "-p", "[/bad]x.toml", cwd=tmp_path))
     assert "[/bad]x.toml: no such platform file" in line
+
+
+# --------------------------------------------------------------------------- rank counts
+
+
+def plan(tmp_path: Path, ranks: int, platform_body: str) -> list[object]:
+    from hpceval.campaign import plan_cases
+
+    platform = write(tmp_path / "p.toml", 'name = "p"\ncores_per_node = 2\n' + platform_body)
+    suite = write(
+        tmp_path / "s.toml",
+        f'name = "s"\n[[benchmark]]\nname = "mpibench"\npatterns = ["barrier"]\n'
+        f"ranks = [{ranks}]\n",
+    )
+    return list(plan_cases(load_suite(str(suite)), load_platform(str(platform)).config))
+
+
+def test_a_hundred_thousand_ranks_on_two_cores_start_nothing(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "s.toml",
+        'name = "s"\n[[benchmark]]\nname = "mpibench"\npatterns = ["barrier"]\n'
+        "ranks = [100000]\n",
+    )
+    line = one_line_error(hpceval("run", "-s", str(suite), cwd=tmp_path))
+    assert "s.toml: benchmark[0]: placement 1x100000x1 needs 100000 cores" in line
+    assert "launcher.max_ranks_per_core" in line
+    assert not (tmp_path / "hpceval.db").exists()
+
+
+def test_oversubscription_is_bounded_by_the_platform(tmp_path: Path) -> None:
+    assert plan(tmp_path, 16, "[launcher]\noversubscribe = true\n")  # 8 per core: the default
+    with pytest.raises(ConfigError, match=r"s.toml: benchmark\[0\]: placement 1x17x1 needs 17"):
+        plan(tmp_path, 17, "[launcher]\noversubscribe = true\n")
+    assert plan(tmp_path, 64, "[launcher]\nmax_ranks_per_core = 32\n")
+    with pytest.raises(ConfigError, match="and oversubscribe = false"):
+        plan(tmp_path, 3, "[launcher]\noversubscribe = false\n")
+    with pytest.raises(ConfigError, match=r"p.toml: launcher.max_ranks_per_core: "):
+        plan(tmp_path, 2, "[launcher]\nmax_ranks_per_core = 100000\n")

@@ -43,6 +43,8 @@ def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Cas
         except UserError as e:
             raise ConfigError(str(e), source=suite.source, field=f"benchmark[{i}]") from e
         for case in entry_cases:
+            if problem := platform.placement_problem(case.placement):
+                raise ConfigError(problem, source=suite.source, field=f"benchmark[{i}]")
             case = replace(case, entry_options=entry.options())
             if case.key in seen:
                 raise ConfigError(

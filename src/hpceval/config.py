@@ -26,8 +26,11 @@ from pydantic import (
 )
 
 from hpceval.errors import ConfigError, UserError
+from hpceval.model import Placement
 
 BINDINGS = ("core", "socket", "numa", "hwthread", "none")
+# The most ranks x threads per core a platform may allow when it oversubscribes.
+MAX_RANKS_PER_CORE = 64
 
 
 # --------------------------------------------------------------------------- argument strings
@@ -92,6 +95,9 @@ class LauncherConfig(BaseModel):
     env: Annotated[dict[str, str], AfterValidator(_env_names)] = Field(default_factory=dict)
     # Allow more ranks on a node than it has cores (needed for 4 ranks on a 2-core machine).
     oversubscribe: bool = True
+    # ...but no more than this many (ranks x threads) per core: `ranks = [100000]` on two
+    # cores is a typo, not a measurement. Raised explicitly, up to a ceiling.
+    max_ranks_per_core: int = Field(8, ge=1, le=MAX_RANKS_PER_CORE)
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -148,6 +154,29 @@ class PlatformConfig(StrictModel):
         if self.cores_per_node == "auto":
             return os.cpu_count() or 1
         return self.cores_per_node
+
+    def placement_problem(self, placement: Placement) -> str | None:
+        """Why this platform cannot hold `placement` (None if it can)."""
+        if placement.nodes > self.nodes:
+            return (
+                f"placement {placement.label()} needs {placement.nodes} nodes but platform "
+                f"{self.name!r} has {self.nodes}"
+            )
+        cores = self.resolved_cores_per_node()
+        used = placement.ranks_per_node * placement.threads_per_rank
+        if used > cores and not self.launcher.oversubscribe:
+            return (
+                f"placement {placement.label()} needs {used} cores per node but platform "
+                f"{self.name!r} has {cores} and oversubscribe = false"
+            )
+        per_core = self.launcher.max_ranks_per_core
+        if used > cores * per_core:
+            return (
+                f"placement {placement.label()} needs {used} cores per node but platform "
+                f"{self.name!r} has {cores} and allows {per_core} ranks x threads per core "
+                f"(launcher.max_ranks_per_core, at most {MAX_RANKS_PER_CORE})"
+            )
+        return None
 
 
 # --------------------------------------------------------------------------- suites
