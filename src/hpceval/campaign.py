@@ -134,6 +134,12 @@ class SilentReporter:
 # --------------------------------------------------------------------------- execution
 
 
+def unreadable_output(error: Exception) -> str:
+    """The reason of an execution whose output a parser could not turn into numbers (a
+    parser should raise BenchmarkFailure; this keeps one that does not from ending the run)."""
+    return f"unreadable output: {type(error).__name__}: {error}"
+
+
 class Interrupted(Exception):
     """The campaign was stopped by a signal; the run is resumable."""
 
@@ -340,6 +346,8 @@ class Campaign:
                 bench.verify(stdout, effective, points)
             except BenchmarkFailure as e:
                 status, error = ExecutionStatus.FAILED, str(e)
+            except (ValueError, ArithmeticError) as e:
+                status, error = ExecutionStatus.FAILED, unreadable_output(e)
             else:
                 # Stored only once the whole output passed its checks.
                 for parsed in collected:
@@ -425,6 +433,8 @@ class Campaign:
                 done += 1
         except BenchmarkFailure as e:
             status, error = ExecutionStatus.FAILED, str(e)
+        except (ValueError, ArithmeticError) as e:
+            status, error = ExecutionStatus.FAILED, unreadable_output(e)
         finally:
             # Output ended: give the program the grace period to exit by itself.
             exit_code = running.wait(timeout=KILL_GRACE_S) if status is ExecutionStatus.OK else None
