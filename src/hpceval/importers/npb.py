@@ -26,6 +26,7 @@ from typing import Any, Final
 import hpceval
 from hpceval.benchmarks.common import single_run_measurements
 from hpceval.errors import UserError
+from hpceval.importers.npb_checks import implausible
 from hpceval.model import (
     Environment,
     ExecutionRecord,
@@ -265,7 +266,7 @@ def parse_npb_output(text: str, source: str) -> NpbReport:
         if version_match:
             values["version"] = version_match.group(1)
     body = lines[(0 if header_index is None else header_index + 1) : banner]
-    return NpbReport(
+    report = NpbReport(
         source=source,
         benchmark=benchmark,
         header=header,
@@ -275,6 +276,9 @@ def parse_npb_output(text: str, source: str) -> NpbReport:
         other_fields=others,
         **values,
     )
+    if problem := implausible(report):
+        raise NpbOutputError(problem, source=source)
+    return report
 
 
 def _no_summary(lines: Sequence[str], source: str) -> NpbOutputError:
