@@ -62,8 +62,10 @@ def test_an_impossible_import_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_every_real_output_is_plausible() -> None:
-    complete = [p for p in (DATA / "npb-official").glob("*.txt")
-                if "error" not in p.name and "segv" not in p.name and "-ua." not in p.name]  # fmt: skip
+    unusable = ("error", "segv", "-ua.")  # cut short, or a benchmark hpceval does not import
+    complete = [
+        p for p in (DATA / "npb-official").glob("*.txt") if not any(u in p.name for u in unusable)
+    ]
     assert len(complete) >= 10
     for path in complete:
         parse_npb_output(path.read_text(errors="replace"), path.name)
