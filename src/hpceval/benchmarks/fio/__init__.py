@@ -41,6 +41,7 @@ from hpceval.benchmarks.fio.parse import FioFigures, parse_fio_json
 from hpceval.config import Argument, PlatformConfig, StrictModel, parse_size
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.scratch import make_scratch
 from hpceval.units import IOPS, MEBIBYTE_PER_SECOND, MICROSECOND
 
 Workload = Literal["seqread", "seqwrite", "randread", "randwrite"]
@@ -396,7 +397,7 @@ class Fio(Benchmark):
         try:
             needed = int(case.parameters["size"]) * int(case.parameters["numjobs"])
             check_directory(directory, needed)
-            scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=directory))
+            scratch = make_scratch(directory, SCRATCH_PREFIX)
         except (UserError, OSError) as e:
             raise BenchmarkFailure(str(e)) from None
         try:

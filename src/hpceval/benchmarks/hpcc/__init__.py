@@ -24,7 +24,6 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
@@ -54,6 +53,7 @@ from hpceval.build import cache_root
 from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
+from hpceval.scratch import make_scratch
 
 INPUT_FILE = "hpccinf.txt"
 OUTPUT_FILE = "hpccoutf.txt"
@@ -213,7 +213,7 @@ class Hpcc(Benchmark):
         root = Path(str(case.options["workdir"]))
         try:
             root.mkdir(parents=True, exist_ok=True)
-            rundir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=root))
+            rundir = make_scratch(root, WORKDIR_PREFIX)
             text = hpccinf_text(
                 case.placement.ranks, int(case.parameters["n"]), int(case.parameters["nb"])
             )
