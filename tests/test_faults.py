@@ -101,7 +101,7 @@ def test_an_immutable_database_is_one_line_and_exit_2(
         proc = hpceval("run", "-s", "smoke", "--db", str(db), cwd=tmp_path)
         no_traceback(proc)
         line = one_line_error(proc)
-        assert "readonly database" in line
+        assert "read-only: the file is immutable (chattr +i)" in line
         # Reading it still works.
         listed = hpceval("runs", "--db", str(db), cwd=tmp_path)
         assert listed.returncode == 0, listed.stderr

@@ -255,7 +255,7 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
         current[key.strip()] = value.strip()
     first = processors[0] if processors else {}
     packages = {p["physical id"] for p in processors if "physical id" in p}
-    cores = {(p["physical id"], p["core id"]) for p in processors if "core id" in p}
+    cores = {(p.get("physical id", ""), p["core id"]) for p in processors if "core id" in p}
     flags_line = first.get("flags", first.get("Features"))
     flags: dict[str, bool | None]
     if flags_line is None:

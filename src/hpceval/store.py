@@ -672,8 +672,11 @@ def open_store(
             raise UserError("no such results database", source=source)
         if not path.parent.is_dir():
             raise UserError(f"directory {path.parent} does not exist", source=source)
-        if read_only and path.exists() and read_only_reason(path):
+        why = read_only_reason(path) if path.exists() else None
+        if why and read_only:
             url = read_only_url(path)
+        elif why:  # refused before SQLite creates its log beside the file
+            raise UserError(f"read-only: {why}; commands that only read it work", source=source)
     try:
         engine = _create_engine(url)
     except ImportError:
