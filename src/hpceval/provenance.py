@@ -330,7 +330,10 @@ def parse_lstopo_xml(text: str) -> dict[str, Any]:
         if level in _CACHE_KEYS and obj.get("cache_type", "0") in ("0", "1"):
             key = _CACHE_KEYS[level]
             if caches[key] is None and obj.get("cache_size"):
-                caches[key] = int(obj.get("cache_size", "0"))
+                size = int(obj.get("cache_size", "0"))
+                if size < 0:
+                    raise ValueError(f"lstopo XML: cache_size {size}")
+                caches[key] = size
     sockets = counts.get("Package", 0) + counts.get("Socket", 0)
     return {
         "model": infos.get("CPUModel"),
