@@ -14,7 +14,7 @@ import os
 import struct
 from pathlib import Path
 
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Engine
 
 
 def on_read_only_file_system(path: Path) -> bool:
@@ -52,6 +52,11 @@ def read_only_reason(path: Path) -> str | None:
     if not os.access(path.parent, os.W_OK):
         return f"its directory {path.parent} is read-only"
     return None
+
+
+def opened_read_only(engine: Engine) -> bool:
+    """An SQLite engine made from read_only_url (mode=ro)."""
+    return engine.url.query.get("mode") == "ro"
 
 
 def read_only_url(path: Path) -> URL:

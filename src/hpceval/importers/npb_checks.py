@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 from hpceval.benchmarks.npb import mops_formula, problem_size
 
 if TYPE_CHECKING:
-    from hpceval.importers.npb import NpbReport
+    from hpceval.importers.npb_output import NpbReport
 
 # Iterations of the pseudo-applications by class (NPB 3.4 and 3.4-MZ setparams; the same
 # in 3.3): BT, SP and LU (itmax) and their multi-zone versions.
