@@ -31,7 +31,8 @@ from hpceval.benchmarks.lammps import check_output
 from hpceval.benchmarks.lammps.log import parse_output
 from hpceval.config import load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.importers.npb import NpbOutputError, _measurements, parse_npb_output
+from hpceval.importers.npb import _measurements
+from hpceval.importers.npb_output import NpbOutputError, parse_npb_output
 from hpceval.model import Measurement, Placement
 from hpceval.provenance import (
     parse_cgroup_hints,

@@ -8,10 +8,10 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from hpceval.errors import UserError
+from hpceval.readonly import opened_read_only, read_only_reason, read_only_url
 from hpceval.store.columns import (
     ColumnReads,
 )
-from hpceval.readonly import opened_read_only, read_only_reason, read_only_url
 from hpceval.store.dialect import dialect_of
 from hpceval.store.engine import (
     database_url,
