@@ -129,6 +129,9 @@ def plausible(measurements: Iterable[Measurement]) -> None:
     for m in measurements:
         assert math.isfinite(m.value), m
         assert all(math.isfinite(s) for s in m.samples), m
+        if m.statistics is not None:
+            st_ = m.statistics
+            assert all(math.isfinite(v) for v in (st_.mean, st_.stdev, st_.minimum, st_.maximum))
         if m.unit in (COUNT, RATIO):
             assert m.value >= 0, m
         else:
