@@ -128,24 +128,19 @@ def test_markup_in_an_error_message_is_printed_as_it_is(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- rank counts
 
 
+BARRIER_SUITE = 'name = "s"\n[[benchmark]]\nname = "mpibench"\npatterns = ["barrier"]\n'
+
+
 def plan(tmp_path: Path, ranks: int, platform_body: str) -> list[object]:
     from hpceval.campaign import plan_cases
 
     platform = write(tmp_path / "p.toml", 'name = "p"\ncores_per_node = 2\n' + platform_body)
-    suite = write(
-        tmp_path / "s.toml",
-        f'name = "s"\n[[benchmark]]\nname = "mpibench"\npatterns = ["barrier"]\n'
-        f"ranks = [{ranks}]\n",
-    )
+    suite = write(tmp_path / "s.toml", BARRIER_SUITE + f"ranks = [{ranks}]\n")
     return list(plan_cases(load_suite(str(suite)), load_platform(str(platform)).config))
 
 
 def test_a_hundred_thousand_ranks_on_two_cores_start_nothing(tmp_path: Path) -> None:
-    suite = write(
-        tmp_path / "s.toml",
-        'name = "s"\n[[benchmark]]\nname = "mpibench"\npatterns = ["barrier"]\n'
-        "ranks = [100000]\n",
-    )
+    suite = write(tmp_path / "s.toml", BARRIER_SUITE + "ranks = [100000]\n")
     line = one_line_error(hpceval("run", "-s", str(suite), cwd=tmp_path))
     assert "s.toml: benchmark[0]: placement 1x100000x1 needs 100000 cores" in line
     assert "launcher.max_ranks_per_core" in line

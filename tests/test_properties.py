@@ -220,44 +220,45 @@ def test_fio_json(data: st.DataObject) -> None:
     either_clear_error_or(parse, text, (BenchmarkFailure,))
 
 
-GROMACS_CAPTURES = {
-    "md-1rank": {"ranks": 1},
-    "md-2ranks": {"ranks": 2},
-    "md-1rank-2threads": {"ranks": 1, "threads": 2},
-    "md-tmpi-2ranks": {"ranks": 2, "mpi": "thread"},
+# Application logs: (benchmark, capture -> the case it was captured for, whole-log check).
+APPLICATION_CAPTURES: dict[str, tuple[Callable[[], Case], Callable[[str, Case], None]]] = {
+    "gromacs/md-1rank": (lambda: gromacs_case(ranks=1), lambda t, c: check_log(parse_md_log(t), c)),
+    "gromacs/md-2ranks": (
+        lambda: gromacs_case(ranks=2),
+        lambda t, c: check_log(parse_md_log(t), c),
+    ),
+    "gromacs/md-1rank-2threads": (
+        lambda: gromacs_case(ranks=1, threads=2),
+        lambda t, c: check_log(parse_md_log(t), c),
+    ),
+    "gromacs/md-tmpi-2ranks": (
+        lambda: gromacs_case(ranks=2, mpi="thread"),
+        lambda t, c: check_log(parse_md_log(t), c),
+    ),
+    "lammps/lj-1rank": (
+        lambda: lammps_case(ranks=1),
+        lambda t, c: check_output(parse_output(t), c),
+    ),
+    "lammps/lj-2ranks": (
+        lambda: lammps_case(ranks=2),
+        lambda t, c: check_output(parse_output(t), c),
+    ),
 }
 
 
+@pytest.mark.parametrize("application", ["gromacs", "lammps"])
 @PROPERTY
 @given(data=st.data())
-def test_gromacs_log(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(sorted(GROMACS_CAPTURES)))
-    case = gromacs_case(**GROMACS_CAPTURES[name])
-    original = (DATA / "gromacs" / f"{name}.log").read_text()
-    text = data.draw(st.one_of(st.text(max_size=300), mutated(original)))
-    bench = get_benchmark("gromacs")
+def test_application_log(application: str, data: st.DataObject) -> None:
+    names = sorted(n for n in APPLICATION_CAPTURES if n.startswith(application + "/"))
+    name = data.draw(st.sampled_from(names))
+    make_case, check = APPLICATION_CAPTURES[name]
+    case = make_case()
+    text = data.draw(st.one_of(st.text(max_size=300), mutated((DATA / f"{name}.log").read_text())))
+    bench = get_benchmark(application)
 
     def parse(t: str) -> list[Measurement]:
-        check_log(parse_md_log(t), case)
-        return [m for p in bench.parse(t, case) for m in p.measurements]
-
-    either_clear_error_or(parse, text, (BenchmarkFailure,))
-
-
-LAMMPS_CAPTURES = {"lj-1rank": {"ranks": 1}, "lj-2ranks": {"ranks": 2}}
-
-
-@PROPERTY
-@given(data=st.data())
-def test_lammps_log(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(sorted(LAMMPS_CAPTURES)))
-    case = lammps_case(**LAMMPS_CAPTURES[name])
-    original = (DATA / "lammps" / f"{name}.log").read_text()
-    text = data.draw(st.one_of(st.text(max_size=300), mutated(original)))
-    bench = get_benchmark("lammps")
-
-    def parse(t: str) -> list[Measurement]:
-        check_output(parse_output(t), case)
+        check(t, case)
         return [m for p in bench.parse(t, case) for m in p.measurements]
 
     either_clear_error_or(parse, text, (BenchmarkFailure,))
