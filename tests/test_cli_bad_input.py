@@ -92,6 +92,10 @@ HOSTILE: list[tuple[str, list[str]]] = [
     ("db-import-into-read-only", ["db", "import", "{w}/other.db", "--db", "{w}/ro/r.db"]),
     ("merge-binary-source", ["db", "merge", "{w}/binary.db", "--into", "{w}/merged.db"]),
     ("build-binary-platform", ["build", "-p", "{w}/binary.toml"]),
+    # the clusters hpceval starts (nothing may start)
+    ("cluster-markup-name", ["cluster", "slurm", "status", "--name", MARKUP]),
+    ("cluster-option-name", ["cluster", "slurm", "down", "--name", OPTION]),
+    ("cluster-huge-nodes", ["cluster", "slurm", "up", "--nodes", HUGE, "--name", "hostile"]),
 ]  # fmt: skip
 
 
@@ -161,6 +165,6 @@ def test_every_command_is_in_the_table() -> None:
             commands.add(prefix.strip())
     # Commands that take no user input, or none a file or a name could make hostile.
     without_input = {"suites", "platforms", "doctor", "profiles", "netns cleanup"}
-    covered = {" ".join(argv[:2]) if argv[0] in ("db", "import") else argv[0]
-               for _, argv in HOSTILE}  # fmt: skip
+    words = {"db": 2, "import": 2, "cluster": 3}  # words that name a command
+    covered = {" ".join(argv[: words.get(argv[0], 1)]) for _, argv in HOSTILE}
     assert commands - without_input <= covered, sorted(commands - without_input - covered)
