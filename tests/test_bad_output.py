@@ -63,3 +63,16 @@ def test_a_measurement_refuses_non_finite_values_as_a_benchmark_failure(bad: flo
         Measurement("b", "m", bad, "s")
     with pytest.raises(BenchmarkFailure, match="not finite"):
         Measurement("b", "m", 1.0, "s", samples=(1.0, bad))
+
+
+@pytest.mark.parametrize("procs", ["garbage", "1e999", "1.5", "-1", "99999999999999999999"])
+def test_an_hpcc_report_with_a_garbage_process_count_is_a_failure(procs: str) -> None:
+    from hpceval.benchmarks.base import Case
+    from hpceval.benchmarks.hpcc import measurements
+    from hpceval.model import Placement
+
+    report = (DATA / "hpcc" / "hpccoutf-1rank.txt").read_text()
+    assert "CommWorldProcs=1\n" in report
+    case = Case("hpcc", "hpcc", Placement(1, 1), {"n": 1000, "nb": 80}, ("rep=1",), 60)
+    with pytest.raises(BenchmarkFailure, match="CommWorldProcs"):
+        measurements(report.replace("CommWorldProcs=1\n", f"CommWorldProcs={procs}\n"), case)

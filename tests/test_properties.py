@@ -63,6 +63,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # --------------------------------------------------------------------------- strategies
 
+FIELD = re.compile(r"^[^\S\n]*[A-Za-z][\w /.()-]*?[^\S\n]*[=:][^\S\n]*(\S+)[^\S\n]*$", re.M)
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eEdD][-+]?\d+)?")
 HOSTILE_NUMBERS = st.one_of(
     st.sampled_from(
@@ -100,8 +101,12 @@ def mutated(draw: st.DrawFn, text: str) -> str:
     """`text` with one to three hostile edits: a number replaced, lines cut or shuffled in,
     arbitrary text inserted, the end cut off."""
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["number", "number", "number", "cut", "drop", "insert"]))
-        if kind == "number" and (found := list(NUMBER.finditer(text))):
+        kind = draw(st.sampled_from(["number", "number", "field", "cut", "drop", "insert"]))
+        if kind == "field" and (fields := list(FIELD.finditer(text))):
+            # The value of a `key = value` / `key: value` line: the figures parsers read.
+            m = fields[draw(st.integers(0, len(fields) - 1))]
+            text = text[: m.start(1)] + draw(HOSTILE_NUMBERS) + text[m.end(1) :]
+        elif kind == "number" and (found := list(NUMBER.finditer(text))):
             m = found[draw(st.integers(0, len(found) - 1))]
             text = text[: m.start()] + draw(HOSTILE_NUMBERS) + text[m.end() :]
         elif kind == "cut" and text:

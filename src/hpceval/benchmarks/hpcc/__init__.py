@@ -48,6 +48,7 @@ from hpceval.benchmarks.hpcc.parse import (
     figures,
     hpccinf_text,
     process_grid,
+    summary_ranks,
 )
 from hpceval.build import cache_root
 from hpceval.config import Argument, PlatformConfig, StrictModel
@@ -134,7 +135,7 @@ def _blas_of(hpcc: str) -> str:
 def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
     """The measurements of one checked hpccoutf.txt (HpccOutputError if it does not check)."""
     values = check_report(text)
-    procs = int(values.get("CommWorldProcs", "0"))
+    procs = summary_ranks(values)
     if procs != case.placement.ranks:
         raise BenchmarkFailure(f"hpcc ran on {procs} ranks, expected {case.placement.ranks}")
     if values.get("HPL_N") != str(case.parameters["n"]):

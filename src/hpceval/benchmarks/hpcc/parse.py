@@ -210,16 +210,21 @@ def check_report(text: str) -> dict[str, str]:
     return values
 
 
+def summary_ranks(values: Mapping[str, str]) -> int:
+    """CommWorldProcs, the processes hpcc ran on: a whole number, at most MAX_RANKS."""
+    procs = summary_number(values, "CommWorldProcs")
+    if procs != procs.to_integral_value() or procs > MAX_RANKS:
+        raise HpccOutputError(f"hpcc summary: CommWorldProcs={values['CommWorldProcs']}")
+    return int(procs)
+
+
 def figures(values: Mapping[str, str]) -> dict[str, tuple[float, str]]:
     """metric -> (value, unit) for every figure of a checked summary.
 
     b_eff figures are left out on one rank (HPCC does not run them there, and prints -1);
     on more ranks every figure must be there and positive.
     """
-    procs = summary_number(values, "CommWorldProcs")
-    if procs != procs.to_integral_value() or procs > MAX_RANKS:
-        raise HpccOutputError(f"hpcc summary: CommWorldProcs={values['CommWorldProcs']}")
-    ranks = int(procs)
+    ranks = summary_ranks(values)
     out: dict[str, tuple[float, str]] = {}
     for fig in FIGURES:
         if fig.beff and ranks == 1:
