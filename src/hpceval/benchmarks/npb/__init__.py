@@ -449,6 +449,14 @@ def not_checked_reason(record: Mapping[str, Any], case: Case) -> str:
     return " and ".join(reasons)
 
 
+def _quantity(row: Mapping[str, Any], key: str, name: str) -> float:
+    """A number of a verification row (BenchmarkFailure if it is missing or not a number)."""
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BenchmarkFailure(f"verification of {name}: {key} is {value!r}, not a number")
+    return float(value)
+
+
 def check_verification(record: Mapping[str, Any], case: Case) -> bool:
     """The program's verdict, and its reference values against the official ones.
 
@@ -467,12 +475,12 @@ def check_verification(record: Mapping[str, Any], case: Case) -> bool:
         q = rows.get(name)
         if q is None:
             raise BenchmarkFailure(f"{kernel} class {class_name}: quantity {name} was not verified")
-        if not math.isclose(float(q["reference"]), ref, rel_tol=1e-13):
+        if not math.isclose(_quantity(q, "reference", name), ref, rel_tol=1e-13):
             raise BenchmarkFailure(
                 f"{kernel} class {class_name}: the program's reference for {name} "
                 f"({q['reference']!r}) is not the official {ref!r}"
             )
-        computed = float(q["computed"])
+        computed = _quantity(q, "computed", name)
         if not (math.isfinite(computed) and abs(computed - ref) <= tol * abs(ref)):
             raise BenchmarkFailure(
                 f"{kernel} class {class_name} failed verification: {name}: computed "
