@@ -9,12 +9,50 @@ rounding of the two printed values); the iterations are fixed by the class.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from hpceval.benchmarks.npb import mops_formula, problem_size
 
-if TYPE_CHECKING:
-    from hpceval.importers.npb_output import NpbReport
+
+class NpbReport(Protocol):
+    """The figures of a parsed NPB output that are checked here (npb_output.NpbReport has
+    them; a Protocol, so that the parser may call the checks without an import cycle)."""
+
+    @property
+    def benchmark(self) -> str: ...
+
+    @property
+    def npb_class(self) -> str: ...
+
+    @property
+    def iterations(self) -> int: ...
+
+    @property
+    def time_s(self) -> float: ...
+
+    @property
+    def mops_total(self) -> float: ...
+
+    @property
+    def mops_per_process(self) -> float | None: ...
+
+    @property
+    def mops_per_thread(self) -> float | None: ...
+
+    @property
+    def total_processes(self) -> int | None: ...
+
+    @property
+    def active_processes(self) -> int | None: ...
+
+    @property
+    def compiled_processes(self) -> int | None: ...
+
+    @property
+    def total_threads(self) -> int | None: ...
+
+    @property
+    def available_threads(self) -> int | None: ...
 
 # Iterations of the pseudo-applications by class (NPB 3.4 and 3.4-MZ setparams; the same
 # in 3.3): BT, SP and LU (itmax) and their multi-zone versions.
