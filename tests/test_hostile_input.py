@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hpceval.config import PlatformConfig, load_platform, load_suite
+from hpceval.campaign.configs import load_platform, load_suite
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError
 from hpceval.launch import MpiRuntime, get_launcher_class
 

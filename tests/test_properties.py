@@ -29,7 +29,7 @@ from hpceval.benchmarks.gromacs.log import parse_md_log
 from hpceval.benchmarks.hpcc import measurements as hpcc_measurements
 from hpceval.benchmarks.lammps import check_output
 from hpceval.benchmarks.lammps.log import parse_output
-from hpceval.config import load_platform, load_suite
+from hpceval.campaign.configs import load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.importers.npb import _measurements
 from hpceval.importers.npb_output import NpbOutputError, parse_npb_output

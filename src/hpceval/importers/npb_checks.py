@@ -54,6 +54,7 @@ class NpbReport(Protocol):
     @property
     def available_threads(self) -> int | None: ...
 
+
 # Iterations of the pseudo-applications by class (NPB 3.4 and 3.4-MZ setparams; the same
 # in 3.3): BT, SP and LU (itmax) and their multi-zone versions.
 _APP_ITERATIONS: Final[Mapping[str, Mapping[str, int]]] = {
