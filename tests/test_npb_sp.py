@@ -73,9 +73,7 @@ def test_class_s_verifies(sp_program: Path, ranks: int, threads: int) -> None:
     result = record(records, "result")
     assert result["verified"] is True
     quantities = {q["quantity"]: q for q in result["verification"]}
-    assert sorted(quantities) == [f"xce{m}" for m in range(1, 6)] + [
-        f"xcr{m}" for m in range(1, 6)
-    ]
+    assert sorted(quantities) == [f"xce{m}" for m in range(1, 6)] + [f"xcr{m}" for m in range(1, 6)]
     assert all(q["passed"] and q["tolerance"] == 1e-8 for q in quantities.values())
     # The official reference values (NPB 3.4 verify.f, class S).
     assert quantities["xcr1"]["reference"] == 2.7470315451339479e-02
@@ -89,9 +87,7 @@ def test_class_s_verifies(sp_program: Path, ranks: int, threads: int) -> None:
 
 
 def test_wrong_reference_fails_verification(sp_program: Path) -> None:
-    rc, records, text = run_sp(
-        sp_program, 4, extra_env={"HPCEVAL_SP_REFERENCE_SCALE": "1.000001"}
-    )
+    rc, records, text = run_sp(sp_program, 4, extra_env={"HPCEVAL_SP_REFERENCE_SCALE": "1.000001"})
     assert rc == 3, text
     result = record(records, "result")
     assert result["verified"] is False
