@@ -1,4 +1,4 @@
-"""hpceval's NPB SP program really built with mpicc and run under mpirun.
+"""hpceval's NPB SP program really built with mpicc and run under mpirun, and its rules.
 
 Class S verifies (all ten official residual and error norms) at 1 rank, at 4 ranks (the
 multi-partition with 2 cells per axis and rank, pipelined line solves, face exchanges;
@@ -16,11 +16,20 @@ from typing import Any
 
 import pytest
 
-from hpceval.benchmarks.npb import HERE, NPB_CFLAGS
+from hpceval.benchmarks.npb import (
+    HERE,
+    NPB_CFLAGS,
+    NpbOptions,
+    memory_per_rank,
+    mops_formula,
+    official_references,
+    rank_rule_error,
+)
 from hpceval.build import compile_program
+from hpceval.store import open_store
 from hpceval.toolchain import detect_mpi, run_as_root_requirements
 
-from .conftest import requires_mpi
+from .conftest import requires_mpi, run_suite
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
@@ -108,3 +117,50 @@ def test_too_many_ranks_for_the_grid_is_refused(sp_program: Path) -> None:
     rc, _, text = run_sp(sp_program, 25)
     assert rc != 0
     assert "at least 3 are needed" in text
+
+
+def test_rank_rules_are_the_programs() -> None:
+    assert rank_rule_error("sp", "S", 1) is None
+    assert rank_rule_error("sp", "S", 16) is None  # cells of 3 points
+    assert rank_rule_error("sp", "S", 2) == (
+        "sp needs a square number of ranks (1, 4, 9, 16, ...), got 2"
+    )
+    assert (
+        rank_rule_error("sp", "S", 25) == "sp class S (12 points per axis) runs on at most 16 ranks"
+    )
+    assert rank_rule_error("sp", "C", 2916) is None  # 162 = 54 cells of 3
+    with pytest.raises(ValueError, match="square number of ranks"):
+        NpbOptions.model_validate({"kernels": ["sp"], "ranks": [1, 2]})
+
+
+def test_official_facts() -> None:
+    refs = official_references("sp", "A")
+    assert sorted(refs) == sorted(
+        [f"xcr{m}" for m in range(1, 6)] + [f"xce{m}" for m in range(1, 6)]
+    )
+    assert refs["xcr1"] == (2.4799822399300195, 1e-8)
+    assert refs["xce5"] == (1.3621613399213001e-04, 1e-8)
+    for class_name in ("S", "W", "A", "B", "C", "D"):
+        assert len(official_references("sp", class_name)) == SP_CLASS_S_NORMS
+    n = 102.0  # class B, 400 steps
+    ops = 400 * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4)
+    assert mops_formula("sp", "B", 2.0) == pytest.approx(ops / 2.0 / 1e6)
+    # sp.c's arrays for class W on one rank take about 26 MiB (measured peak RSS).
+    assert 20 << 20 < memory_per_rank("sp", "W", 1) < 40 << 20
+    assert memory_per_rank("sp", "C", 4) < memory_per_rank("sp", "C", 1)
+
+
+def test_campaign_runs_and_verifies_sp(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "npb.db"))
+    try:
+        suite = (
+            'name = "npb-sp-test"\n[[benchmark]]\nname = "npb"\nkernels = ["sp"]\n'
+            'classes = ["S"]\nranks = [1, 4]\nthreads_per_rank = [1]\n'
+        )
+        _, ms = run_suite(tmp_path, store, suite)
+    finally:
+        store.close()
+    points = {(str(m.parameters["kernel"]), int(m.parameters["ranks"])) for m in ms}
+    assert points == {("sp", 1), ("sp", 4)}
+    mops = {int(m.parameters["ranks"]): m.value for m in ms if m.metric == "mops_total"}
+    assert all(v > 0 for v in mops.values())

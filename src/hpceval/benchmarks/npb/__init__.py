@@ -1,4 +1,6 @@
-"""`npb`: hpceval's own NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (C + MPI + OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks (C + MPI + OpenMP): kernels and applications.
+
+The kernels EP, IS, CG, MG, FT and the pseudo-application SP (APPLICATIONS).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -34,6 +36,9 @@ from hpceval.units import MOPS, SECOND
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
+# NPB's pseudo-applications (simulated CFD codes), selected with the same `kernels` option.
+APPLICATIONS: tuple[str, ...] = ("sp",)
+PROGRAMS: tuple[str, ...] = (*KERNELS, *APPLICATIONS)
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
@@ -53,7 +58,10 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft"]
+Kernel = Literal[
+    "ep", "is", "cg", "mg", "ft",
+    "sp",
+]  # fmt: skip
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -75,6 +83,8 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
+    if kernel == "sp":
+        return sp_rank_rule_error(class_name, ranks)
     if kernel == "ep":
         # EP deals out batches of 2^16 pairs: no more ranks than batches.
         batches = 2 ** (int(problem_size("ep", class_name)[0]) - 16)
@@ -103,6 +113,27 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
         if ranks > n**3 // 8:
             return f"mg class {class_name} runs on at most {n**3 // 8} ranks, got {ranks}"
     return None
+
+
+def sp_rank_rule_error(class_name: str, ranks: int) -> str | None:
+    """SP's multi-partition: a square rank count whose cells keep at least 3 points per axis."""
+    cells = math.isqrt(ranks)
+    if cells * cells != ranks:
+        return f"sp needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
+    n = int(problem_size("sp", class_name)[0])
+    if n // cells < 3:
+        return f"sp class {class_name} ({n} points per axis) runs on at most {(n // 3) ** 2} ranks"
+    return None
+
+
+def sp_memory_per_rank(class_name: str, ranks: int) -> int:
+    """sp.c's arrays: per cell u (2 ghost layers, 5 components), 8 point-wise auxiliaries
+    (1 ghost layer), rhs and forcing (5 each) and lhs (15), padded as the program pads them."""
+    cells = math.isqrt(ranks)
+    m = int(problem_size("sp", class_name)[0]) // cells + 1
+    mp = m // 2 * 2 + 1
+    doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
+    return int(8 * doubles * cells * 1.05 + (8 << 20))
 
 
 def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
@@ -135,6 +166,8 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
         n = int(size[0]) * int(size[1]) * int(size[2])
         # three complex arrays and the exponent table, plus the transpose buffer
         return int((3 * 16 + 8 + 16) * n / ranks + (1 << 20))
+    if kernel == "sp":
+        return sp_memory_per_rank(class_name, ranks)
     raise ValueError(kernel)
 
 
@@ -173,6 +206,9 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
         niter = size[3]
         ln = math.log(n)
         return 1e-6 * n * (14.8157 + 7.19641 * ln + (5.23518 + 7.21113 * ln) * niter) / seconds
+    if kernel == "sp":
+        n, niter = size[0], size[1]
+        return 1e-6 * niter * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4) / seconds
     raise ValueError(kernel)
 
 
@@ -207,7 +243,7 @@ def placements(
 @register
 class Npb(Benchmark):
     name = "npb"
-    description = "NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (NPB 3.x definitions)"
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT and SP (NPB 3.x definitions)"
     points_per_execution = 1
 
     def validate_options(self, options: Mapping[str, Any]) -> None:
@@ -254,7 +290,7 @@ class Npb(Benchmark):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
         executables = {}
-        for kernel in KERNELS:
+        for kernel in PROGRAMS:
             executables[kernel] = compile_program(
                 f"npb-{kernel}",
                 [HERE / f"{kernel}.c", HERE / "npb_common.c"],
@@ -332,6 +368,10 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
     elif kernel == "ep":
         out["sx"] = (ref["sx"][class_name], ref["tolerance"])
         out["sy"] = (ref["sy"][class_name], ref["tolerance"])
+    elif kernel == "sp":
+        for norm in ("xcr", "xce"):
+            for m, value in enumerate(ref[norm][class_name]):
+                out[f"{norm}{m + 1}"] = (value, ref["tolerance"])
     elif kernel == "ft":
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
