@@ -42,8 +42,8 @@ from pathlib import Path
 
 from scipy import stats
 
-from hpceval.benchmarks.npb import HERE, NPB_CFLAGS
-from hpceval.build import compile_program
+from hpceval.benchmarks import get_benchmark
+from hpceval.benchmarks.npb import NPB_CFLAGS
 from hpceval.toolchain import detect_mpi, run_as_root_requirements
 
 DEFAULT_NPB_DIR = Path("/work/ref/llnl-npb/NPB3.4/NPB3.4-MPI")
@@ -96,18 +96,13 @@ def build_official(npb_dir: Path, build_dir: Path, classes: list[str]) -> dict[s
     return binaries
 
 
-def build_own(build_dir: Path) -> Path:
+def build_own() -> Path:
+    """hpceval's sp as the npb benchmark builds it (NPB_CFLAGS, cached)."""
     toolchain = detect_mpi()
-    return compile_program(
-        "npb-sp",
-        [HERE / "sp.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
-        compiler=toolchain.mpicc,
-        compiler_identity=toolchain.identity(),
-        cflags=[*NPB_CFLAGS, f"-I{HERE}"],
-        ldflags=["-lm"],
-        cache=build_dir / "hpceval-cache",
+    program = get_benchmark("npb").build(
+        compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=[]
     )
+    return program.executables["sp"]
 
 
 def launch(program: list[str], ranks: int, cwd: Path) -> tuple[str, int, float]:
@@ -191,7 +186,7 @@ def main() -> int:
     official = build_official(
         opts.npb_dir, opts.build_dir, classes + (["C"] if opts.class_c_ranks else [])
     )
-    own = build_own(opts.build_dir)
+    own = build_own()
     configs = [(c, r) for c in classes for r in ranks]
     results: dict[tuple[str, int], dict[str, list[Run]]] = {
         cfg: {"own": [], "official": []} for cfg in configs

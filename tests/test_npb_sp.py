@@ -16,16 +16,14 @@ from typing import Any
 
 import pytest
 
+from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.npb import (
-    HERE,
-    NPB_CFLAGS,
     NpbOptions,
     memory_per_rank,
     mops_formula,
     official_references,
     rank_rule_error,
 )
-from hpceval.build import compile_program
 from hpceval.store import open_store
 from hpceval.toolchain import detect_mpi, run_as_root_requirements
 
@@ -37,18 +35,13 @@ SP_CLASS_S_NORMS = 10  # xcr1..5 (residual) and xce1..5 (error)
 
 
 @pytest.fixture(scope="module")
-def sp_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sp_program() -> Path:
+    # The npb benchmark's own build (cached by source hash, compiler and flags).
     toolchain = detect_mpi()
-    return compile_program(
-        "npb-sp",
-        [HERE / "sp.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
-        compiler=toolchain.mpicc,
-        compiler_identity=toolchain.identity(),
-        cflags=[*NPB_CFLAGS, f"-I{HERE}"],
-        ldflags=["-lm"],
-        cache=tmp_path_factory.mktemp("sp-build"),
+    program = get_benchmark("npb").build(
+        compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=[]
     )
+    return program.executables["sp"]
 
 
 def run_sp(

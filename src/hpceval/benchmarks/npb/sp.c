@@ -650,6 +650,70 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
     }
 }
 
+/* The point-wise auxiliaries of a cell that the fluxes read. */
+struct point_values {
+    const double *rho, *vel[3], *square, *qs; /* 1/rho, u/v/w velocity, kinetic energy, q */
+};
+
+/* Central convective and viscous fluxes along axis d at the interior points of the cell,
+ * added to rhs (NPB's xi-, eta- and zeta-direction flux loops: component d + 1 is the
+ * momentum normal to the direction, with the pressure term and the 4/3 viscous factor).
+ * Inside a parallel region; d is a constant after inlining. */
+static inline __attribute__((always_inline)) void add_fluxes(int d, const struct cell *cl,
+                                                             const double *restrict uc,
+                                                             double *restrict rc,
+                                                             struct point_values pv)
+{
+    const double t2 = d == 0 ? tx2 : d == 1 ? ty2 : tz2;
+    const double dd1 = d == 0 ? dx1tx1 : d == 1 ? dy1ty1 : dz1tz1;
+    const double dd2 = d == 0 ? dx2tx1 : d == 1 ? dy2ty1 : dz2tz1;
+    const double dd3 = d == 0 ? dx3tx1 : d == 1 ? dy3ty1 : dz3tz1;
+    const double dd4 = d == 0 ? dx4tx1 : d == 1 ? dy4ty1 : dz4tz1;
+    const double dd5 = d == 0 ? dx5tx1 : d == 1 ? dy5ty1 : dz5tz1;
+    const double con2 = d == 0 ? xxcon2 : d == 1 ? yycon2 : zzcon2;
+    const double con3 = d == 0 ? xxcon3 : d == 1 ? yycon3 : zzcon3;
+    const double con4 = d == 0 ? xxcon4 : d == 1 ? yycon4 : zzcon4;
+    const double con5 = d == 0 ? xxcon5 : d == 1 ? yycon5 : zzcon5;
+    const double dd[3] = {dd2, dd3, dd4};
+    const ptrdiff_t us1 = u_stride[d], as1 = a_stride[d];
+    const double *restrict rho = pv.rho, *restrict sq = pv.square, *restrict qsc = pv.qs;
+    const double *restrict vn = pv.vel[d]; /* the velocity normal to the direction */
+    const ptrdiff_t mn = (d + 1) * u_sm, m4 = 4 * u_sm;
+    int lo[3], hi[3];
+    interior(cl, lo, hi);
+    OMP_FOR_PLANES
+    for (int k = lo[2]; k <= hi[2]; ++k)
+        for (int j = lo[1]; j <= hi[1]; ++j)
+            for (int i = lo[0]; i <= hi[0]; ++i) {
+                const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k), r = RIX(i, j, k);
+                const ptrdiff_t pp = p + us1, pm = p - us1, ap = a + as1, am = a - as1;
+                const double vijk = vn[a], vp1 = vn[ap], vm1 = vn[am];
+                rc[r] += dd1 * (uc[pp] - 2.0 * uc[p] + uc[pm]) - t2 * (uc[pp + mn] - uc[pm + mn]);
+                for (int c = 0; c < 3; ++c) {
+                    const ptrdiff_t mc = (c + 1) * u_sm;
+                    const double diffusion = dd[c] * (uc[pp + mc] - 2.0 * uc[p + mc] + uc[pm + mc]);
+                    if (c == d) {
+                        rc[r + (c + 1) * r_sm] +=
+                            diffusion + con2 * con43 * (vp1 - 2.0 * vijk + vm1) -
+                            t2 * (uc[pp + mc] * vp1 - uc[pm + mc] * vm1 +
+                                  (uc[pp + m4] - sq[ap] - uc[pm + m4] + sq[am]) * c2);
+                    } else {
+                        const double *restrict vc = pv.vel[c];
+                        rc[r + (c + 1) * r_sm] += diffusion +
+                                                  con2 * (vc[ap] - 2.0 * vc[a] + vc[am]) -
+                                                  t2 * (uc[pp + mc] * vp1 - uc[pm + mc] * vm1);
+                    }
+                }
+                rc[r + 4 * r_sm] += dd5 * (uc[pp + m4] - 2.0 * uc[p + m4] + uc[pm + m4]) +
+                                    con3 * (qsc[ap] - 2.0 * qsc[a] + qsc[am]) +
+                                    con4 * (vp1 * vp1 - 2.0 * vijk * vijk + vm1 * vm1) +
+                                    con5 * (uc[pp + m4] * rho[ap] - 2.0 * uc[p + m4] * rho[a] +
+                                            uc[pm + m4] * rho[am]) -
+                                    t2 * ((c1 * uc[pp + m4] - c2 * sq[ap]) * vp1 -
+                                          (c1 * uc[pm + m4] - c2 * sq[am]) * vm1);
+            }
+}
+
 static void compute_rhs(void)
 {
     for (int c = 0; c < ncells; ++c) {
@@ -665,7 +729,7 @@ static void compute_rhs(void)
         int lo[3], hi[3];
         interior(cl, lo, hi);
         const ptrdiff_t m1 = u_sm, m2 = 2 * u_sm, m3 = 3 * u_sm, m4 = 4 * u_sm;
-        const ptrdiff_t r1 = r_sm, r2 = 2 * r_sm, r3 = 3 * r_sm, r4 = 4 * r_sm;
+        const struct point_values aux = {.rho = rho, .vel = {usc, vsc, wsc}, .square = sq, .qs = qsc};
 #pragma omp parallel
         {
             /* Reciprocal density, velocities, kinetic energy, speed of sound. */
@@ -698,94 +762,11 @@ static void compute_rhs(void)
                             rc[m * r_sm + RIX(i, j, k)] = fc[m * r_sm + RIX(i, j, k)];
             }
 
-            /* xi-direction fluxes */
-            OMP_FOR_PLANES
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j)
-                    for (int i = lo[0]; i <= hi[0]; ++i) {
-                        const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k), r = RIX(i, j, k);
-                        const ptrdiff_t pp = p + 1, pm = p - 1, ap = a + 1, am = a - 1;
-                        const double uijk = usc[a], up1 = usc[ap], um1 = usc[am];
-                        rc[r] += dx1tx1 * (uc[pp] - 2.0 * uc[p] + uc[pm]) -
-                                 tx2 * (uc[pp + m1] - uc[pm + m1]);
-                        rc[r + r1] += dx2tx1 * (uc[pp + m1] - 2.0 * uc[p + m1] + uc[pm + m1]) +
-                                      xxcon2 * con43 * (up1 - 2.0 * uijk + um1) -
-                                      tx2 * (uc[pp + m1] * up1 - uc[pm + m1] * um1 +
-                                             (uc[pp + m4] - sq[ap] - uc[pm + m4] + sq[am]) * c2);
-                        rc[r + r2] += dx3tx1 * (uc[pp + m2] - 2.0 * uc[p + m2] + uc[pm + m2]) +
-                                      xxcon2 * (vsc[ap] - 2.0 * vsc[a] + vsc[am]) -
-                                      tx2 * (uc[pp + m2] * up1 - uc[pm + m2] * um1);
-                        rc[r + r3] += dx4tx1 * (uc[pp + m3] - 2.0 * uc[p + m3] + uc[pm + m3]) +
-                                      xxcon2 * (wsc[ap] - 2.0 * wsc[a] + wsc[am]) -
-                                      tx2 * (uc[pp + m3] * up1 - uc[pm + m3] * um1);
-                        rc[r + r4] += dx5tx1 * (uc[pp + m4] - 2.0 * uc[p + m4] + uc[pm + m4]) +
-                                      xxcon3 * (qsc[ap] - 2.0 * qsc[a] + qsc[am]) +
-                                      xxcon4 * (up1 * up1 - 2.0 * uijk * uijk + um1 * um1) +
-                                      xxcon5 * (uc[pp + m4] * rho[ap] - 2.0 * uc[p + m4] * rho[a] +
-                                                uc[pm + m4] * rho[am]) -
-                                      tx2 * ((c1 * uc[pp + m4] - c2 * sq[ap]) * up1 -
-                                             (c1 * uc[pm + m4] - c2 * sq[am]) * um1);
-                    }
+            add_fluxes(0, cl, uc, rc, aux);
             add_dissipation(0, cl, uc, rc);
-
-            /* eta-direction fluxes */
-            OMP_FOR_PLANES
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j)
-                    for (int i = lo[0]; i <= hi[0]; ++i) {
-                        const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k), r = RIX(i, j, k);
-                        const ptrdiff_t pp = p + u_sj, pm = p - u_sj, ap = a + a_sj, am = a - a_sj;
-                        const double vijk = vsc[a], vp1 = vsc[ap], vm1 = vsc[am];
-                        rc[r] += dy1ty1 * (uc[pp] - 2.0 * uc[p] + uc[pm]) -
-                                 ty2 * (uc[pp + m2] - uc[pm + m2]);
-                        rc[r + r1] += dy2ty1 * (uc[pp + m1] - 2.0 * uc[p + m1] + uc[pm + m1]) +
-                                      yycon2 * (usc[ap] - 2.0 * usc[a] + usc[am]) -
-                                      ty2 * (uc[pp + m1] * vp1 - uc[pm + m1] * vm1);
-                        rc[r + r2] += dy3ty1 * (uc[pp + m2] - 2.0 * uc[p + m2] + uc[pm + m2]) +
-                                      yycon2 * con43 * (vp1 - 2.0 * vijk + vm1) -
-                                      ty2 * (uc[pp + m2] * vp1 - uc[pm + m2] * vm1 +
-                                             (uc[pp + m4] - sq[ap] - uc[pm + m4] + sq[am]) * c2);
-                        rc[r + r3] += dy4ty1 * (uc[pp + m3] - 2.0 * uc[p + m3] + uc[pm + m3]) +
-                                      yycon2 * (wsc[ap] - 2.0 * wsc[a] + wsc[am]) -
-                                      ty2 * (uc[pp + m3] * vp1 - uc[pm + m3] * vm1);
-                        rc[r + r4] += dy5ty1 * (uc[pp + m4] - 2.0 * uc[p + m4] + uc[pm + m4]) +
-                                      yycon3 * (qsc[ap] - 2.0 * qsc[a] + qsc[am]) +
-                                      yycon4 * (vp1 * vp1 - 2.0 * vijk * vijk + vm1 * vm1) +
-                                      yycon5 * (uc[pp + m4] * rho[ap] - 2.0 * uc[p + m4] * rho[a] +
-                                                uc[pm + m4] * rho[am]) -
-                                      ty2 * ((c1 * uc[pp + m4] - c2 * sq[ap]) * vp1 -
-                                             (c1 * uc[pm + m4] - c2 * sq[am]) * vm1);
-                    }
+            add_fluxes(1, cl, uc, rc, aux);
             add_dissipation(1, cl, uc, rc);
-
-            /* zeta-direction fluxes */
-            OMP_FOR_PLANES
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j)
-                    for (int i = lo[0]; i <= hi[0]; ++i) {
-                        const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k), r = RIX(i, j, k);
-                        const ptrdiff_t pp = p + u_sk, pm = p - u_sk, ap = a + a_sk, am = a - a_sk;
-                        const double wijk = wsc[a], wp1 = wsc[ap], wm1 = wsc[am];
-                        rc[r] += dz1tz1 * (uc[pp] - 2.0 * uc[p] + uc[pm]) -
-                                 tz2 * (uc[pp + m3] - uc[pm + m3]);
-                        rc[r + r1] += dz2tz1 * (uc[pp + m1] - 2.0 * uc[p + m1] + uc[pm + m1]) +
-                                      zzcon2 * (usc[ap] - 2.0 * usc[a] + usc[am]) -
-                                      tz2 * (uc[pp + m1] * wp1 - uc[pm + m1] * wm1);
-                        rc[r + r2] += dz3tz1 * (uc[pp + m2] - 2.0 * uc[p + m2] + uc[pm + m2]) +
-                                      zzcon2 * (vsc[ap] - 2.0 * vsc[a] + vsc[am]) -
-                                      tz2 * (uc[pp + m2] * wp1 - uc[pm + m2] * wm1);
-                        rc[r + r3] += dz4tz1 * (uc[pp + m3] - 2.0 * uc[p + m3] + uc[pm + m3]) +
-                                      zzcon2 * con43 * (wp1 - 2.0 * wijk + wm1) -
-                                      tz2 * (uc[pp + m3] * wp1 - uc[pm + m3] * wm1 +
-                                             (uc[pp + m4] - sq[ap] - uc[pm + m4] + sq[am]) * c2);
-                        rc[r + r4] += dz5tz1 * (uc[pp + m4] - 2.0 * uc[p + m4] + uc[pm + m4]) +
-                                      zzcon3 * (qsc[ap] - 2.0 * qsc[a] + qsc[am]) +
-                                      zzcon4 * (wp1 * wp1 - 2.0 * wijk * wijk + wm1 * wm1) +
-                                      zzcon5 * (uc[pp + m4] * rho[ap] - 2.0 * uc[p + m4] * rho[a] +
-                                                uc[pm + m4] * rho[am]) -
-                                      tz2 * ((c1 * uc[pp + m4] - c2 * sq[ap]) * wp1 -
-                                             (c1 * uc[pm + m4] - c2 * sq[am]) * wm1);
-                    }
+            add_fluxes(2, cl, uc, rc, aux);
             add_dissipation(2, cl, uc, rc);
 
             for (int m = 0; m < 5; ++m) {
