@@ -891,7 +891,7 @@ static void txinvr(void)
     }
 }
 
-/* ninvr: rhs <- T_x N_y^-1-like product after the x solve (NPB's block-diagonal step). */
+/* ninvr: the block-diagonal step between the x and y solves (NPB's N^-1 product). */
 static void ninvr(int c)
 {
     const struct cell *cl = &cells[c];
@@ -914,7 +914,7 @@ static void ninvr(int c)
             }
 }
 
-/* pinvr: the block-diagonal step after the y solve. */
+/* pinvr: the block-diagonal step between the y and z solves (NPB's P^-1 product). */
 static void pinvr(int c)
 {
     const struct cell *cl = &cells[c];
