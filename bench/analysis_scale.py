@@ -3,7 +3,7 @@
 Generates a synthetic SQLite results database of N measurements (default 1,000,000) over ten
 platforms, then times:
 
-- load: `hpceval.analysis.frame.load_frame` (the store's bulk read into the tidy frame);
+- load: `hpceval.analysis.loading.load_frame` (the store's bulk read into the tidy frame);
 - compare: `hpceval.analysis.compare.compare` on that frame against the baseline;
 - the CLI commands end to end, with the frame cache in a new directory: `hpceval compare
   --baseline bare-metal` (its own load from SQL, which fills the cache, the comparison, the
@@ -72,9 +72,11 @@ from hpceval.config import PlatformConfig
 from hpceval.model import Environment, Origin, Status
 from hpceval.patterns import COLLECTIVES
 from hpceval.store import Store, database_url, encode_samples, open_store
-from hpceval.store import executions as executions_table
-from hpceval.store import measurements as measurements_table
-from hpceval.store import run_cases as run_cases_table
+
+# (This generator writes a million rows straight into the store's tables, past the Store.)
+from hpceval.store.schema import executions as executions_table
+from hpceval.store.schema import measurements as measurements_table
+from hpceval.store.schema import run_cases as run_cases_table
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND, MOPS, SECOND
 
 FloatArray = npt.NDArray[np.float64]
@@ -762,7 +764,7 @@ def time_steps(path: Path, work: Path, repeat: int = 1) -> list[Step]:
     times (in turn, a fresh cache each time): a step then appears once per repeat.
     """
     from hpceval.analysis.compare import compare
-    from hpceval.analysis.frame import load_frame
+    from hpceval.analysis.loading import load_frame
 
     steps: list[Step] = []
     with open_store(str(path), create=False) as store, _timer() as took:

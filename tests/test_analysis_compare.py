@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from hpceval.analysis import compare as compare_module
+from hpceval.analysis import ratios as ratios_module
 from hpceval.analysis.compare import (
     Category,
     CrossOriginError,
@@ -180,7 +181,7 @@ def test_auto_switches_to_the_delta_method_beyond_the_budget(
 ) -> None:
     frame = build_frame([("bare", 1, lat(around(1.0))), ("vm", 2, lat(around(2.0)))])
     assert compare(frame, "bare").method == "bootstrap"
-    monkeypatch.setattr(compare_module, "BOOTSTRAP_BUDGET", 10)
+    monkeypatch.setattr(ratios_module, "BOOTSTRAP_BUDGET", 10)
     result = compare(frame, "bare")
     assert result.method == "delta"
     assert result.resamples is None

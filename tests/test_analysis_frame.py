@@ -14,7 +14,6 @@ from hpceval.analysis.frame import (
     check_frame,
     frame_from_measurements,
     group_codes,
-    load_frame,
     numeric,
     parameter_columns,
     point_columns,
@@ -22,6 +21,7 @@ from hpceval.analysis.frame import (
     select,
     text,
 )
+from hpceval.analysis.loading import load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import open_store
 

@@ -25,10 +25,11 @@ import pandas as pd
 import pytest
 
 import hpceval
-from hpceval import store as store_module
-from hpceval.analysis.frame import CORE_COLUMNS, build_frame, load_frame
+from hpceval.analysis.frame import CORE_COLUMNS, build_frame
+from hpceval.analysis.loading import load_frame
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, decode_json_texts, open_store
+from hpceval.store import columns as store_columns
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
@@ -228,8 +229,8 @@ def test_read_by_forked_workers_is_the_read_here(
         {}, {"platforms": ["vm é\x1f|"]}, {"runs": [runs["sim"], runs["bare"]], "metric": "time"}
     ]
     here = [load_frame(store, **selection) for selection in selections]
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "3")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "3")
     read_here: list[int] = []
     read_range = Store._read_range
 
@@ -248,8 +249,8 @@ def test_a_lost_read_worker_is_read_again_here(
 ) -> None:
     store, _ = mixed
     expected = load_frame(store)
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 5)
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 5)
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "2")
     parent = os.getpid()
     read_range = Store._read_range
 
@@ -398,20 +399,21 @@ def test_bootstrap_draws_each_weight_matrix_once_and_keeps_the_scheme(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from hpceval.analysis import compare as compare_module
+    from hpceval.analysis import ratios as ratios_module
 
     frame = scattered_frame(points=12, low=5, high=40)
     drawn: list[tuple[int, int]] = []
-    weight_matrix = compare_module._weight_matrix
+    weight_matrix = ratios_module._weight_matrix
 
     def counted(side: int, n: int, resamples: int, seed: int) -> Any:
         drawn.append((side, n))
         return weight_matrix(side, n, resamples, seed)
 
-    monkeypatch.setattr(compare_module, "_weight_matrix", counted)
+    monkeypatch.setattr(ratios_module, "_weight_matrix", counted)
     result = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
     assert len(drawn) == len(set(drawn))  # no matrix drawn twice
     # Baseline replicates in sections of 3 groups: the same intervals.
-    monkeypatch.setattr(compare_module, "_BASELINE_ELEMENTS", 3 * 500)
+    monkeypatch.setattr(ratios_module, "_BASELINE_ELEMENTS", 3 * 500)
     sections = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
     table = result.table
     for column in ("ratio_low", "ratio_high"):
@@ -459,8 +461,8 @@ def test_bench_prints_medians_and_ranges_of_repeats(
 
 
 def test_an_in_memory_database_is_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_ROWS_PER_READ_WORKER", 2)
-    monkeypatch.setenv(store_module.READ_WORKERS_ENV, "2")
+    monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 2)
+    monkeypatch.setenv(store_columns.READ_WORKERS_ENV, "2")
     with open_store("sqlite://") as store:  # workers would see an empty database of their own
         fill_mixed(store)
         assert not store._reopenable()

@@ -1,4 +1,4 @@
-"""The frame cache (hpceval.analysis.frame.FrameCache, `load_frame(..., cache=True)`).
+"""The frame cache (hpceval.analysis.loading.FrameCache, `load_frame(..., cache=True)`).
 
 A cached frame must be the frame a fresh SQL load gives, and a stale one must never come back:
 a new measurement, an import (merge) of another database's runs, other filters each make a
@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from hpceval.analysis import frame as frame_module
-from hpceval.analysis.frame import (
+from hpceval.analysis import loading as loading_module
+from hpceval.analysis.loading import (
     FRAME_CACHE_ENTRIES,
     FrameCache,
     database_state,
@@ -208,4 +208,4 @@ def test_commands_share_the_cache_and_no_cache_bypasses_it(tmp_path: Path) -> No
 
 def test_default_root_is_under_the_cache_root(tmp_path: Path) -> None:
     assert FrameCache().root == tmp_path / "cache" / "frames"
-    assert frame_module.frame_cache_enabled()
+    assert loading_module.frame_cache_enabled()

@@ -569,7 +569,8 @@ def test_point_to_point_built_in_two_parts_is_the_whole_section() -> None:
     """The report builds ping-pong (with the fits and the table) and the other patterns in
     two workers: joined, the parts are the section built at once."""
     from hpceval.analysis.frame import build_frame
-    from hpceval.report.sections import Context, joined_sections, point_to_point_section
+    from hpceval.report.sections import Context, joined_sections
+    from hpceval.report.sections.point_to_point import point_to_point_section
     from hpceval.report.styles import Palette
 
     entries = []

@@ -20,7 +20,7 @@ from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.model import Origin, Placement
-from hpceval.report.sections import size_sweep_points
+from hpceval.report.sections.collectives import size_sweep_points
 from hpceval.simulate.calibrate import (
     REFERENCE_SPEED_FLOPS,
     calibrate_network,
@@ -30,9 +30,7 @@ from hpceval.simulate.calibrate import (
     nominal_spec,
     piecewise_fit,
 )
-from hpceval.simulate.platform import LinkSpec, PlatformSpec, placement_for, platform_xml
-from hpceval.simulate.profiles import PROFILE_SIZES, load_profile, profile_names, profile_target
-from hpceval.simulate.runner import (
+from hpceval.simulate.plan import (
     MPIBENCH_SIM_CONFIG,
     Request,
     SmpiTools,
@@ -43,6 +41,8 @@ from hpceval.simulate.runner import (
     plan,
     simulated_platform,
 )
+from hpceval.simulate.platform import LinkSpec, PlatformSpec, placement_for, platform_xml
+from hpceval.simulate.profiles import PROFILE_SIZES, load_profile, profile_names, profile_target
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 from hpceval.store import SCHEMA_VERSION, open_store
 from tests.old_schemas import schema_1_database

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hpceval.analysis.statistics import describe, outlier_count, quality_warnings
+from hpceval.statistics import describe, outlier_count, quality_warnings
 
 
 def test_describe_matches_hand_computation() -> None:

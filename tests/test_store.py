@@ -22,7 +22,6 @@ import pytest
 import sqlalchemy as sa
 
 import hpceval
-from hpceval import store as store_module
 from hpceval.errors import UserError
 from hpceval.model import (
     Environment,
@@ -40,9 +39,11 @@ from hpceval.store import (
     Store,
     StoreUnavailable,
     database_url,
-    environments,
     open_store,
 )
+from hpceval.store import dialect as store_dialect
+from hpceval.store import migrations as store_migrations
+from hpceval.store.schema import environments
 from tests.old_schemas import schema_1_database
 
 pytest_plugins = ["tests.postgres_server"]  # the postgres_url fixture (a real server)
@@ -481,7 +482,7 @@ def test_older_schema_version_without_migration_is_refused(
 ) -> None:
     open_store(str(db_path)).close()
     set_schema_version(db_path, SCHEMA_VERSION - 1)
-    monkeypatch.delitem(store_module.MIGRATIONS, SCHEMA_VERSION - 1, raising=False)
+    monkeypatch.delitem(store_migrations.MIGRATIONS, SCHEMA_VERSION - 1, raising=False)
     with pytest.raises(UserError, match=f"schema version {SCHEMA_VERSION - 1} is older"):
         open_store(str(db_path))
 
@@ -506,7 +507,9 @@ def test_older_schema_version_is_migrated_in_order(
     open_store(str(db_path)).close()
     set_schema_version(db_path, SCHEMA_VERSION - 1)
     applied: list[int] = []
-    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION - 1, lambda conn: applied.append(1))
+    monkeypatch.setitem(
+        store_migrations.MIGRATIONS, SCHEMA_VERSION - 1, lambda conn: applied.append(1)
+    )
     open_store(str(db_path)).close()
     assert applied == [1]
     with sqlite3.connect(db_path) as conn:
@@ -556,13 +559,13 @@ def test_an_older_database_is_upgraded_in_order_in_one_transaction(
         assert sites == ["site-node1"]
         conn.execute(sa.text("CREATE INDEX ix_runs_site ON runs (site)"))
 
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setattr(store_migrations, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
     monkeypatch.setitem(
-        store_module.MIGRATIONS,
+        store_migrations.MIGRATIONS,
         SCHEMA_VERSION,
         lambda conn: (applied.append(1), add_site_column(conn)),
     )
-    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION + 1, second)
+    monkeypatch.setitem(store_migrations.MIGRATIONS, SCHEMA_VERSION + 1, second)
     with open_store(database) as upgraded:
         assert upgraded.upgraded_from == SCHEMA_VERSION
         assert upgraded.measurements(run_id)[0].measurement == latency(2.5)  # data kept
@@ -582,9 +585,9 @@ def test_a_failing_upgrade_leaves_the_database_as_it_was(
     def broken(conn: sa.Connection) -> None:
         raise RuntimeError("cannot convert the samples\nsecond line")
 
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
-    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION, add_site_column)
-    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION + 1, broken)
+    monkeypatch.setattr(store_migrations, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setitem(store_migrations.MIGRATIONS, SCHEMA_VERSION, add_site_column)
+    monkeypatch.setitem(store_migrations.MIGRATIONS, SCHEMA_VERSION + 1, broken)
     with pytest.raises(UserError) as caught:
         open_store(database)
     assert str(caught.value).endswith(
@@ -601,10 +604,10 @@ def test_an_older_database_without_migration_or_a_newer_one_is_refused(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     open_store(database).close()
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(store_migrations, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(UserError, match=f"no migration from version {SCHEMA_VERSION}; open it"):
         open_store(database)
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
+    monkeypatch.setattr(store_migrations, "SCHEMA_VERSION", SCHEMA_VERSION - 1)
     with pytest.raises(UserError, match=f"schema version {SCHEMA_VERSION} is newer than"):
         open_store(database)
     assert schema_version_of(database) == SCHEMA_VERSION
@@ -632,7 +635,7 @@ def test_text_with_nul_characters_is_stored(store: Store) -> None:
 def test_a_database_locked_too_long_is_a_one_line_user_error(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(store_dialect, "SQLITE_BUSY_TIMEOUT_S", 0.2)
     with open_store(str(db_path)) as store:
         run_id = new_run(store)
         store.add_measurement(run_id, None, "pingpong/2x1", "size=0", latency())

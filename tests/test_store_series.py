@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from hpceval import store as store_module
-from hpceval.analysis.frame import load_frame
+from hpceval.analysis.loading import load_frame
+from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 from hpceval.store import (
     SCHEMA_VERSION,
@@ -27,6 +27,8 @@ from hpceval.store import (
     portable_samples,
     samples_from_portable,
 )
+from hpceval.store import migrations as store_migrations
+from hpceval.store import samples as store_samples
 from tests.old_schemas import schema_2_database
 from tests.test_frame_bulk import assert_same_frame, fill_mixed, measurement
 
@@ -110,14 +112,14 @@ def test_a_series_added_meanwhile_by_another_writer_is_reused(
     fields = ("measured", "mpibench", "latency", "us", "mean", {"size": 8})
     with open_store(empty_database) as other, open_store(empty_database) as store:
         (existing,) = other.series_ids([fields])
-        looked_up = store_module._known_series
+        looked_up = store_samples._known_series
         calls = []
 
         def first_lookup_misses(conn: sa.Connection, keys: Any) -> dict[str, int]:
             calls.append(keys)
             return {} if len(calls) == 1 else looked_up(conn, keys)
 
-        monkeypatch.setattr(store_module, "_known_series", first_lookup_misses)
+        monkeypatch.setattr(store_samples, "_known_series", first_lookup_misses)
         assert store.series_ids([fields]) == [existing]
         assert len(calls) == 2
     assert len(series_rows(empty_database)) == 1
@@ -209,8 +211,8 @@ def test_a_failed_migration_leaves_the_version_2_file_as_it_was(
     def broken(values: Any) -> bytes:
         raise ValueError("expected a list of numbers, found 'x'")
 
-    monkeypatch.setattr(store_module, "samples_from_portable", broken)
-    with pytest.raises(store_module.UserError, match="from version 2 to 3 failed"):
+    monkeypatch.setattr(store_migrations, "samples_from_portable", broken)
+    with pytest.raises(UserError, match="from version 2 to 3 failed"):
         open_store(str(old))
     monkeypatch.undo()
     with sqlite3.connect(old) as conn:

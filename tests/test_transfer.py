@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
 import hpceval
-from hpceval import store as store_module
 from hpceval.cli import app
 from hpceval.errors import UserError
+from hpceval.export_file import FORMAT_NAME, FORMAT_VERSION, ExportFile, read_export
 from hpceval.model import (
     Environment,
     ExecutionRecord,
@@ -41,16 +41,12 @@ from hpceval.store import (
     StoreUnavailable,
     database_url,
     open_store,
-    portable_columns,
 )
-from hpceval.transfer import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    ExportFile,
-    export_runs,
-    merge,
-    read_export,
-)
+from hpceval.store import bundles as store_bundles
+from hpceval.store import importing as store_importing
+from hpceval.store import schema as store_schema
+from hpceval.store.bundles import portable_columns
+from hpceval.transfer import export_runs, merge
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
@@ -273,7 +269,7 @@ def test_the_format_pins_its_columns() -> None:
     assert FORMAT_VERSION == 2
     assert {
         table.name: [column.name for column in portable_columns(table)]
-        for table in store_module.BUNDLE_TABLES
+        for table in store_bundles.BUNDLE_TABLES
     } == {
         "platforms": ["name", "config", "config_hash"],
         "environments": ["fingerprint", "facts"],
@@ -407,7 +403,7 @@ def test_copies_that_diverged_are_a_conflict_and_left_alone(site: Path, tmp_path
     assert bundles(str(first)) == before
 
     with open_store(str(second)) as store, store._engine.begin() as conn:
-        conn.execute(store_module.runs.update().values(launcher="slurm"))
+        conn.execute(store_schema.runs.update().values(launcher="slurm"))
     (outcome,) = merge([str(second)], str(first))
     assert outcome.detail == "a run with this uid is here but differs in launcher; left unchanged"
 
@@ -420,7 +416,7 @@ def destination(empty_database: str) -> str:
 def test_a_failing_run_leaves_nothing_half_imported(
     site: Path, destination: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    insert = store_module._insert_measurements
+    insert = store_importing._insert_measurements
     calls = []
 
     def failing(conn: sa.Connection, run_id: int, rows: Any, execution_id: Any) -> None:
@@ -429,7 +425,7 @@ def test_a_failing_run_leaves_nothing_half_imported(
             raise sa.exc.OperationalError("INSERT INTO measurements", {}, OSError("disk full"))
         insert(conn, run_id, rows, execution_id)
 
-    monkeypatch.setattr(store_module, "_insert_measurements", failing)
+    monkeypatch.setattr(store_importing, "_insert_measurements", failing)
     seen: list[str] = []
     with pytest.raises(StoreUnavailable, match="disk full"):
         merge([str(site)], destination, on_run=lambda item: seen.append(item.action))
@@ -445,7 +441,7 @@ def test_a_failing_run_leaves_nothing_half_imported(
         "measurements": 5,
     }
 
-    monkeypatch.setattr(store_module, "_insert_measurements", insert)
+    monkeypatch.setattr(store_importing, "_insert_measurements", insert)
     again = merge([str(site)], destination)
     assert [item.action for item in again] == ["skipped", "imported", "imported"]
     assert bundles(destination) == bundles(str(site))

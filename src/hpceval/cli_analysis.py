@@ -95,7 +95,7 @@ def _load(
     """The measurement frame of the database (through the frame cache unless `cache` is
     False: a database unchanged since the last command is not decoded again); a UserError
     when there is nothing in it."""
-    from hpceval.analysis.frame import load_frame
+    from hpceval.analysis.loading import load_frame
     from hpceval.store import open_store
 
     with open_store(db, create=False) as store:

@@ -202,7 +202,8 @@ def simulate_command(
     mixed with measured ones.
     """
     from hpceval.build import cache_root
-    from hpceval.simulate.runner import Request, execute, obtain_calibration, prepare
+    from hpceval.simulate.plan import Request
+    from hpceval.simulate.runner import execute, obtain_calibration, prepare
     from hpceval.store import open_store
 
     if backbone not in (None, "fatpipe", "shared"):

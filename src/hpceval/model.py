@@ -71,7 +71,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class Statistics:
-    """Statistics derived from raw samples (see hpceval.analysis.statistics)."""
+    """Statistics derived from raw samples (see hpceval.statistics)."""
 
     count: int
     minimum: float

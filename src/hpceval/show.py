@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 from rich.table import Table
 
-from hpceval.analysis.statistics import quality_warnings
 from hpceval.model import Measurement, Origin
 from hpceval.patterns import COLLECTIVES, PATTERNS, RINGS
+from hpceval.statistics import quality_warnings
 from hpceval.store import CaseRow, RunRow, StoredMeasurement
 
 

@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hpceval.analysis.statistics import describe
 from hpceval.benchmarks.base import Case
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.statistics import describe
 
 Binding = Literal["core", "socket", "numa", "hwthread", "none"]
 

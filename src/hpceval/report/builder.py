@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import multiprocessing
 import os
 import time
@@ -30,27 +31,18 @@ import pandas as pd
 
 import hpceval
 from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
-from hpceval.analysis.frame import load_frame
+from hpceval.analysis.loading import load_frame
 from hpceval.errors import UserError
-from hpceval.patterns import POINT_TO_POINT
 from hpceval.report.figures import RenderedFigure
 from hpceval.report.sections import (
     Context,
     PriceSource,
     Section,
-    collectives_section,
-    cost_section,
-    heatmap_section,
-    hpcc_section,
-    joined_sections,
-    npb_section,
-    other_section,
-    placement_section,
-    point_to_point_section,
-    provenance_row,
-    provenance_section,
-    summary_section,
+    build_order,
+    joined_by_section,
+    section_parts,
 )
+from hpceval.report.sections.provenance import provenance_row
 from hpceval.report.styles import Palette
 from hpceval.report.tables import ReportTable
 from hpceval.store import RunRow, Store, open_store
@@ -67,7 +59,7 @@ class ReportOptions:
     instances: Mapping[str, str] = field(default_factory=dict)  # platform -> catalog entry
     currency: str | None = None
     title: str = "hpceval report"
-    cache: bool = True  # load through the frame cache (hpceval.analysis.frame.FrameCache)
+    cache: bool = True  # load through the frame cache (hpceval.analysis.loading.FrameCache)
 
 
 @dataclass(frozen=True)
@@ -284,32 +276,14 @@ def write_report(
         baseline=baseline,
         price_sources=price_sources,
         price_notes=price_notes,
+        runs=runs if runs is not None else pd.DataFrame(),
+        provenance=provenance if provenance is not None else pd.DataFrame(),
     )
-    runs_frame = runs if runs is not None else pd.DataFrame()
-    provenance_frame = provenance if provenance is not None else pd.DataFrame()
-    others = POINT_TO_POINT - {"pingpong"}
-    parts = build_sections(
-        [
-            lambda: summary_section(ctx, runs_frame),
-            # Point-to-point is the longest section: ping-pong (with the fits and the table)
-            # and the other patterns are built apart, so that the workers finish together.
-            lambda: point_to_point_section(ctx, {"pingpong"}),
-            lambda: point_to_point_section(ctx, others, tables=False),
-            lambda: collectives_section(ctx),
-            lambda: hpcc_section(ctx),
-            lambda: npb_section(ctx),
-            lambda: placement_section(ctx),
-            lambda: heatmap_section(ctx),
-            lambda: cost_section(ctx),
-            lambda: other_section(ctx),
-            lambda: provenance_section(provenance_frame),
-        ],
-        # Longest first (measured on the 1M-measurement benchmark database), so that the
-        # workers finish together: heat map, collectives, NPB, the two point-to-point parts,
-        # the rest.
-        order=[7, 3, 5, 2, 1, 4, 0, 6, 8, 9, 10],
+    parts = section_parts()
+    built = build_sections(
+        [functools.partial(part.build, ctx) for part in parts], order=build_order(parts)
     )
-    sections = [parts[0], joined_sections(parts[1], parts[2]), *parts[3:]]
+    sections = joined_by_section(parts, built)
     figures_dir, tables_dir = _prepare(out)
     figures = [f for s in sections for f in s.figures]
     tables = [t for s in sections for t in s.tables]

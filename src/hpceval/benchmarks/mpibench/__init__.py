@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from hpceval.analysis.statistics import describe
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import Binding, case_key, time_limit
@@ -23,6 +22,7 @@ from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
+from hpceval.statistics import describe
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 SOURCE = Path(__file__).with_name("mpibench.c")

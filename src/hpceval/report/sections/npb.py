@@ -1,0 +1,148 @@
+"""NPB: Mop/s and speedup against cores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hpceval.analysis.scaling import ScalingCurve, scaling
+from hpceval.report.figures import (
+    Line,
+    Panel,
+    line_figure,
+)
+from hpceval.report.sections import register
+from hpceval.report.sections.base import (
+    Context,
+    Section,
+    cap_lines,
+    figure_set,
+    platform_shades,
+    problem_label,
+)
+from hpceval.report.styles import labelled
+from hpceval.report.tables import ReportTable
+
+
+def _curve_panels(
+    curves: Sequence[ScalingCurve], ylabel: str, value: str, notes: list[str]
+) -> list[Panel]:
+    """One panel per kernel (problem less its class), one series per platform and class."""
+    by_kernel: dict[str, list[ScalingCurve]] = {}
+    for c in curves:
+        rest = {k: v for k, v in c.problem.items() if k != "class"}
+        by_kernel.setdefault(problem_label(rest), []).append(c)
+    panels = []
+    for kernel in sorted(by_kernel):
+        members = sorted(
+            by_kernel[kernel],
+            key=lambda c: (c.platform, c.origin.value, str(c.problem.get("class", ""))),
+        )
+        shades = platform_shades([{"platform": c.platform} for c in members])
+        lines = []
+        for c, shade in zip(members, shades, strict=True):
+            x = np.asarray([pt.cores for pt in c.points], dtype=np.float64)
+            y = np.asarray(
+                [pt.value if value == "value" else pt.speedup for pt in c.points], dtype=np.float64
+            )
+            marked = (
+                np.asarray([c.knee.cores], dtype=np.float64)
+                if c.knee is not None and value == "speedup"
+                else None
+            )
+            detail = f"class {c.problem['class']}" if "class" in c.problem else ""
+            lines.append(
+                Line(
+                    c.platform,
+                    c.origin.value,
+                    labelled(c.platform, c.origin.value, detail),
+                    x,
+                    y,
+                    shade,
+                    marked=marked,
+                )
+            )
+        panel = Panel(
+            kernel, "cores (ranks × threads)", ylabel, cap_lines(lines, f"{kernel} {ylabel}", notes)
+        )
+        references = {c.reference.cores for c in members}
+        if value == "speedup" and len(references) == 1:
+            lo = float(references.pop())
+            grid = np.asarray(sorted({float(pt.cores) for c in members for pt in c.points}))
+            panel.ideal = (grid, grid / lo)
+        panels.append(panel)
+    return panels
+
+
+def npb_section(ctx: Context) -> Section:
+    section = Section(
+        "npb",
+        "NAS Parallel Benchmarks: Mop/s and speedup",
+        "Mop/s total (official operation counts) and speedup against the run with the fewest "
+        "cores of the same kernel and class, per platform (best placement at each core count). "
+        "The black line is the ideal speedup; a red ring marks the knee, where efficiency drops "
+        "below 0.5 or the speedup stops growing.",
+    )
+    try:
+        times = scaling(ctx.frame, benchmark="npb", metric="time")
+        mops = scaling(ctx.frame, benchmark="npb", metric="mops_total")
+    except KeyError as e:  # a unit outside HIGHER_IS_BETTER
+        section.empty = f"NPB scaling could not be computed: unknown unit {e}."
+        return section
+    if not times and not mops:
+        section.empty = "No NPB measurements (time, Mop/s with a rank count)."
+        return section
+    if mops:
+        section.figures += figure_set(
+            _curve_panels(mops, "Mop/s total", "value", section.notes),
+            lambda g: line_figure(g, ctx.palette),
+            "npb_mops",
+            "NPB Mop/s vs cores",
+            "",
+            section.notes,
+        )
+    if times:
+        section.figures += figure_set(
+            _curve_panels(times, "speedup", "speedup", section.notes),
+            lambda g: line_figure(g, ctx.palette),
+            "npb_speedup",
+            "NPB speedup vs cores",
+            "",
+            section.notes,
+        )
+    mops_of: dict[tuple[str, str, str, int], float] = {}
+    for c in mops:
+        for pt in c.points:
+            mops_of[(c.platform, c.origin.value, problem_label(c.problem), pt.cores)] = pt.value
+    rows = []
+    for c in times:
+        label = problem_label(c.problem)
+        for pt in c.points:
+            rows.append(
+                {
+                    "platform": c.platform,
+                    "origin": c.origin.value,
+                    "problem": label,
+                    "cores": pt.cores,
+                    "placement": pt.label(),
+                    "time_s": pt.value,
+                    "mops_total": mops_of.get((c.platform, c.origin.value, label, pt.cores)),
+                    "speedup": pt.speedup,
+                    "efficiency": pt.efficiency,
+                    "samples": pt.samples,
+                    "knee": c.knee is not None and pt.cores == c.knee.cores,
+                    "scales_to_cores": c.scales_to,
+                }
+            )
+    if rows:
+        section.tables.append(
+            ReportTable(
+                "npb_scaling", "NPB scaling (best placement per core count)", pd.DataFrame(rows)
+            )
+        )
+    return section
+
+
+register("npb", npb_section)
