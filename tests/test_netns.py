@@ -179,14 +179,14 @@ def test_shipped_netns_platforms_load() -> None:
     assert get_launcher_class("netns").origin is Origin.EMULATED
 
 
-def test_refuses_without_root_and_with_mpich(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refuses_without_root_and_with_intel_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(netns_mod, "running_as_root", lambda: False)
     with pytest.raises(UserError, match=r"^the netns launcher needs root \(ip netns\)$"):
         launcher().preflight()
     with pytest.raises(UserError, match=r"needs root"), launcher().session():
         pass
-    with pytest.raises(UserError, match=r"netns launcher starts ranks through Open MPI"):
-        launcher(impl="MPICH").command(Placement(2, 1), PROGRAM)
+    with pytest.raises(UserError, match=r"rsh agent of Open MPI or MPICH; \S*mpirun is Intel MPI"):
+        launcher(impl="Intel MPI").command(Placement(2, 1), PROGRAM)
     with pytest.raises(UserError, match="needs 3 nodes"):
         launcher().command(Placement(3, 1), PROGRAM)
 

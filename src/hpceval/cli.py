@@ -18,6 +18,7 @@ from rich.table import Table
 
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
+from hpceval.cli_cluster import cluster_app
 from hpceval.cli_common import DbOption, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
@@ -316,6 +317,7 @@ def import_npb_command(
 
 
 app.add_typer(db_app, name="db")
+app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
 register_simulate_commands(app, out)
 register_report_command(app, out)
