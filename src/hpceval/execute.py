@@ -19,6 +19,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Protocol
 
+# Seconds between SIGTERM and SIGKILL (and for a program to exit by itself once its output
+# ended): mpirun forwards SIGTERM to its ranks and needs a moment to tear them down. The one
+# grace period of hpceval, also for what runs in a netns node.
 KILL_GRACE_S = 3.0
 STDERR_TAIL_LINES = 200
 
@@ -55,6 +58,20 @@ class Executor(Protocol):
     def start(self, argv: Sequence[str], env: Mapping[str, str]) -> Running:
         """Start argv with `env` set on top of the inherited environment; StartFailed if not."""
         ...
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def last_line(text: str) -> str:

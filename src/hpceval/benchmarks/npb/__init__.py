@@ -1,6 +1,4 @@
-"""`npb`: hpceval's own NAS Parallel Benchmarks (C + MPI + OpenMP): kernels and applications.
-
-The kernels EP, IS, CG, MG, FT and the pseudo-application SP (APPLICATIONS).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP (C + MPI + OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -15,7 +13,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -28,24 +26,33 @@ from hpceval.benchmarks.common import (
     repetition_key,
     single_run_measurements,
 )
+from hpceval.benchmarks.npb.tables import best_run, kernel_tables
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.model import ParamValue, Placement
+from hpceval.model import Measurement, ParamValue, Placement
 from hpceval.units import MOPS, SECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
-# NPB's pseudo-applications (simulated CFD codes), selected with the same `kernels` option.
-APPLICATIONS: tuple[str, ...] = ("sp",)
-PROGRAMS: tuple[str, ...] = (*KERNELS, *APPLICATIONS)
+# The pseudo-applications (square rank counts for BT and SP, not powers of two): programs like the
+# kernels, same protocol and options ("kernels" in a suite names them too).
+PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp")
+PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
-NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-std=c11")
+# -fno-math-errno: math functions without C's errno, as Fortran has none (the reference NPB
+# is Fortran: with errno, gcc cannot call glibc's vector exp in FT's loops as gfortran does).
+NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-std=c11")
 # Rough seconds of one class-S/W/A/B run on one core of a current x86 machine, to weigh
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
+# Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0}  # SP class A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -58,10 +65,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal[
-    "ep", "is", "cg", "mg", "ft",
-    "sp",
-]  # fmt: skip
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -83,8 +87,15 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
-    if kernel == "sp":
-        return sp_rank_rule_error(class_name, ranks)
+    if kernel in ("bt", "sp"):
+        # NPB's multi-partition: p^2 ranks own p^3 cells of at least 3 points per axis.
+        cells = math.isqrt(ranks)
+        if cells * cells != ranks:
+            return f"{kernel} needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
+        n = int(problem_size(kernel, class_name)[0])
+        if n // cells < 3:
+            return f"{kernel} class {class_name} runs on at most {(n // 3) ** 2} ranks, got {ranks}"
+        return None
     if kernel == "ep":
         # EP deals out batches of 2^16 pairs: no more ranks than batches.
         batches = 2 ** (int(problem_size("ep", class_name)[0]) - 16)
@@ -115,27 +126,6 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     return None
 
 
-def sp_rank_rule_error(class_name: str, ranks: int) -> str | None:
-    """SP's multi-partition: a square rank count whose cells keep at least 3 points per axis."""
-    cells = math.isqrt(ranks)
-    if cells * cells != ranks:
-        return f"sp needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
-    n = int(problem_size("sp", class_name)[0])
-    if n // cells < 3:
-        return f"sp class {class_name} ({n} points per axis) runs on at most {(n // 3) ** 2} ranks"
-    return None
-
-
-def sp_memory_per_rank(class_name: str, ranks: int) -> int:
-    """sp.c's arrays: per cell u (2 ghost layers, 5 components), 8 point-wise auxiliaries
-    (1 ghost layer), rhs and forcing (5 each) and lhs (15), padded as the program pads them."""
-    cells = math.isqrt(ranks)
-    m = int(problem_size("sp", class_name)[0]) // cells + 1
-    mp = m // 2 * 2 + 1
-    doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
-    return int(8 * doubles * cells * 1.05 + (8 << 20))
-
-
 def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
     """Estimated bytes one rank needs (the kernels distribute their data over the ranks)."""
     size = problem_size(kernel, class_name)
@@ -164,10 +154,21 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
         return int(3 * 8 * n**3 / ranks * 8 / 7 * 1.1 + (1 << 20))
     if kernel == "ft":
         n = int(size[0]) * int(size[1]) * int(size[2])
-        # three complex arrays and the exponent table, plus the transpose buffer
-        return int((3 * 16 + 8 + 16) * n / ranks + (1 << 20))
+        # NPB's three complex arrays and the real twiddle array (the evolve factors)
+        return int((3 * 16 + 8) * n / ranks + (1 << 20))
+    if kernel == "bt":
+        # p cells of (n/p + 4)^3 points (two ghost layers): u, rhs, forcing (5 values each),
+        # the 5x5 block lhsc and 6 derived fields, 46 doubles per point.
+        p = math.isqrt(ranks)
+        return int(p * (int(size[0]) / p + 5) ** 3 * 46 * 8 + (1 << 20))
     if kernel == "sp":
-        return sp_memory_per_rank(class_name, ranks)
+        # sp.c per cell: u (2 ghost layers, 5 values), 8 point-wise fields (1 ghost layer),
+        # rhs and forcing (5 each) and lhs (15), x and y extents padded to odd counts.
+        p = math.isqrt(ranks)
+        m = int(size[0]) // p + 1
+        mp = m // 2 * 2 + 1
+        doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
+        return int(8 * doubles * p * 1.05 + (8 << 20))
     raise ValueError(kernel)
 
 
@@ -206,10 +207,34 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
         niter = size[3]
         ln = math.log(n)
         return 1e-6 * n * (14.8157 + 7.19641 * ln + (5.23518 + 7.21113 * ln) * niter) / seconds
+    if kernel == "bt":
+        n, niter = size[0], size[1]
+        return 1e-6 * niter * (3478.8 * n**3 - 17655.7 * n**2 + 28023.7 * n) / seconds
     if kernel == "sp":
         n, niter = size[0], size[1]
         return 1e-6 * niter * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4) / seconds
     raise ValueError(kernel)
+
+
+def compile_npb_program(
+    kernel: str,
+    *,
+    compiler: str,
+    compiler_identity: str,
+    cflags: Sequence[str],
+    cache: Path | None = None,
+) -> Path:
+    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed."""
+    return compile_program(
+        f"npb-{kernel}",
+        [HERE / f"{kernel}.c", HERE / "npb_common.c"],
+        depends=[HERE / "npb_common.h"],
+        compiler=compiler,
+        compiler_identity=compiler_identity,
+        cflags=[*cflags, f"-I{HERE}"],
+        ldflags=["-lm"],
+        cache=cache,
+    )
 
 
 class NpbOptions(RankSweepOptions):
@@ -241,25 +266,20 @@ def placements(
 
 
 @register
-class Npb(Benchmark):
+class Npb(Benchmark[NpbOptions]):
     name = "npb"
-    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT and SP (NPB 3.x definitions)"
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT and SP (NPB 3.x definitions)"
     points_per_execution = 1
+    Options = NpbOptions
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        NpbOptions.model_validate(options)
-
-    def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
-        opts = NpbOptions.model_validate(options)
+    def cases(self, options: NpbOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
         available = available_memory_per_node(platform)
         cases = []
-        for kernel in opts.kernels:
-            for class_name in opts.classes:
-                for ranks in opts.ranks:
-                    for threads in opts.threads_per_rank:
-                        for placement in placements(opts, ranks, threads, platform):
+        for kernel in options.kernels:
+            for class_name in options.classes:
+                for ranks in options.ranks:
+                    for threads in options.threads_per_rank:
+                        for placement in placements(options, ranks, threads, platform):
                             need = (
                                 memory_per_rank(kernel, class_name, ranks)
                                 * placement.ranks_per_node
@@ -270,14 +290,19 @@ class Npb(Benchmark):
                                     f"{need / 1e9:.1f} GB per node, the node has "
                                     f"{available / 1e9:.1f} GB available"
                                 )
-                            estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks)
+                            estimate = (
+                                SECONDS_ESTIMATE[class_name]
+                                * ESTIMATE_FACTOR.get(kernel, 1.0)
+                                * 2
+                                / max(1, ranks)
+                            )
                             params: dict[str, ParamValue] = {"kernel": kernel, "class": class_name}
                             key_parts = [kernel, class_name, f"np={ranks}"]
                             memory = memory_per_rank(kernel, class_name, ranks)
                             cases.append(repeated_case(
                                 self.name, key_parts, placement, params,
-                                repeat=opts.repeat, run_estimate_s=estimate,
-                                explicit_limit_s=opts.time_limit_s,
+                                repeat=options.repeat, run_estimate_s=estimate,
+                                explicit_limit_s=options.time_limit_s,
                                 options={"memory_per_rank_bytes": memory},
                             ))  # fmt: skip
         return cases
@@ -289,17 +314,12 @@ class Npb(Benchmark):
         if is_smpi_compiler(compiler):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
-        executables = {}
-        for kernel in PROGRAMS:
-            executables[kernel] = compile_program(
-                f"npb-{kernel}",
-                [HERE / f"{kernel}.c", HERE / "npb_common.c"],
-                depends=[HERE / "npb_common.h"],
-                compiler=compiler,
-                compiler_identity=compiler_identity,
-                cflags=[*flags, f"-I{HERE}"],
-                ldflags=["-lm"],
+        executables = {
+            kernel: compile_npb_program(
+                kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
             )
+            for kernel in PROGRAMS
+        }
         return Program(executables["ep"].parent, compiler, flags, executables)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
@@ -339,6 +359,12 @@ class Npb(Benchmark):
         if not ends or ends[-1].get("status") != expected:
             raise BenchmarkFailure("the kernel's output has no successful end record")
 
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return best_run(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return kernel_tables(measurements, KERNELS)
+
 
 def decode_record(line: str) -> dict[str, Any] | None:
     return records.decode_record(line, "npb")
@@ -368,14 +394,14 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
     elif kernel == "ep":
         out["sx"] = (ref["sx"][class_name], ref["tolerance"])
         out["sy"] = (ref["sy"][class_name], ref["tolerance"])
-    elif kernel == "sp":
-        for norm in ("xcr", "xce"):
-            for m, value in enumerate(ref[norm][class_name]):
-                out[f"{norm}{m + 1}"] = (value, ref["tolerance"])
     elif kernel == "ft":
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
+    elif kernel in ("bt", "sp"):
+        for quantity in ("xcr", "xce"):
+            for m, value in enumerate(ref[quantity][class_name], start=1):
+                out[f"{quantity}{m}"] = (value, ref["tolerance"])
     return out
 
 
