@@ -1,4 +1,4 @@
-"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT (C + MPI + OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP (C + MPI + OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
-# The pseudo-applications (square rank counts for BT, not powers of two): programs like the
+# The pseudo-applications (square rank counts for BT and SP, not powers of two): programs like the
 # kernels, same protocol and options ("kernels" in a suite names them too).
-PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt",)
+PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp")
 PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
@@ -52,7 +52,7 @@ NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fope
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
 # Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
-ESTIMATE_FACTOR = {"bt": 6.0}
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0}  # SP class A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -65,7 +65,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -87,14 +87,14 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
-    if kernel == "bt":
+    if kernel in ("bt", "sp"):
         # NPB's multi-partition: p^2 ranks own p^3 cells of at least 3 points per axis.
         cells = math.isqrt(ranks)
         if cells * cells != ranks:
-            return f"bt needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
-        n = int(problem_size("bt", class_name)[0])
+            return f"{kernel} needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
+        n = int(problem_size(kernel, class_name)[0])
         if n // cells < 3:
-            return f"bt class {class_name} runs on at most {(n // 3) ** 2} ranks, got {ranks}"
+            return f"{kernel} class {class_name} runs on at most {(n // 3) ** 2} ranks, got {ranks}"
         return None
     if kernel == "ep":
         # EP deals out batches of 2^16 pairs: no more ranks than batches.
@@ -161,6 +161,14 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
         # the 5x5 block lhsc and 6 derived fields, 46 doubles per point.
         p = math.isqrt(ranks)
         return int(p * (int(size[0]) / p + 5) ** 3 * 46 * 8 + (1 << 20))
+    if kernel == "sp":
+        # sp.c per cell: u (2 ghost layers, 5 values), 8 point-wise fields (1 ghost layer),
+        # rhs and forcing (5 each) and lhs (15), x and y extents padded to odd counts.
+        p = math.isqrt(ranks)
+        m = int(size[0]) // p + 1
+        mp = m // 2 * 2 + 1
+        doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
+        return int(8 * doubles * p * 1.05 + (8 << 20))
     raise ValueError(kernel)
 
 
@@ -202,6 +210,9 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     if kernel == "bt":
         n, niter = size[0], size[1]
         return 1e-6 * niter * (3478.8 * n**3 - 17655.7 * n**2 + 28023.7 * n) / seconds
+    if kernel == "sp":
+        n, niter = size[0], size[1]
+        return 1e-6 * niter * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4) / seconds
     raise ValueError(kernel)
 
 
@@ -257,7 +268,7 @@ def placements(
 @register
 class Npb(Benchmark[NpbOptions]):
     name = "npb"
-    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT and BT (NPB 3.x definitions)"
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT and SP (NPB 3.x definitions)"
     points_per_execution = 1
     Options = NpbOptions
 
@@ -387,7 +398,7 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
-    elif kernel == "bt":
+    elif kernel in ("bt", "sp"):
         for quantity in ("xcr", "xce"):
             for m, value in enumerate(ref[quantity][class_name], start=1):
                 out[f"{quantity}{m}"] = (value, ref["tolerance"])
