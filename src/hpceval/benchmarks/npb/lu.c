@@ -157,9 +157,11 @@ static double send_buffer[2][5 * 4096];
 static int near_square_divisor(int n)
 {
     if (n <= 0) return -1;
-    int x = 1;
-    while (x * x <= n) {
-        if (x * x == n) return x;
+    /* x ends as the smallest integer with x^2 > n */
+    int x = 1, square = 0;
+    while (square <= n) {
+        square = x * x;
+        if (square == n) return x;
         ++x;
     }
     --x;
@@ -192,7 +194,7 @@ static void decompose(void)
 {
     if (!lu_process_grid(nranks, &px, &py))
         npb_fail("lu cannot run on %d ranks: NPB 3.4 LU needs a count that splits into a "
-                 "px x py grid with py <= px <= 2 py (1, 2, 4, 8, 9, 16, 32, ...)",
+                 "px x py grid as NPB 3.4's proc_grid (1, 2, 4, 6, 8, 9, 12, 16, ...)",
                  nranks);
     int row = my_rank % px + 1, col = my_rank / px + 1;
     north = row > 1 ? my_rank - 1 : -1;
