@@ -12,17 +12,12 @@ altered is rejected against the official values (verification.toml).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hpceval.benchmarks import Case, get_benchmark
 from hpceval.benchmarks.npb import (
-    NPB_CFLAGS,
-    compile_npb_program,
     lu_process_grid,
     mops_formula,
     rank_rule_error,
@@ -33,10 +28,10 @@ from hpceval.store import open_store
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
 from .conftest import requires_mpi, run_suite
+from .npb_programs import build_program, only, run_program
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
-RUN_TIMEOUT_S = 300
 # Class S: 12^3 grid, 50 SSOR iterations, dt 0.5 (NPB 3.4).
 S_POINTS, S_ITERATIONS = 12, 50
 
@@ -46,47 +41,9 @@ def toolchain() -> MpiToolchain:
     return detect_mpi()
 
 
-def build_lu(toolchain: MpiToolchain, cache: Path, extra_flags: tuple[str, ...] = ()) -> Path:
-    return compile_npb_program(
-        "lu",
-        compiler=toolchain.mpicc,
-        compiler_identity=toolchain.identity(),
-        cflags=[*NPB_CFLAGS, *extra_flags],
-        cache=cache,
-    )
-
-
 @pytest.fixture(scope="module")
 def lu(toolchain: MpiToolchain, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_lu(toolchain, tmp_path_factory.mktemp("lu-build"))
-
-
-def run_lu(
-    toolchain: MpiToolchain, exe: Path, ranks: int, threads: int = 1
-) -> tuple[int, list[dict[str, Any]], str]:
-    root = toolchain.run_as_root() if os.geteuid() == 0 else None
-    argv = [
-        toolchain.mpirun,
-        *(root.mpirun_args if root else ()),
-        "--oversubscribe",
-        "-np",
-        str(ranks),
-        str(exe),
-        "--class",
-        "S",
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    proc = subprocess.run(
-        argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, env=env
-    )
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return proc.returncode, records, proc.stdout + proc.stderr
-
-
-def only(records: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    found = [r for r in records if r["record"] == kind]
-    assert len(found) == 1, f"expected one {kind} record, got {found}"
-    return found[0]
+    return build_program("lu", toolchain, tmp_path_factory.mktemp("lu-build"))
 
 
 @pytest.mark.parametrize(
@@ -95,7 +52,7 @@ def only(records: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 def test_class_s_verifies(
     toolchain: MpiToolchain, lu: Path, ranks: int, threads: int, grid: tuple[int, int]
 ) -> None:
-    rc, records, output = run_lu(toolchain, lu, ranks, threads)
+    rc, records, output = run_program(toolchain, lu, ranks, threads)
     assert rc == 0, output
     header = only(records, "header")
     assert (header["kernel"], header["class"], header["nranks"], header["threads"]) == (
@@ -129,8 +86,9 @@ def test_wrong_reference_fails_verification(
     toolchain: MpiToolchain, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     # References off by 1e-6 (100 times the tolerance): the same computation must fail.
-    exe = build_lu(toolchain, tmp_path_factory.mktemp("lu-wrong"), ("-DLU_REFERENCE_ERROR=1e-6",))
-    rc, records, output = run_lu(toolchain, exe, 2)
+    cache = tmp_path_factory.mktemp("lu-wrong")
+    exe = build_program("lu", toolchain, cache, ("-DLU_REFERENCE_ERROR=1e-6",))
+    rc, records, output = run_program(toolchain, exe, 2)
     assert rc == 3, output
     result = only(records, "result")
     assert result["verified"] is False
@@ -141,7 +99,7 @@ def test_wrong_reference_fails_verification(
 
 def test_disallowed_rank_count_is_refused(toolchain: MpiToolchain, lu: Path) -> None:
     # 3 ranks: NPB 3.4's proc_grid finds no grid (the official LU aborts too).
-    rc, records, output = run_lu(toolchain, lu, 3)
+    rc, records, output = run_program(toolchain, lu, 3)
     assert rc == 2, output
     errors = [r for r in records if r["record"] == "error"]
     assert errors and "lu cannot run on 3 ranks" in errors[0]["message"]
@@ -177,7 +135,7 @@ def test_rank_rules_are_npb_34s_process_grid() -> None:
 
 
 def test_altered_reference_in_a_real_result_is_rejected(toolchain: MpiToolchain, lu: Path) -> None:
-    rc, records, output = run_lu(toolchain, lu, 1)
+    rc, records, output = run_program(toolchain, lu, 1)
     assert rc == 0, output
     case = Case(
         key="npb/lu/S/np=1",

@@ -1032,6 +1032,40 @@ static double pressure(const double *w)
     return c2 * (w[4] - 0.5 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) / w[0]);
 }
 
+/* The trapezoidal sum over the cells [a0, a1] x [b0, b1] of two face arrays (ld values a
+ * row), over all ranks. */
+static double cell_sum(const double *phi1, const double *phi2, size_t ld, int a0, int a1, int b0,
+                       int b1)
+{
+    double local = 0.0, total;
+    for (int b = b0; b <= b1; ++b)
+        for (int a = a0; a <= a1; ++a) {
+            size_t p = (size_t)b * ld + (size_t)a, q = p + ld;
+            local += phi1[p] + phi1[p + 1] + phi1[q] + phi1[q + 1] + phi2[p] + phi2[p + 1] +
+                     phi2[q] + phi2[q + 1];
+        }
+    NPB_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    return total;
+}
+
+/* exchange_5/6: the neighbour `from`'s first face values phi(1, 1..nz) become this rank's
+ * phi(n + 1, 1..nz), then this rank's go to `to`. */
+static void exchange_face_line(double *phi, size_t ld, int n, int receive_it, int from,
+                               int send_it, int to, int tag)
+{
+    double *buf = npb_alloc((size_t)nz * sizeof(double), "face line");
+    if (receive_it) {
+        NPB_CHECK_MPI(
+            MPI_Recv(buf, nz, MPI_DOUBLE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int k = 1; k <= nz; ++k) phi[(size_t)k * ld + (size_t)n + 1] = buf[k - 1];
+    }
+    if (send_it) {
+        for (int k = 1; k <= nz; ++k) buf[k - 1] = phi[(size_t)k * ld + 1];
+        NPB_CHECK_MPI(MPI_Send(buf, nz, MPI_DOUBLE, to, tag, MPI_COMM_WORLD));
+    }
+    free(buf);
+}
+
 /* pintgr: the surface integral of the pressure over three pairs of faces of the box
  * [ii1, ii2] x [ji1, ji2] x [ki1, ki2], trapezoidal in each cell. */
 static double surface_integral(void)
@@ -1100,15 +1134,7 @@ static double surface_integral(void)
         }
         free(buf);
     }
-    double frc1 = 0.0;
-    for (int j = jbeg; j <= jfin1; ++j)
-        for (int i = ibeg; i <= ifin1; ++i)
-            frc1 += PHI(phi1, i, j) + PHI(phi1, i + 1, j) + PHI(phi1, i, j + 1) +
-                    PHI(phi1, i + 1, j + 1) + PHI(phi2, i, j) + PHI(phi2, i + 1, j) +
-                    PHI(phi2, i, j + 1) + PHI(phi2, i + 1, j + 1);
-    double total;
-    NPB_CHECK_MPI(MPI_Allreduce(&frc1, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    frc1 = dxi * deta * total;
+    const double frc1 = dxi * deta * cell_sum(phi1, phi2, ld, ibeg, ifin1, jbeg, jfin1);
 
     /* the j faces: phi(i, k); exchange_5 along i */
     memset(phi1, 0, ld * ld * sizeof(double));
@@ -1119,28 +1145,9 @@ static double surface_integral(void)
             if (on_j1) PHI(phi1, i, k) = pressure(AT(u, i, jbeg, k));
             if (on_j2) PHI(phi2, i, k) = pressure(AT(u, i, jfin, k));
         }
-    for (int face = 0; face < 2; ++face) {
-        double *phi = face == 0 ? phi1 : phi2;
-        if (!(face == 0 ? on_j1 : on_j2)) continue;
-        double buf[4096];
-        if (ifin1 == nx) {
-            NPB_CHECK_MPI(MPI_Recv(buf, nz, MPI_DOUBLE, south, TAG_FACE + 3, MPI_COMM_WORLD,
-                                   MPI_STATUS_IGNORE));
-            for (int k = 1; k <= nz; ++k) PHI(phi, nx + 1, k) = buf[k - 1];
-        }
-        if (ibeg == 1) {
-            for (int k = 1; k <= nz; ++k) buf[k - 1] = PHI(phi, 1, k);
-            NPB_CHECK_MPI(MPI_Send(buf, nz, MPI_DOUBLE, north, TAG_FACE + 3, MPI_COMM_WORLD));
-        }
-    }
-    double frc2 = 0.0;
-    for (int k = ki1; k <= ki2 - 1; ++k)
-        for (int i = ibeg; i <= ifin1; ++i)
-            frc2 += PHI(phi1, i, k) + PHI(phi1, i + 1, k) + PHI(phi1, i, k + 1) +
-                    PHI(phi1, i + 1, k + 1) + PHI(phi2, i, k) + PHI(phi2, i + 1, k) +
-                    PHI(phi2, i, k + 1) + PHI(phi2, i + 1, k + 1);
-    NPB_CHECK_MPI(MPI_Allreduce(&frc2, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    frc2 = dxi * dzeta * total;
+    if (on_j1) exchange_face_line(phi1, ld, nx, ifin1 == nx, south, ibeg == 1, north, TAG_FACE + 3);
+    if (on_j2) exchange_face_line(phi2, ld, nx, ifin1 == nx, south, ibeg == 1, north, TAG_FACE + 3);
+    const double frc2 = dxi * dzeta * cell_sum(phi1, phi2, ld, ibeg, ifin1, ki1, ki2 - 1);
 
     /* the i faces: phi(j, k); exchange_6 along j */
     memset(phi1, 0, ld * ld * sizeof(double));
@@ -1151,28 +1158,9 @@ static double surface_integral(void)
             if (on_i1) PHI(phi1, j, k) = pressure(AT(u, ibeg, j, k));
             if (on_i2) PHI(phi2, j, k) = pressure(AT(u, ifin, j, k));
         }
-    for (int face = 0; face < 2; ++face) {
-        double *phi = face == 0 ? phi1 : phi2;
-        if (!(face == 0 ? on_i1 : on_i2)) continue;
-        double buf[4096];
-        if (jfin1 == ny) {
-            NPB_CHECK_MPI(MPI_Recv(buf, nz, MPI_DOUBLE, east, TAG_FACE + 4, MPI_COMM_WORLD,
-                                   MPI_STATUS_IGNORE));
-            for (int k = 1; k <= nz; ++k) PHI(phi, ny + 1, k) = buf[k - 1];
-        }
-        if (jbeg == 1) {
-            for (int k = 1; k <= nz; ++k) buf[k - 1] = PHI(phi, 1, k);
-            NPB_CHECK_MPI(MPI_Send(buf, nz, MPI_DOUBLE, west, TAG_FACE + 4, MPI_COMM_WORLD));
-        }
-    }
-    double frc3 = 0.0;
-    for (int k = ki1; k <= ki2 - 1; ++k)
-        for (int j = jbeg; j <= jfin1; ++j)
-            frc3 += PHI(phi1, j, k) + PHI(phi1, j + 1, k) + PHI(phi1, j, k + 1) +
-                    PHI(phi1, j + 1, k + 1) + PHI(phi2, j, k) + PHI(phi2, j + 1, k) +
-                    PHI(phi2, j, k + 1) + PHI(phi2, j + 1, k + 1);
-    NPB_CHECK_MPI(MPI_Allreduce(&frc3, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    frc3 = deta * dzeta * total;
+    if (on_i1) exchange_face_line(phi1, ld, ny, jfin1 == ny, east, jbeg == 1, west, TAG_FACE + 4);
+    if (on_i2) exchange_face_line(phi2, ld, ny, jfin1 == ny, east, jbeg == 1, west, TAG_FACE + 4);
+    const double frc3 = deta * dzeta * cell_sum(phi1, phi2, ld, jbeg, jfin1, ki1, ki2 - 1);
 #undef PHI
     free(phi1);
     free(phi2);
@@ -1326,18 +1314,10 @@ int main(int argc, char **argv)
                                 : 0.0;
     result.iterations = cls->itmax;
     result.verified = 1;
-    for (int m = 0; m < 5; ++m) {
-        char name[16];
-        snprintf(name, sizeof name, "xcr%d", m + 1);
-        npb_add_quantity(&result, name, rsdnm[m], cls->xcr[m] * (1.0 + LU_REFERENCE_ERROR),
-                         LU_TOLERANCE);
-    }
-    for (int m = 0; m < 5; ++m) {
-        char name[16];
-        snprintf(name, sizeof name, "xce%d", m + 1);
-        npb_add_quantity(&result, name, errnm[m], cls->xce[m] * (1.0 + LU_REFERENCE_ERROR),
-                         LU_TOLERANCE);
-    }
+    npb_add_quantities(&result, "xcr", 5, rsdnm, cls->xcr, 1.0 + LU_REFERENCE_ERROR,
+                       LU_TOLERANCE);
+    npb_add_quantities(&result, "xce", 5, errnm, cls->xce, 1.0 + LU_REFERENCE_ERROR,
+                       LU_TOLERANCE);
     npb_add_quantity(&result, "xci", frc, cls->xci * (1.0 + LU_REFERENCE_ERROR), LU_TOLERANCE);
     npb_print_result(&result);
     int status = result.verified ? 0 : 3;
