@@ -755,172 +755,226 @@ static void compute_forcing(void)
 
 /* --- the flux Jacobians (jacld, jacu) --------------------------------------------------- */
 
+/* The Jacobian blocks are stored by columns (blk[n][m] holds row m, column n, as NPB's
+ * a(m, n, i)): the products with a vector then run down contiguous columns, which the
+ * compiler vectorises across the five equations, each sum keeping NPB's order. */
+static inline __attribute__((always_inline)) void store_transposed(double (*restrict blk)[5],
+                                                                   const double (*out)[5])
+{
+    for (int n = 0; n < 5; ++n)
+        for (int m = 0; m < 5; ++m) blk[n][m] = out[m][n];
+}
+
 /* The block coupling a point to its neighbour w along the axis whose momentum component is
  * q (1: i, 2: j, 3: k): t1 and t2 are that axis' 1/h^2 and 1/(2h), dd its dissipation
  * coefficients, s the sign of the convective part (-1 towards the lower neighbour, jacld;
- * +1 towards the upper one, jacu). */
-static inline __attribute__((always_inline)) void neighbour_block(block5 blk, const double *w,
-                                                                  const int q, const double s,
-                                                                  const double t1,
-                                                                  const double t2,
-                                                                  const double *dd)
+ * +1 towards the upper one, jacu). Everything is read into locals first: the stores to the
+ * block could otherwise alias them and force reloads. */
+static inline __attribute__((always_inline)) void neighbour_block(
+    double (*restrict blk)[5], const double *restrict w, const int q, const double s,
+    const double dtv, const double t1, const double t2, const double *restrict dd)
 {
     const double r43 = 4.0 / 3.0, c34 = c3 * c4, c1345 = c1 * c3 * c4 * c5;
-    const double tmp1 = 1.0 / w[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-    const double st2 = s * dt * t2, dt1 = dt * t1;
-    const double sq = w[1] * w[1] + w[2] * w[2] + w[3] * w[3];
-    const double uq = w[q];
-    for (int n = 0; n < 5; ++n) blk[0][n] = 0.0;
-    blk[0][0] = -dt1 * dd[0];
-    blk[0][q] = st2;
+    const double v[5] = {w[0], w[1], w[2], w[3], w[4]};
+    const double d0 = dd[0], dm[4] = {0.0, dd[1], dd[2], dd[3]}, d4 = dd[4];
+    const double tmp1 = 1.0 / v[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+    const double st2 = s * dtv * t2, dt1 = dtv * t1;
+    const double sq = v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+    const double uq = v[q];
+    double out[5][5];
+    for (int n = 0; n < 5; ++n) out[0][n] = 0.0;
+    out[0][0] = -dt1 * d0;
+    out[0][q] = st2;
     for (int m = 1; m <= 3; ++m) {
         if (m == q) {
-            blk[m][0] = st2 * (-(uq * tmp1) * (uq * tmp1) + 0.5 * c2 * (sq * tmp2)) -
+            out[m][0] = st2 * (-(uq * tmp1) * (uq * tmp1) + 0.5 * c2 * (sq * tmp2)) -
                         dt1 * (-r43 * c34 * tmp2 * uq);
             for (int p = 1; p <= 3; ++p)
-                if (p != q) blk[m][p] = st2 * (-c2 * (w[p] * tmp1));
-            blk[m][q] = st2 * ((2.0 - c2) * (uq * tmp1)) - dt1 * (r43 * c34 * tmp1) - dt1 * dd[m];
-            blk[m][4] = st2 * c2;
+                if (p != q) out[m][p] = st2 * (-c2 * (v[p] * tmp1));
+            out[m][q] = st2 * ((2.0 - c2) * (uq * tmp1)) - dt1 * (r43 * c34 * tmp1) - dt1 * dm[m];
+            out[m][4] = st2 * c2;
         } else {
-            blk[m][0] = st2 * (-(w[m] * uq) * tmp2) - dt1 * (-c34 * tmp2 * w[m]);
-            for (int p = 1; p <= 4; ++p) blk[m][p] = 0.0;
-            blk[m][m] = st2 * (uq * tmp1) - dt1 * (c34 * tmp1) - dt1 * dd[m];
-            blk[m][q] = st2 * (w[m] * tmp1);
+            out[m][0] = st2 * (-(v[m] * uq) * tmp2) - dt1 * (-c34 * tmp2 * v[m]);
+            for (int p = 1; p <= 4; ++p) out[m][p] = 0.0;
+            out[m][m] = st2 * (uq * tmp1) - dt1 * (c34 * tmp1) - dt1 * dm[m];
+            out[m][q] = st2 * (v[m] * tmp1);
         }
     }
-    double visc = -c1345 * tmp2 * w[4];
+    double visc = -c1345 * tmp2 * v[4];
     for (int p = 1; p <= 3; ++p)
-        visc -= (p == q ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (w[p] * w[p]);
-    blk[4][0] = st2 * ((c2 * sq * tmp2 - c1 * (w[4] * tmp1)) * (uq * tmp1)) - dt1 * visc;
+        visc -= (p == q ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (v[p] * v[p]);
+    out[4][0] = st2 * ((c2 * sq * tmp2 - c1 * (v[4] * tmp1)) * (uq * tmp1)) - dt1 * visc;
     for (int p = 1; p <= 3; ++p)
         if (p != q)
-            blk[4][p] = st2 * (-c2 * (w[p] * uq) * tmp2) - dt1 * (c34 - c1345) * tmp2 * w[p];
-    blk[4][q] = st2 * (c1 * (w[4] * tmp1) - 0.5 * c2 * ((sq + 2.0 * uq * uq) * tmp2)) -
+            out[4][p] = st2 * (-c2 * (v[p] * uq) * tmp2) - dt1 * (c34 - c1345) * tmp2 * v[p];
+    out[4][q] = st2 * (c1 * (v[4] * tmp1) - 0.5 * c2 * ((sq + 2.0 * uq * uq) * tmp2)) -
                 dt1 * (r43 * c34 - c1345) * tmp2 * uq;
-    blk[4][4] = st2 * (c1 * (uq * tmp1)) - dt1 * c1345 * tmp1 - dt1 * dd[4];
+    out[4][4] = st2 * (c1 * (uq * tmp1)) - dt1 * c1345 * tmp1 - dt1 * d4;
+    store_transposed(blk, out);
+}
+
+/* The constants of the Jacobians, as locals of the line loops (see neighbour_block). */
+struct jacobian_constants {
+    double dt, tx1, tx2, ty1, ty2, tz1, tz2;
+    double dx[5], dy[5], dz[5];
+};
+
+static struct jacobian_constants jacobian_constants(void)
+{
+    struct jacobian_constants jc = {dt, tx1, tx2, ty1, ty2, tz1, tz2, {0}, {0}, {0}};
+    memcpy(jc.dx, dxc, sizeof dxc);
+    memcpy(jc.dy, dyc, sizeof dyc);
+    memcpy(jc.dz, dzc, sizeof dzc);
+    return jc;
 }
 
 /* The diagonal block (the same in jacld and jacu). */
-static inline void diagonal_block(block5 d, const double *w)
+static inline __attribute__((always_inline)) void diagonal_block(
+    double (*restrict d)[5], const double *restrict w, const struct jacobian_constants *jc)
 {
     const double r43 = 4.0 / 3.0, c34 = c3 * c4, c1345 = c1 * c3 * c4 * c5;
-    const double tmp1 = 1.0 / w[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-    const double t1[3] = {tx1, ty1, tz1};
+    const double v[5] = {w[0], w[1], w[2], w[3], w[4]};
+    const double tmp1 = 1.0 / v[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+    const double t1[3] = {jc->tx1, jc->ty1, jc->tz1};
+    const double dt2 = jc->dt * 2.0;
+    double out[5][5];
     for (int m = 0; m < 5; ++m)
-        for (int n = 0; n < 5; ++n) d[m][n] = 0.0;
-    d[0][0] = 1.0 + dt * 2.0 * (tx1 * dxc[0] + ty1 * dyc[0] + tz1 * dzc[0]);
+        for (int n = 0; n < 5; ++n) out[m][n] = 0.0;
+    out[0][0] = 1.0 + dt2 * (t1[0] * jc->dx[0] + t1[1] * jc->dy[0] + t1[2] * jc->dz[0]);
     for (int m = 1; m <= 3; ++m) {
         /* r43 weighs the axis along which momentum m points */
         double f0 = 0.0, fm = 0.0;
         for (int a = 0; a < 3; ++a) {
             double w43 = a == m - 1 ? r43 : 1.0;
-            f0 += t1[a] * (-w43 * c34 * tmp2 * w[m]);
+            f0 += t1[a] * (-w43 * c34 * tmp2 * v[m]);
             fm += t1[a] * w43 * c34 * tmp1;
         }
-        d[m][0] = dt * 2.0 * f0;
-        d[m][m] = 1.0 + dt * 2.0 * fm + dt * 2.0 * (tx1 * dxc[m] + ty1 * dyc[m] + tz1 * dzc[m]);
+        out[m][0] = dt2 * f0;
+        out[m][m] = 1.0 + dt2 * fm + dt2 * (t1[0] * jc->dx[m] + t1[1] * jc->dy[m] + t1[2] * jc->dz[m]);
     }
     double f0 = 0.0;
     for (int a = 0; a < 3; ++a) {
-        double s = 0.0;
+        double sum = 0.0;
         for (int p = 1; p <= 3; ++p)
-            s -= (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (w[p] * w[p]);
-        f0 += t1[a] * (s - c1345 * tmp2 * w[4]);
+            sum -= (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (v[p] * v[p]);
+        f0 += t1[a] * (sum - c1345 * tmp2 * v[4]);
     }
-    d[4][0] = dt * 2.0 * f0;
+    out[4][0] = dt2 * f0;
     for (int p = 1; p <= 3; ++p) {
         double f = 0.0;
         for (int a = 0; a < 3; ++a)
-            f += t1[a] * (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp2 * w[p];
-        d[4][p] = dt * 2.0 * f;
+            f += t1[a] * (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp2 * v[p];
+        out[4][p] = dt2 * f;
     }
-    d[4][4] = 1.0 + dt * 2.0 * (tx1 * c1345 * tmp1 + ty1 * c1345 * tmp1 + tz1 * c1345 * tmp1) +
-              dt * 2.0 * (tx1 * dxc[4] + ty1 * dyc[4] + tz1 * dzc[4]);
+    out[4][4] = 1.0 + dt2 * (t1[0] * c1345 * tmp1 + t1[1] * c1345 * tmp1 + t1[2] * c1345 * tmp1) +
+                dt2 * (t1[0] * jc->dx[4] + t1[1] * jc->dy[4] + t1[2] * jc->dz[4]);
+    store_transposed(d, out);
 }
 
 /* jacld: for the line (j, k), a = towards k-1, b = j-1, c = i-1. */
 static void jacobians_lower(struct line_work *lw, int j, int k)
 {
-    for (int i = ist; i <= iend; ++i) {
-        diagonal_block(lw->d[i], AT(u, i, j, k));
-        neighbour_block(lw->a[i], AT(u, i, j, k - 1), 3, -1.0, tz1, tz2, dzc);
-        neighbour_block(lw->b[i], AT(u, i, j - 1, k), 2, -1.0, ty1, ty2, dyc);
-        neighbour_block(lw->c[i], AT(u, i - 1, j, k), 1, -1.0, tx1, tx2, dxc);
+    const struct jacobian_constants jc = jacobian_constants();
+    const int i0 = ist, i1 = iend;
+    for (int i = i0; i <= i1; ++i) {
+        diagonal_block(lw->d[i], AT(u, i, j, k), &jc);
+        neighbour_block(lw->a[i], AT(u, i, j, k - 1), 3, -1.0, jc.dt, jc.tz1, jc.tz2, jc.dz);
+        neighbour_block(lw->b[i], AT(u, i, j - 1, k), 2, -1.0, jc.dt, jc.ty1, jc.ty2, jc.dy);
+        neighbour_block(lw->c[i], AT(u, i - 1, j, k), 1, -1.0, jc.dt, jc.tx1, jc.tx2, jc.dx);
     }
 }
 
 /* jacu: a = towards i+1, b = j+1, c = k+1. */
 static void jacobians_upper(struct line_work *lw, int j, int k)
 {
-    for (int i = ist; i <= iend; ++i) {
-        diagonal_block(lw->d[i], AT(u, i, j, k));
-        neighbour_block(lw->a[i], AT(u, i + 1, j, k), 1, 1.0, tx1, tx2, dxc);
-        neighbour_block(lw->b[i], AT(u, i, j + 1, k), 2, 1.0, ty1, ty2, dyc);
-        neighbour_block(lw->c[i], AT(u, i, j, k + 1), 3, 1.0, tz1, tz2, dzc);
+    const struct jacobian_constants jc = jacobian_constants();
+    const int i0 = ist, i1 = iend;
+    for (int i = i0; i <= i1; ++i) {
+        diagonal_block(lw->d[i], AT(u, i, j, k), &jc);
+        neighbour_block(lw->a[i], AT(u, i + 1, j, k), 1, 1.0, jc.dt, jc.tx1, jc.tx2, jc.dx);
+        neighbour_block(lw->b[i], AT(u, i, j + 1, k), 2, 1.0, jc.dt, jc.ty1, jc.ty2, jc.dy);
+        neighbour_block(lw->c[i], AT(u, i, j, k + 1), 3, 1.0, jc.dt, jc.tz1, jc.tz2, jc.dz);
     }
 }
 
-/* Solves t x = x in place by Gaussian elimination without pivoting (t is overwritten). */
-static inline void solve_block(block5 t, double *x)
+/* Solves t x = x in place by Gaussian elimination without pivoting (t, stored by columns,
+ * is overwritten). */
+static inline __attribute__((always_inline)) void solve_block(double (*restrict t)[5],
+                                                              double *restrict x)
 {
     for (int p = 0; p < 4; ++p) {
         double inv = 1.0 / t[p][p];
         for (int r = p + 1; r < 5; ++r) {
-            double f = inv * t[r][p];
-            for (int c = p + 1; c < 5; ++c) t[r][c] -= f * t[p][c];
+            double f = inv * t[p][r];
+            for (int c = p + 1; c < 5; ++c) t[c][r] -= f * t[c][p];
             x[r] -= x[p] * f;
         }
     }
     for (int r = 4; r >= 0; --r) {
-        for (int c = r + 1; c < 5; ++c) x[r] -= t[r][c] * x[c];
+        for (int c = r + 1; c < 5; ++c) x[r] -= t[c][r] * x[c];
         x[r] /= t[r][r];
     }
 }
 
-/* blts: the lower-triangular update of line (j, k), i ascending. */
+/* blts: the lower-triangular update of line (j, k), i ascending. Each point works on
+ * locals (its neighbours' values are read once, the block solve runs in registers). */
 static void lower_line(struct line_work *lw, int j, int k)
 {
-    vec5 *v = &AT(rsd, 0, j, k);
-    const vec5 *vz = &AT(rsd, 0, j, k - 1), *vy = &AT(rsd, 0, j - 1, k);
-    for (int i = ist; i <= iend; ++i)
-        for (int m = 0; m < 5; ++m) {
-            const double *a = lw->a[i][m];
-            v[i][m] -= omega * (a[0] * vz[i][0] + a[1] * vz[i][1] + a[2] * vz[i][2] +
-                                a[3] * vz[i][3] + a[4] * vz[i][4]);
-        }
-    for (int i = ist; i <= iend; ++i) {
-        for (int m = 0; m < 5; ++m) {
-            const double *b = lw->b[i][m], *c = lw->c[i][m];
-            v[i][m] -= omega * (b[0] * vy[i][0] + c[0] * v[i - 1][0] + b[1] * vy[i][1] +
-                                c[1] * v[i - 1][1] + b[2] * vy[i][2] + c[2] * v[i - 1][2] +
-                                b[3] * vy[i][3] + c[3] * v[i - 1][3] + b[4] * vy[i][4] +
-                                c[4] * v[i - 1][4]);
-        }
-        solve_block(lw->d[i], v[i]);
+    vec5 *restrict v = &AT(rsd, 0, j, k);
+    const vec5 *restrict vz = &AT(rsd, 0, j, k - 1), *restrict vy = &AT(rsd, 0, j - 1, k);
+    const double om = omega;
+    const int i0 = ist, i1 = iend;
+    for (int i = i0; i <= i1; ++i) {
+        const double z[5] = {vz[i][0], vz[i][1], vz[i][2], vz[i][3], vz[i][4]};
+        const double(*a)[5] = lw->a[i];
+        for (int m = 0; m < 5; ++m)
+            v[i][m] -= om * (a[0][m] * z[0] + a[1][m] * z[1] + a[2][m] * z[2] + a[3][m] * z[3] +
+                             a[4][m] * z[4]);
+    }
+    double x[5] = {v[i0 - 1][0], v[i0 - 1][1], v[i0 - 1][2], v[i0 - 1][3], v[i0 - 1][4]};
+    for (int i = i0; i <= i1; ++i) {
+        const double y[5] = {vy[i][0], vy[i][1], vy[i][2], vy[i][3], vy[i][4]};
+        const double w[5] = {x[0], x[1], x[2], x[3], x[4]}; /* the point i - 1, solved */
+        const double(*b)[5] = lw->b[i], (*c)[5] = lw->c[i];
+        for (int m = 0; m < 5; ++m)
+            x[m] = v[i][m] - om * (b[0][m] * y[0] + c[0][m] * w[0] + b[1][m] * y[1] +
+                                   c[1][m] * w[1] + b[2][m] * y[2] + c[2][m] * w[2] +
+                                   b[3][m] * y[3] + c[3][m] * w[3] + b[4][m] * y[4] +
+                                   c[4][m] * w[4]);
+        solve_block(lw->d[i], x);
+        for (int m = 0; m < 5; ++m) v[i][m] = x[m];
     }
 }
 
 /* buts: the upper-triangular update of line (j, k), i descending. */
 static void upper_line(struct line_work *lw, int j, int k)
 {
-    vec5 *v = &AT(rsd, 0, j, k), *tv = lw->tv;
-    const vec5 *vz = &AT(rsd, 0, j, k + 1), *vy = &AT(rsd, 0, j + 1, k);
-    for (int i = iend; i >= ist; --i)
+    vec5 *restrict v = &AT(rsd, 0, j, k), *restrict tv = lw->tv;
+    const vec5 *restrict vz = &AT(rsd, 0, j, k + 1), *restrict vy = &AT(rsd, 0, j + 1, k);
+    const double om = omega;
+    const int i0 = ist, i1 = iend;
+    for (int i = i1; i >= i0; --i) {
+        const double z[5] = {vz[i][0], vz[i][1], vz[i][2], vz[i][3], vz[i][4]};
+        const double(*c)[5] = lw->c[i];
+        for (int m = 0; m < 5; ++m)
+            tv[i][m] = om * (c[0][m] * z[0] + c[1][m] * z[1] + c[2][m] * z[2] + c[3][m] * z[3] +
+                             c[4][m] * z[4]);
+    }
+    double w[5] = {v[i1 + 1][0], v[i1 + 1][1], v[i1 + 1][2], v[i1 + 1][3], v[i1 + 1][4]};
+    for (int i = i1; i >= i0; --i) {
+        const double y[5] = {vy[i][0], vy[i][1], vy[i][2], vy[i][3], vy[i][4]};
+        double x[5];
+        const double(*b)[5] = lw->b[i], (*a)[5] = lw->a[i];
+        for (int m = 0; m < 5; ++m)
+            x[m] = tv[i][m] + om * (b[0][m] * y[0] + a[0][m] * w[0] + b[1][m] * y[1] +
+                                    a[1][m] * w[1] + b[2][m] * y[2] + a[2][m] * w[2] +
+                                    b[3][m] * y[3] + a[3][m] * w[3] + b[4][m] * y[4] +
+                                    a[4][m] * w[4]);
+        solve_block(lw->d[i], x);
         for (int m = 0; m < 5; ++m) {
-            const double *c = lw->c[i][m];
-            tv[i][m] = omega * (c[0] * vz[i][0] + c[1] * vz[i][1] + c[2] * vz[i][2] +
-                                c[3] * vz[i][3] + c[4] * vz[i][4]);
+            v[i][m] -= x[m];
+            w[m] = v[i][m]; /* the point i + 1 of the next one */
         }
-    for (int i = iend; i >= ist; --i) {
-        for (int m = 0; m < 5; ++m) {
-            const double *b = lw->b[i][m], *a = lw->a[i][m];
-            tv[i][m] += omega * (b[0] * vy[i][0] + a[0] * v[i + 1][0] + b[1] * vy[i][1] +
-                                 a[1] * v[i + 1][1] + b[2] * vy[i][2] + a[2] * v[i + 1][2] +
-                                 b[3] * vy[i][3] + a[3] * v[i + 1][3] + b[4] * vy[i][4] +
-                                 a[4] * v[i + 1][4]);
-        }
-        solve_block(lw->d[i], tv[i]);
-        for (int m = 0; m < 5; ++m) v[i][m] -= tv[i][m];
     }
 }
 
