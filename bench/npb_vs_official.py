@@ -13,9 +13,12 @@ verified runs count (the official "Verification = SUCCESSFUL", hpceval's JSON re
 Printed per (class, ranks): the median Mop/s of each program, the median of the per-round
 ratios own/official with a 95 % t-interval on the log ratios, the coefficient of variation of
 each side (how noisy the machine was), and the peak resident memory of the largest process
-(GNU time's %M over mpirun and its ranks, i.e. the biggest rank). Rank counts are checked
-with hpceval's rule for the program (the one the C program and NPB apply). Optionally the time
-of class C at --class-c-ranks ranks, once per program.
+(GNU time's %M over mpirun and its ranks, i.e. the biggest rank), and the ratio of CPU
+seconds official/own (user + system of all ranks, GNU time's %U + %S): on a machine shared
+with other jobs a run's wall-clock time mostly measures how often it was scheduled, its CPU
+time far less (with several ranks it also counts MPI's busy waiting, on both sides). Rank
+counts are checked with hpceval's rule for the program (the one the C program and NPB apply).
+Optionally the time of class C at --class-c-ranks ranks, once per program.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ class RunResult:
     time_s: float
     mops: float
     peak_rss_mib: float
+    cpu_s: float  # user + system seconds of mpirun and all ranks
     load: float  # 1-minute load average when the run ended
 
 
@@ -117,13 +121,13 @@ def build_own(program: str, toolchain: MpiToolchain, build_dir: Path) -> Path:
 
 def launch(
     toolchain: MpiToolchain, ranks: int, program: list[str], work: Path
-) -> tuple[str, float]:
-    """Runs program on `ranks` ranks; returns its stdout and the peak RSS (MiB) of the
-    largest process of the tree."""
+) -> tuple[str, float, float]:
+    """Runs program on `ranks` ranks; returns its stdout, the peak RSS (MiB) of the largest
+    process of the tree and the CPU seconds of the tree."""
     rss_file = work / "rss.txt"
     root = toolchain.run_as_root().mpirun_args if os.geteuid() == 0 else ()
     argv = [
-        "/usr/bin/time", "-f", "%M", "-o", str(rss_file),
+        "/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file),
         toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -132,14 +136,15 @@ def launch(
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{program[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return proc.stdout, int(rss_file.read_text().split()[-1]) / 1024.0
+    rss_kib, user_s, system_s = rss_file.read_text().split()[-3:]
+    return proc.stdout, int(rss_kib) / 1024.0, float(user_s) + float(system_s)
 
 
 def run_own(
     toolchain: MpiToolchain, exe: Path, class_name: str, ranks: int, work: Path
 ) -> RunResult:
     program = exe.name.removeprefix("npb-")
-    out, rss = launch(toolchain, ranks, [str(exe), "--class", class_name], work)
+    out, rss, cpu = launch(toolchain, ranks, [str(exe), "--class", class_name], work)
     result = next(
         r for r in (json.loads(x) for x in out.splitlines() if x.startswith("{"))
         if r["record"] == "result"
@@ -148,16 +153,16 @@ def run_own(
         raise RuntimeError(
             f"hpceval {program} class {class_name} np {ranks} did not verify: {result}"
         )
-    return RunResult(result["time_s"], result["mops_total"], rss, os.getloadavg()[0])
+    return RunResult(result["time_s"], result["mops_total"], rss, cpu, os.getloadavg()[0])
 
 
 def run_official(toolchain: MpiToolchain, exe: Path, ranks: int, work: Path) -> RunResult:
-    out, rss = launch(toolchain, ranks, [str(exe)], work)
+    out, rss, cpu = launch(toolchain, ranks, [str(exe)], work)
     time_match, mops_match = OFFICIAL_TIME.search(out), OFFICIAL_MOPS.search(out)
     if not (OFFICIAL_VERIFIED.search(out) and time_match and mops_match):
         raise RuntimeError(f"official {exe.name} np {ranks} did not verify:\n{out[-2000:]}")
     return RunResult(
-        float(time_match.group(1)), float(mops_match.group(1)), rss, os.getloadavg()[0]
+        float(time_match.group(1)), float(mops_match.group(1)), rss, cpu, os.getloadavg()[0]
     )
 
 
@@ -206,7 +211,7 @@ def main(program: str, default_ranks: str, description: str) -> int:
     print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS=1)")
     print(f"# official: {opts.build_dir / 'NPB3.4-MPI'} (gfortran {OFFICIAL_FFLAGS})")
     print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
-    print("round class ranks program   time_s     Mop/s  peak_MiB  load1")
+    print("round class ranks program   time_s     Mop/s  peak_MiB    cpu_s  load1")
     pairs = [(c, r) for c in classes for r in ranks]
     own_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
     off_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
@@ -224,25 +229,29 @@ def main(program: str, default_ranks: str, description: str) -> int:
                         off_runs[(class_name, n)].append(res)
                     print(
                         f"{round_no:>5} {class_name:>5} {n:>5} {which:<8} {res.time_s:>8.2f} "
-                        f"{res.mops:>9.1f} {res.peak_rss_mib:>9.1f} {res.load:>6.2f}",
+                        f"{res.mops:>9.1f} {res.peak_rss_mib:>9.1f} {res.cpu_s:>8.1f} "
+                        f"{res.load:>6.2f}",
                         flush=True,
                     )
         print()
         print(
             "class ranks  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95        own_CV  off_CV"
-            "  own_MiB  off_MiB"
+            "  own_MiB  off_MiB  cpu_ratio_med  cpu_ratio_CI95"
         )
         for key in pairs:
             mine, theirs = own_runs[key], off_runs[key]
             ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
             low, high = log_ratio_interval(ratios)
+            cpu_ratios = [b.cpu_s / a.cpu_s for a, b in zip(mine, theirs, strict=True)]
+            cpu_low, cpu_high = log_ratio_interval(cpu_ratios)
             print(
                 f"{key[0]:>5} {key[1]:>5} {statistics.median(r.mops for r in mine):>10.1f} "
                 f"{statistics.median(r.mops for r in theirs):>10.1f} "
                 f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
                 f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
                 f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
-                f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f}",
+                f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f} "
+                f"{statistics.median(cpu_ratios):>14.3f}  [{cpu_low:.3f}, {cpu_high:.3f}]",
                 flush=True,
             )
         if opts.class_c_ranks:
@@ -253,6 +262,7 @@ def main(program: str, default_ranks: str, description: str) -> int:
                 f"\nclass C np {n}: own {mine_c.time_s:.1f} s ({mine_c.mops:.1f} Mop/s, "
                 f"{mine_c.peak_rss_mib:.0f} MiB), official {theirs_c.time_s:.1f} s "
                 f"({theirs_c.mops:.1f} Mop/s, {theirs_c.peak_rss_mib:.0f} MiB), "
-                f"ratio {mine_c.mops / theirs_c.mops:.3f}"
+                f"ratio {mine_c.mops / theirs_c.mops:.3f}; CPU seconds own {mine_c.cpu_s:.0f}, "
+                f"official {theirs_c.cpu_s:.0f}"
             )
     return 0
