@@ -10,33 +10,31 @@ altered is rejected against the official values (verification.toml).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from hpceval.benchmarks import Case, get_benchmark
 from hpceval.benchmarks.npb import (
     mops_formula,
     rank_rule_error,
 )
-from hpceval.errors import BenchmarkFailure
-from hpceval.model import Placement
 from hpceval.store import open_store
-from hpceval.toolchain import MpiToolchain, detect_mpi
+from hpceval.toolchain import MpiToolchain
 
 from .conftest import requires_mpi, run_suite
-from .npb_programs import build_program, only, run_program
+from .npb_programs import (
+    assert_altered_reference_rejected,
+    assert_verification_failed,
+    build_program,
+    only,
+    run_program,
+)
+from .npb_programs import toolchain as toolchain  # the module fixture
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
 # Class S: 12^3 grid, 60 steps (NPB 3.4).
 S_POINTS, S_STEPS = 12, 60
-
-
-@pytest.fixture(scope="module")
-def toolchain() -> MpiToolchain:
-    return detect_mpi()
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +76,7 @@ def test_wrong_reference_fails_verification(
     cache = tmp_path_factory.mktemp("bt-wrong")
     exe = build_program("bt", toolchain, cache, ("-DBT_REFERENCE_ERROR=1e-6",))
     rc, records, output = run_program(toolchain, exe, 4)
-    assert rc == 3, output
-    result = only(records, "result")
-    assert result["verified"] is False
-    assert all(q["passed"] is False for q in result["verification"])
-    assert all(q["rel_error"] > 1e-8 for q in result["verification"])
-    assert only(records, "end")["status"] == "verification_failed"
+    assert_verification_failed(rc, records, output)
 
 
 def test_non_square_rank_count_is_refused(toolchain: MpiToolchain, bt: Path) -> None:
@@ -120,20 +113,4 @@ def test_rank_rules_are_the_programs() -> None:
 def test_altered_reference_in_a_real_result_is_rejected(toolchain: MpiToolchain, bt: Path) -> None:
     rc, records, output = run_program(toolchain, bt, 1)
     assert rc == 0, output
-    case = Case(
-        key="npb/bt/S/np=1",
-        benchmark="npb",
-        placement=Placement(nodes=1, ranks_per_node=1, threads_per_rank=1),
-        parameters={"kernel": "bt", "class": "S"},
-        points=("rep=1",),
-        time_limit_s=60.0,
-    )
-    bench = get_benchmark("npb")
-    result = only(records, "result")
-    assert bench.parse_line(json.dumps(result), case) is not None
-    # The program "verifies" against a reference that is not NPB's: hpceval refuses it.
-    wrong = json.loads(json.dumps(result))
-    wrong["verification"][0]["reference"] *= 1.001
-    wrong["verification"][0]["computed"] = wrong["verification"][0]["reference"]
-    with pytest.raises(BenchmarkFailure, match=r"reference for xcr1 .* is not the official"):
-        bench.parse_line(json.dumps(wrong), case)
+    assert_altered_reference_rejected("bt", only(records, "result"), "xcr1")

@@ -11,34 +11,32 @@ altered is rejected against the official values (verification.toml).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from hpceval.benchmarks import Case, get_benchmark
 from hpceval.benchmarks.npb import (
     lu_process_grid,
     mops_formula,
     rank_rule_error,
 )
-from hpceval.errors import BenchmarkFailure
-from hpceval.model import Placement
 from hpceval.store import open_store
-from hpceval.toolchain import MpiToolchain, detect_mpi
+from hpceval.toolchain import MpiToolchain
 
 from .conftest import requires_mpi, run_suite
-from .npb_programs import build_program, only, run_program
+from .npb_programs import (
+    assert_altered_reference_rejected,
+    assert_verification_failed,
+    build_program,
+    only,
+    run_program,
+)
+from .npb_programs import toolchain as toolchain  # the module fixture
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
 # Class S: 12^3 grid, 50 SSOR iterations, dt 0.5 (NPB 3.4).
 S_POINTS, S_ITERATIONS = 12, 50
-
-
-@pytest.fixture(scope="module")
-def toolchain() -> MpiToolchain:
-    return detect_mpi()
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +87,7 @@ def test_wrong_reference_fails_verification(
     cache = tmp_path_factory.mktemp("lu-wrong")
     exe = build_program("lu", toolchain, cache, ("-DLU_REFERENCE_ERROR=1e-6",))
     rc, records, output = run_program(toolchain, exe, 2)
-    assert rc == 3, output
-    result = only(records, "result")
-    assert result["verified"] is False
-    assert all(q["passed"] is False for q in result["verification"])
-    assert all(q["rel_error"] > 1e-8 for q in result["verification"])
-    assert only(records, "end")["status"] == "verification_failed"
+    assert_verification_failed(rc, records, output)
 
 
 def test_disallowed_rank_count_is_refused(toolchain: MpiToolchain, lu: Path) -> None:
@@ -137,21 +130,4 @@ def test_rank_rules_are_npb_34s_process_grid() -> None:
 def test_altered_reference_in_a_real_result_is_rejected(toolchain: MpiToolchain, lu: Path) -> None:
     rc, records, output = run_program(toolchain, lu, 1)
     assert rc == 0, output
-    case = Case(
-        key="npb/lu/S/np=1",
-        benchmark="npb",
-        placement=Placement(nodes=1, ranks_per_node=1, threads_per_rank=1),
-        parameters={"kernel": "lu", "class": "S"},
-        points=("rep=1",),
-        time_limit_s=60.0,
-    )
-    bench = get_benchmark("npb")
-    result = only(records, "result")
-    assert bench.parse_line(json.dumps(result), case) is not None
-    # The program "verifies" against a reference that is not NPB's: hpceval refuses it.
-    wrong = json.loads(json.dumps(result))
-    index = next(i for i, q in enumerate(wrong["verification"]) if q["quantity"] == "xci")
-    wrong["verification"][index]["reference"] *= 1.001
-    wrong["verification"][index]["computed"] = wrong["verification"][index]["reference"]
-    with pytest.raises(BenchmarkFailure, match=r"reference for xci .* is not the official"):
-        bench.parse_line(json.dumps(wrong), case)
+    assert_altered_reference_rejected("lu", only(records, "result"), "xci")
