@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from hpceval.clusters.slurm_netns import daemon_settings
+
 PARTITION = "debug"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -97,37 +99,12 @@ def _node_line() -> str:
 
 
 def slurm_conf(d: Path, ctld_port: int, node_port: int, node_line: str) -> str:
+    settings = daemon_settings(
+        d, cluster="hpceval-test", controller="localhost(127.0.0.1)", ctld_port=ctld_port,
+        slurmd_port=node_port, task_plugin="task/affinity", min_job_age_s=5,
+    )  # fmt: skip
     return f"""\
-ClusterName=hpceval-test
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmdPort={node_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={d}/munge.socket
-CredType=cred/munge
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
-SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=none
-MailProg=/bin/true
-EnforcePartLimits=ALL
-ReturnToService=2
-MinJobAge=5
-KillWait=2
-InactiveLimit=0
-{node_line}
+{settings}{node_line}
 PartitionName={PARTITION} Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 """
 

@@ -196,3 +196,24 @@ def test_this_machine_is_quick() -> None:
     assert names[:2] == ["mpicc", "mpirun"]
     assert names[-2:] == ["python", "root"]
     assert by_name(checks)["python"].status == "ok"
+
+
+def test_every_benchmark_tool_is_installed_by_setup() -> None:
+    """Each program a benchmark declares (Benchmark.tools) comes from a package that
+    ./setup.sh installs: scripts/packages.txt lists it with a probe for that program."""
+    from hpceval.benchmarks import benchmark_names, get_benchmark
+
+    listed = {}
+    for line in (Path(__file__).parents[1] / "scripts" / "packages.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            package, probe = line.split()[:2]
+            listed[package] = probe
+    tools = [tool for name in benchmark_names() for tool in get_benchmark(name).tools]
+    assert {t.program for t in tools} >= {"fio", "gmx", "hpcc", "lmp"}
+    for tool in tools:
+        assert tool.package in listed, f"{tool.program}: {tool.package} not in packages.txt"
+        assert listed[tool.package].removeprefix("cmd:") in tool.programs, tool
+    # doctor checks each of them, under the program's name.
+    checks = by_name(run_checks(host=ReplayHost(CAPTURE), python_version=(3, 11, 7)))
+    for tool in tools:
+        assert checks[tool.program].needed_for == tool.needed_for

@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 from hpceval.benchmarks import get_benchmark
-from hpceval.config import load_platform
+from hpceval.campaign import load_platform
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.toolchain import detect_mpi
 
@@ -31,7 +31,7 @@ def main(tool: str, name: str, *pairs: str) -> None:
     options = tomllib.loads("\n".join(pairs))
     bench = get_benchmark(tool)
     platform = load_platform("local").config
-    (case,) = bench.cases(options, platform, 0)
+    (case,) = bench.cases(bench.parse_options(options), platform, 0)
     toolchain = detect_mpi()
     launcher = get_launcher_class("local")(
         platform, MpiRuntime(toolchain.implementation, toolchain.mpirun)

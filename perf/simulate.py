@@ -1,0 +1,183 @@
+"""Accuracy and speed of `hpceval simulate` (issue 7).
+
+1. Measures, on this machine, mpibench PingPong (for the calibration), the NPB kernels at
+   1, 2, 4 ranks (class A; B with --class-b, slow on 2 cores) and the collectives at 2 and 4
+   ranks,
+   on the `local` platform (one node; 4 ranks on 2 cores are oversubscribed, and so is the
+   simulated node: `--oversubscribe`).
+2. Projects the same cases with `hpceval simulate --platform local` (calibrated on step 1's
+   PingPong and on the kernel's single-rank time) and prints projected vs measured and the
+   error per case.
+3. Times the 512-rank CG class C projection (profile ec2-cc1, 64 simulated nodes x 8).
+
+Measured mpibench times are compared by the median of their samples (the calibration's
+target too): on this shared 2-core host a few preempted samples move the mean 10x and more.
+A calibration that misses --tolerance (10 %) refuses to project: its row then shows "-".
+
+With --netns the same cases (1 rank per emulated node) are measured across netns-4x1-1gbe
+(root; four network-namespace nodes on 1 GbE-shaped veth links) and projected from its
+calibration; --skip-local leaves out the local part.
+
+Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
+                                [--skip-512] [--tolerance 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hpceval.model import Origin
+from hpceval.store import open_store
+
+KERNELS = ("ep", "is", "cg", "mg", "ft")
+COLLECTIVES = ("allreduce", "alltoall", "bcast")
+NETNS = "netns-4x1-1gbe"
+
+
+def hpceval(*args: str) -> float:
+    """Run an hpceval command, echo its last lines; return its wall time."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "hpceval", *args], capture_output=True, text=True, check=False
+    )
+    wall = time.monotonic() - started
+    tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+    print(f"$ hpceval {' '.join(args)}  [{wall:.1f} s, exit {done.returncode}]")
+    for line in tail:
+        print("    " + line)
+    return wall
+
+
+def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None) -> Path:
+    collective_ranks = [r for r in ranks if r >= 2]
+    placement = f"ranks_per_node = [{ppn}]" if ppn else ""
+    path.write_text(
+        f"""name = "simulate-accuracy"
+description = "perf/simulate.py: what the projections are checked against"
+[[benchmark]]
+name = "mpibench"
+patterns = ["pingpong"]
+sizes = "0..4MiB"
+ranks = [2]
+budget_s = 0.3
+[[benchmark]]
+name = "mpibench"
+patterns = {list(COLLECTIVES)!r}
+sizes = [8, 1024, 65536]
+ranks = {collective_ranks!r}
+{placement}
+budget_s = 0.3
+[[benchmark]]
+name = "npb"
+kernels = {list(KERNELS)!r}
+classes = {classes!r}
+ranks = {ranks!r}
+{placement}
+""".replace("'", '"')
+    )
+    return path
+
+
+def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], float]:
+    """(benchmark, what, class or size, ranks) -> value, latest run of this origin on this
+    platform (a projection carries its target platform's name)."""
+    out: dict[tuple[str, ...], float] = {}
+    with open_store(db, create=False) as store:
+        runs = {r.id: r.platform_name for r in store.runs()}
+        for sm in sorted(store.measurements(), key=lambda sm: sm.id):
+            m, p = sm.measurement, sm.measurement.parameters
+            if m.origin is not origin or runs.get(sm.run_id) != platform:
+                continue
+            if m.benchmark == "npb" and m.metric == "time":
+                key = ("npb", str(p["kernel"]), str(p["class"]), str(p["ranks"]))
+            elif m.benchmark == "mpibench" and m.metric == "time":
+                key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]))
+            else:
+                continue
+            out[key] = statistics.median(m.samples) if m.samples else m.value
+    return out
+
+
+def calibrations(db: str) -> None:
+    with open_store(db, create=False) as store:
+        for row in store.calibrations():
+            state = "converged" if row.converged else "NOT converged"
+            print(f"calibration {row.id} ({row.platform_name}): worst residual "
+                  f"{row.max_residual:.1%}, {state}")  # fmt: skip
+
+
+def table(db: str, platform: str, measured_origin: Origin) -> None:
+    measured = series(db, measured_origin, platform)
+    simulated = series(db, Origin.SIMULATED, platform)
+    print(f"\n{platform}: {measured_origin.value} vs projected")
+    print(f"{'case':40s} {'measured':>12s} {'projected':>12s} {'error':>8s}")
+    for key in sorted(measured):
+        if key not in simulated:
+            print(f"{' '.join(key):40s} {measured[key]:12.4g} {'-':>12s} {'-':>8s}")
+            continue
+        error = (simulated[key] - measured[key]) / measured[key]
+        unit = "s" if key[0] == "npb" else "us"
+        print(f"{' '.join(key) + ' (' + unit + ')':40s} {measured[key]:12.4g} "
+              f"{simulated[key]:12.4g} {error:+8.1%}")  # fmt: skip
+
+
+def accuracy(db: str, work: Path, platform: str, classes: list[str], ranks: str,
+             ppn: int | None, oversubscribe: bool, tolerance: str) -> None:  # fmt: skip
+    """Measure the cases on `platform`, then project them on its calibrated model."""
+    rank_list = [int(r) for r in ranks.split(",")]
+    collective_ranks = ",".join(str(r) for r in rank_list if r >= 2)
+    measured_ppn = None if oversubscribe else ppn  # local: the default placement, 1 node
+    hpceval("run", "--platform", platform, "--suite",
+            str(suite(work / f"{platform}.toml", classes, rank_list, measured_ppn)),
+            "--db", db)  # fmt: skip
+    placement = [*(["--ppn", str(ppn)] if ppn else []),
+                 *(["--oversubscribe"] if oversubscribe else [])]  # fmt: skip
+    for kernel in KERNELS:
+        for class_name in classes:
+            hpceval("simulate", "--platform", platform, "--bench", f"npb.{kernel}",
+                    "--class", class_name, "--ranks", ranks, *placement,
+                    "--tolerance", tolerance, "--db", db)  # fmt: skip
+    for pattern in COLLECTIVES:
+        hpceval("simulate", "--platform", platform, "--bench", "mpibench", "--pattern", pattern,
+                "--sizes", "8,1024,65536", "--ranks", collective_ranks, *placement,
+                "--tolerance", tolerance, "--db", db)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--db", default=None)
+    parser.add_argument("--class-b", action="store_true")
+    parser.add_argument("--skip-512", action="store_true")
+    parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--netns", action="store_true",
+                        help="also across netns-4x1-1gbe (root; 1 rank per emulated node)")
+    parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hpceval-simulate-"))
+    db = args.db or str(work / "bench.db")
+    classes = ["A", "B"] if args.class_b else ["A"]
+    if not args.skip_local:
+        # 4 ranks on 2 cores: the measured ranks share them, and so do the simulated ones.
+        accuracy(db, work, "local", classes, "1,2,4", 4, True, args.tolerance)
+    if args.netns:
+        accuracy(db, work, NETNS, classes, "1,2,4", 1, False, args.tolerance)
+    calibrations(db)
+    if not args.skip_local:
+        table(db, "local", Origin.MEASURED)
+    if args.netns:
+        table(db, NETNS, Origin.EMULATED)
+    if not args.skip_512:
+        wall = hpceval("simulate", "--profile", "ec2-cc1", "--bench", "npb.cg", "--class", "C",
+                       "--ranks", "512", "--db", db, "--time-limit", "1800")  # fmt: skip
+        print(f"\nCG class C, 512 ranks (ec2-cc1, 64 x 8), whole command: {wall:.1f} s wall "
+              "(target < 600 s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
