@@ -1,4 +1,5 @@
-"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP (C + MPI + OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU (C + MPI
++ OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -38,9 +39,10 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
-# The pseudo-applications (square rank counts for BT and SP, not powers of two): programs like the
-# kernels, same protocol and options ("kernels" in a suite names them too).
-PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp")
+# The pseudo-applications (square rank counts for BT and SP, NPB 3.4's process grids for LU,
+# not powers of two): programs like the kernels, same protocol and options ("kernels" in a
+# suite names them too).
+PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp", "lu")
 PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
@@ -52,7 +54,7 @@ NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fope
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
 # Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
-ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0}  # SP class A: ~27 s
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0}  # SP class A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -65,7 +67,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -96,6 +98,20 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
         if n // cells < 3:
             return f"{kernel} class {class_name} runs on at most {(n // 3) ** 2} ranks, got {ranks}"
         return None
+    if kernel == "lu":
+        grid = lu_process_grid(ranks)
+        if grid is None:
+            return (
+                f"lu cannot run on {ranks} ranks: NPB 3.4 LU needs a count that splits into "
+                "its px x py process grid (1, 2, 4, 6, 8, 9, 12, 16, ...)"
+            )
+        n = int(problem_size("lu", class_name)[0])
+        if n // grid[0] < 3:
+            return (
+                f"lu class {class_name} ({n} points per axis) on {ranks} ranks "
+                f"({grid[0]} x {grid[1]}) leaves a rank fewer than 3 points per axis"
+            )
+        return None
     if kernel == "ep":
         # EP deals out batches of 2^16 pairs: no more ranks than batches.
         batches = 2 ** (int(problem_size("ep", class_name)[0]) - 16)
@@ -124,6 +140,31 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
         if ranks > n**3 // 8:
             return f"mg class {class_name} runs on at most {n**3 // 8} ranks, got {ranks}"
     return None
+
+
+def lu_process_grid(ranks: int) -> tuple[int, int] | None:
+    """NPB 3.4 LU's px x py process grid for `ranks` (proc_grid.f), None where it has none."""
+    # isqrt2: x = sqrt(ranks) for a square, else the first x above sqrt(ranks) dividing it
+    # with x <= 2 * ranks / x; proc_grid then takes the grid with y <= sqrt(ranks) closest
+    # to square and refuses it if it is narrower than that.
+    x = math.isqrt(ranks)
+    if x * x != ranks:
+        x += 1
+        y = ranks // x
+        while x * y != ranks and 2 * y >= x:
+            x += 1
+            y = ranks // x
+        if x * y != ranks or 2 * y < x:
+            return None
+    x0, y0 = x, ranks // x
+    y = math.isqrt(ranks)
+    x = ranks // y
+    while y >= y0 and x * y != ranks:
+        y -= 1
+        x = ranks // y
+    if x < x0 or y < y0 or x * y != ranks:
+        return None
+    return x, y
 
 
 def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
@@ -169,6 +210,11 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
         mp = m // 2 * 2 + 1
         doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
         return int(8 * doubles * p * 1.05 + (8 << 20))
+    if kernel == "lu":
+        # a pencil of (n/px + 4) x (n/py + 4) x n points: u, rsd, frct, flux (5 values each)
+        px, py = lu_process_grid(ranks) or (ranks, 1)
+        n = int(size[0])
+        return int((n / px + 5) * (n / py + 5) * n * 20 * 8 + (1 << 20))
     raise ValueError(kernel)
 
 
@@ -213,6 +259,9 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     if kernel == "sp":
         n, niter = size[0], size[1]
         return 1e-6 * niter * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4) / seconds
+    if kernel == "lu":
+        n, itmax = size[0], size[1]
+        return 1e-6 * itmax * (1984.77 * n**3 - 10923.3 * n**2 + 27770.9 * n - 144010.0) / seconds
     raise ValueError(kernel)
 
 
@@ -268,7 +317,7 @@ def placements(
 @register
 class Npb(Benchmark[NpbOptions]):
     name = "npb"
-    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT and SP (NPB 3.x definitions)"
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP and LU (NPB 3.x definitions)"
     points_per_execution = 1
     Options = NpbOptions
 
@@ -398,10 +447,12 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
-    elif kernel in ("bt", "sp"):
+    elif kernel in ("bt", "sp", "lu"):
         for quantity in ("xcr", "xce"):
             for m, value in enumerate(ref[quantity][class_name], start=1):
                 out[f"{quantity}{m}"] = (value, ref["tolerance"])
+        if kernel == "lu":
+            out["xci"] = (ref["xci"][class_name], ref["tolerance"])
     return out
 
 

@@ -1131,18 +1131,8 @@ int main(int argc, char **argv)
                 : 0.0;
     result.iterations = cls->niter;
     result.verified = 1;
-    for (int m = 0; m < 5; ++m) {
-        char name[16];
-        snprintf(name, sizeof name, "xcr%d", m + 1);
-        npb_add_quantity(&result, name, xcr[m], cls->xcr[m] * (1.0 + BT_REFERENCE_ERROR),
-                         BT_TOLERANCE);
-    }
-    for (int m = 0; m < 5; ++m) {
-        char name[16];
-        snprintf(name, sizeof name, "xce%d", m + 1);
-        npb_add_quantity(&result, name, xce[m], cls->xce[m] * (1.0 + BT_REFERENCE_ERROR),
-                         BT_TOLERANCE);
-    }
+    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
+    npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_print_result(&result);
     int status = result.verified ? 0 : 3;
     release();

@@ -245,6 +245,17 @@ void npb_add_quantity(struct npb_result *result, const char *name, double comput
     q->tolerance = tolerance;
 }
 
+void npb_add_quantities(struct npb_result *result, const char *prefix, int n,
+                        const double *computed, const double *reference,
+                        double reference_scale, double tolerance)
+{
+    for (int m = 0; m < n; ++m) {
+        char name[sizeof result->quantities[0].name];
+        snprintf(name, sizeof name, "%s%d", prefix, m + 1);
+        npb_add_quantity(result, name, computed[m], reference[m] * reference_scale, tolerance);
+    }
+}
+
 static double relative_error(const struct npb_quantity *q)
 {
     double scale = fabs(q->reference) > 0.0 ? fabs(q->reference) : 1.0;

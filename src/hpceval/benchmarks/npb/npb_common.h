@@ -143,4 +143,10 @@ void npb_print_result(struct npb_result *result);
 void npb_add_quantity(struct npb_result *result, const char *name, double computed,
                       double reference, double tolerance);
 
+/* Adds n quantities named <prefix>1..<prefix>n (the pseudo-applications' norm vectors), each
+ * reference multiplied by reference_scale (1 in real builds; the tests alter it). */
+void npb_add_quantities(struct npb_result *result, const char *prefix, int n,
+                        const double *computed, const double *reference,
+                        double reference_scale, double tolerance);
+
 #endif
