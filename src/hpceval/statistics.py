@@ -68,6 +68,7 @@ def rate_statistics(
         raise ValueError("a rate needs positive times")
     rates = [amount / t for t in times]
     mean = amount / st.mean
+    bounded = st.ci_low is not None and st.ci_low > 0
     return Statistics(
         count=st.count,
         minimum=amount / st.maximum,
@@ -75,8 +76,9 @@ def rate_statistics(
         median=amount / st.median,
         mean=mean,
         stdev=float(np.std(rates, ddof=1)) if st.count > 1 else 0.0,
-        ci_low=amount / st.ci_high if st.ci_high else None,
-        ci_high=amount / st.ci_low if st.ci_low and st.ci_low > 0 and st.ci_high else None,
+        # A time interval reaching 0 maps to an unbounded rate: no interval then.
+        ci_low=amount / st.ci_high if bounded and st.ci_high else None,
+        ci_high=amount / st.ci_low if bounded and st.ci_low else None,
         confidence=confidence,
     )
 
