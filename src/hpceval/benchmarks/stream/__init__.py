@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
 from hpceval.benchmarks.common import WholeOutputs, case_key, time_limit
 from hpceval.benchmarks.npb import available_memory_per_node
+from hpceval.benchmarks.stream.tables import headline, stream_tables
 from hpceval.build import check_smpi_options, compile_program
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
@@ -29,6 +30,9 @@ from hpceval.model import Measurement, ParamValue, Placement
 from hpceval.provenance import SystemHost, last_level_cache
 from hpceval.statistics import describe, rate_statistics
 from hpceval.units import MEGABYTE_PER_SECOND, SECOND, format_bytes
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SOURCE = Path(__file__).with_name("stream.c")
 PROGRAM = "stream"
@@ -182,6 +186,9 @@ class Stream(Benchmark[StreamOptions]):
     def headline(self, measurements: Sequence[Measurement]) -> str:
         return headline(measurements)
 
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return stream_tables(measurements)
+
 
 def check_header(record: Mapping[str, Any], case: Case) -> None:
     records.check_program_header(record, PROGRAM, PROTOCOL_VERSION, case.placement)
@@ -284,18 +291,3 @@ def kernel_measurements(
         details=details,
     )
     return time_m, bandwidth
-
-
-def headline(measurements: Sequence[Measurement]) -> str:
-    """Triad's bandwidth per process count: median, with STREAM's best beside it."""
-    parts = []
-    for m in measurements:
-        if m.metric != "triad_bandwidth" or m.statistics is None:
-            continue
-        st = m.statistics
-        parts.append(
-            f"triad {m.value:,.0f} MB/s on {m.parameters.get('ranks', '?')} process(es) "
-            f"(bytes/median time of {st.count} trials; best {st.maximum:,.0f}, "
-            f"bytes/mean time {st.mean:,.0f})"
-        )
-    return "; ".join(parts)
