@@ -333,3 +333,25 @@ def test_shipped_suites_flag_or_size_hpcc_stream_out_of_cache() -> None:
         for case in plan_cases(load_suite(name), load_platform("local").config):
             if case.benchmark == "hpcc":
                 assert "llc_bytes" in case.options
+
+
+def test_report_says_in_cache() -> None:
+    """The report's table of hpcc points carries `stream_in` and the section says what an
+    in-cache figure is."""
+    from hpceval.analysis.frame import build_frame
+    from hpceval.report.sections import Context
+    from hpceval.report.sections.other import other_section
+    from hpceval.report.styles import Palette
+
+    bench = get_benchmark("hpcc")
+    (case,) = entry_cases(
+        bench, {"ranks": [2], "n": 1000}, PlatformConfig(name="l", cores_per_node=2)
+    )
+    case = replace(case, options={**case.options, "llc_bytes": 32 << 20})
+    ms = measurements(read("hpccoutf-2ranks.txt"), case)
+    frame = build_frame([("vm", 1, m) for m in ms])
+    section = other_section(Context(frame=frame, palette=Palette({}), baseline=None))
+    assert any("in cache: L3 bandwidth, not memory" in note for note in section.notes)
+    table = next(t for t in section.tables if t.name == "benchmark_hpcc")
+    csv = table.csv().decode()
+    assert "stream_in" in csv.splitlines()[0] and ",cache," in csv

@@ -206,7 +206,7 @@ def parse_output(stdout: str, case: Case) -> ParsedPoint:
     """The measurements of a whole STREAM output (pure): BenchmarkFailure unless it has a
     header matching the case, the four kernels with every trial's time, and a passed
     validation."""
-    found = [r for r in map(lambda ln: records.decode_record(ln, PROGRAM), stdout.splitlines())]
+    found = (records.decode_record(line, PROGRAM) for line in stdout.splitlines())
     decoded = [r for r in found if r is not None]
     for r in decoded:
         if r.get("record") == "error":
