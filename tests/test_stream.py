@@ -117,3 +117,18 @@ def test_real_run_through_hpceval_run(tmp_path: Path) -> None:
     assert int(ms[0].parameters["array_bytes"]) >= CACHE_FACTOR * llc
     shown = invoke("show", "--db", db)
     assert shown.exit_code == 0 and "STREAM, MB/s" in shown.output and "triad" in shown.output
+
+
+def test_quick_and_standard_measure_memory_bandwidth() -> None:
+    """The shipped default suites carry a memory-bandwidth case (one process; standard also
+    one per core), sized from the provenance like any stream case."""
+    if last_level_cache(SystemHost()) is None:
+        pytest.skip("this machine's lstopo and sysfs give no cache size")
+    from hpceval.campaign import plan_cases
+    from hpceval.config import load_platform, load_suite
+
+    local = load_platform("local").config
+    for name, ranks in (("quick", [1]), ("standard", [1, local.resolved_cores_per_node()])):
+        cases = plan_cases(load_suite(name), local)
+        streams = [c for c in cases if c.benchmark == "stream"]
+        assert sorted(c.placement.ranks for c in streams) == ranks
