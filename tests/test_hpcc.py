@@ -24,8 +24,8 @@ from hpceval.benchmarks.hpcc.parse import (
     hpl_residuals,
     stream_working_set,
 )
-from hpceval.campaign import plan_cases
-from hpceval.config import PlatformConfig, load_platform, load_suite
+from hpceval.campaign import load_platform, load_suite, plan_cases
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, ConfigError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.model import ExecutionStatus, Placement
@@ -196,7 +196,7 @@ def test_bad_sizes_are_refused(tmp_path: Path) -> None:
 
 
 def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hpceval.launch.local.running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     bench = get_benchmark("hpcc")
     (case,) = entry_cases(
         bench, {"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2)
@@ -215,7 +215,7 @@ def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) 
     assert program == ["env", f"--chdir={rundir}", hpcc]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "2", "--map-by", "core", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", "env", f"--chdir={rundir}", hpcc,
+        "-x", "OMP_NUM_THREADS", "--", "env", f"--chdir={rundir}", hpcc,
     ]  # fmt: skip
 
 

@@ -60,17 +60,18 @@ def run(
     ] = False,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
-    from hpceval.campaign import Campaign, Interrupted, plan_cases
-    from hpceval.cli_run import (
-        RichReporter,
-        case_label,
-        is_alive,
+    from hpceval.campaign import (
+        Campaign,
+        Interrupted,
+        load_platform,
+        load_suite,
+        plan_cases,
         prepare_resume,
         prepare_run,
-        run_summary,
         start_new_run,
     )
-    from hpceval.config import load_platform, load_suite
+    from hpceval.cli_run import RichReporter, case_label, run_summary
+    from hpceval.execute import is_alive
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
 
@@ -98,6 +99,12 @@ def run(
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
                 run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                err.print(
+                    f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
+                    f"{platform_loaded.config.name!r}: {len(cases)} cases, "
+                    f"{sum(len(c.points) for c in cases)} points → {store.url}",
+                    highlight=False,
+                )
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
@@ -146,7 +153,7 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Show a run's results: its machine, then each benchmark's tables."""
-    from hpceval.cli_run import is_alive
+    from hpceval.execute import is_alive
     from hpceval.provenance import summarize
     from hpceval.show import measurement_tables
     from hpceval.store import open_store
@@ -178,7 +185,7 @@ def show(
 @user_errors
 def runs(db: DbOption = None) -> None:
     """List the runs in the results database."""
-    from hpceval.cli_run import is_alive
+    from hpceval.execute import is_alive
     from hpceval.show import runs_table
     from hpceval.store import open_store
 
@@ -201,7 +208,8 @@ def runs(db: DbOption = None) -> None:
 @user_errors
 def suites() -> None:
     """List the shipped suites."""
-    from hpceval.config import load_suite, shipped_names
+    from hpceval.campaign import load_suite
+    from hpceval.config import shipped_names
 
     t = Table(title="shipped suites (use --suite NAME, or a TOML file)", title_justify="left")
     t.add_column("name")
@@ -215,7 +223,8 @@ def suites() -> None:
 @user_errors
 def platforms() -> None:
     """List the shipped platforms."""
-    from hpceval.config import load_platform, shipped_names
+    from hpceval.campaign import load_platform
+    from hpceval.config import shipped_names
 
     t = Table(title="shipped platforms (use --platform NAME, or a TOML file)", title_justify="left")
     for col in ("name", "launcher", "nodes", "description"):
@@ -248,8 +257,7 @@ def build(
 ) -> None:
     """Compile the benchmark programs for a platform (cached by source, compiler, MPI, flags)."""
     from hpceval.benchmarks import benchmark_names, get_benchmark
-    from hpceval.cli_run import toolchain_and_launcher
-    from hpceval.config import load_platform
+    from hpceval.campaign import load_platform, toolchain_and_launcher
 
     loaded = load_platform(platform)
     toolchain, _ = toolchain_and_launcher(loaded.config)
@@ -325,7 +333,7 @@ app.add_typer(netns_app, name="netns")
 @user_errors
 def netns_cleanup() -> None:
     """Remove emulated clusters left over by a dead hpceval (namespaces, veths, bridges)."""
-    from hpceval.launch.netns import cleanup_netns
+    from hpceval.clusters.netns import cleanup_netns
 
     removed = cleanup_netns()
     out.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)

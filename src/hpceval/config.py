@@ -1,7 +1,9 @@
-"""Suite and platform files: TOML validated into typed models.
+"""Suite and platform files: the typed models, TOML reading and error wording.
 
 Every error names the file and the field (`suites/x.toml: benchmark[0].sizes: ...`) and is
-raised before anything is measured or written.
+raised before anything is measured or written. The loaders that also validate what each
+benchmark, scheduler and starter owns (`load_suite`, `load_platform`) are in
+`hpceval.campaign.configs`: this module is a leaf that everything may import.
 """
 
 from __future__ import annotations
@@ -32,11 +34,15 @@ class StrictModel(BaseModel):
 
 
 class LauncherConfig(BaseModel):
-    """The common launcher settings; each launcher kind validates its own extra keys
-    (`Launcher.options_model`), so a typo is an error naming `launcher.<key>`."""
+    """The common launcher settings; the scheduler (`kind`) and the MPI starter (`starter`)
+    validate their own extra keys (`options_model`), so a typo is an error naming
+    `launcher.<key>`."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    kind: str = "local"
+    kind: str = "local"  # the scheduler: local, hostfile, netns, slurm (smpi: local + smpirun)
+    # The MPI starter: openmpi, mpich, srun, smpirun; "mpirun" or unset: the scheduler's own,
+    # else the one of the MPI found (Open MPI's mpirun, MPICH's mpiexec).
+    starter: str | None = None
     mpirun: str = "mpirun"
     mpicc: str = "mpicc"
     extra_args: list[str] = Field(default_factory=list)
@@ -154,7 +160,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-_FIELD_PREFIX = re.compile(r"^([a-z_]+): (.*)$", re.S)
+FIELD_PREFIX = re.compile(r"^([a-z_]+): (.*)$", re.S)
 
 
 def validation_message(err: ValidationError) -> tuple[str, str]:
@@ -163,7 +169,7 @@ def validation_message(err: ValidationError) -> tuple[str, str]:
     msg = first["msg"].removeprefix("Value error, ")
     loc = tuple(first["loc"])
     # Cross-field validators raise "field: cause"; move the field into the location.
-    if first["type"] == "value_error" and (m := _FIELD_PREFIX.match(msg)):
+    if first["type"] == "value_error" and (m := FIELD_PREFIX.match(msg)):
         loc, msg = (*loc, m.group(1)), m.group(2)
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
@@ -213,65 +219,6 @@ def resolve(kind: Literal["suites", "platforms"], name_or_file: str) -> tuple[Pa
         raise UserError(f"unknown {kind[:-1]} {name_or_file!r} (shipped: {known}; or give a file)")
     with importlib.resources.as_file(shipped) as p:
         return Path(p), f"{kind}/{name_or_file}.toml"
-
-
-def load_platform(name_or_file: str) -> Loaded[PlatformConfig]:
-    path, source = resolve("platforms", name_or_file)
-    raw = read_toml(path, source)
-    try:
-        platform = PlatformConfig.model_validate(raw)
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=field) from e
-    if platform.hosts and len(platform.hosts) != platform.nodes:
-        raise ConfigError(
-            f"{len(platform.hosts)} hosts listed but nodes = {platform.nodes}",
-            source=source,
-            field="hosts",
-        )
-    from hpceval.launch import get_launcher_class
-
-    try:
-        launcher_cls = get_launcher_class(platform.launcher.kind)
-    except UserError as e:
-        raise ConfigError(str(e), source=source, field="launcher.kind") from e
-    try:
-        launcher_cls.validate_options(platform.launcher.options())
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=f"launcher.{field}") from e
-    except ValueError as e:
-        if m := _FIELD_PREFIX.match(str(e)):
-            raise ConfigError(m.group(2), source=source, field=f"launcher.{m.group(1)}") from e
-        raise ConfigError(str(e), source=source, field="launcher") from e
-    return Loaded(platform, source, raw)
-
-
-def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
-    path, source = resolve("suites", name_or_file)
-    raw = read_toml(path, source)
-    try:
-        suite = SuiteConfig.model_validate(raw)
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=field) from e
-    # Each benchmark validates its own options, so errors name the exact field.
-    from hpceval.benchmarks import get_benchmark
-
-    for i, entry in enumerate(suite.benchmark):
-        where = f"benchmark[{i}]"
-        try:
-            bench = get_benchmark(entry.name)
-        except UserError as e:
-            raise ConfigError(str(e), source=source, field=f"{where}.name") from e
-        try:
-            entry._settings = bench.parse_options(entry.options())
-        except ValidationError as e:
-            field, msg = validation_message(e)
-            raise ConfigError(msg, source=source, field=f"{where}.{field}") from e
-        except ValueError as e:
-            raise ConfigError(str(e), source=source, field=where) from e
-    return Loaded(suite, source, raw)
 
 
 # --------------------------------------------------------------------------- sizes

@@ -60,6 +60,20 @@ class Executor(Protocol):
         ...
 
 
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def last_line(text: str) -> str:
     """The last line that says something: mpirun frames its messages with rows of dashes."""
     lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]

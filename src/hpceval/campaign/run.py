@@ -400,7 +400,7 @@ class Campaign:
     ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""
         try:
-            running = self.launcher.executor(case.time_limit_s).start(command.argv, command.env)
+            running = self.launcher.submit(command, case.time_limit_s)
         except StartFailed as e:
             return ExecutionStatus.FAILED, str(e), None, [], "", 0
         stdout_lines: list[str] = []
