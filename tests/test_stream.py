@@ -124,8 +124,7 @@ def test_quick_and_standard_measure_memory_bandwidth() -> None:
     one per core), sized from the provenance like any stream case."""
     if last_level_cache(SystemHost()) is None:
         pytest.skip("this machine's lstopo and sysfs give no cache size")
-    from hpceval.campaign import plan_cases
-    from hpceval.config import load_platform, load_suite
+    from hpceval.campaign import load_platform, load_suite, plan_cases
 
     local = load_platform("local").config
     for name, ranks in (("quick", [1]), ("standard", [1, local.resolved_cores_per_node()])):
