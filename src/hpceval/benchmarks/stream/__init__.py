@@ -265,29 +265,24 @@ def kernel_measurements(
         "llc_bytes": case.options.get("llc_bytes"),
         "llc_source": case.options.get("llc_source"),
     }
-    time_stats = describe(counted)
     # MB/s: 10**6 bytes per second.
-    bw_stats = rate_statistics(nbytes / 1e6, counted)
-    time_m = Measurement(
-        benchmark="stream",
-        metric=f"{name}_time",
-        value=time_stats.median,
-        unit=SECOND,
-        parameters=params,
-        samples=tuple(counted),
-        statistics=time_stats,
-        statistic="median",
-        details=details,
-    )
-    bandwidth = Measurement(
-        benchmark="stream",
-        metric=f"{name}_bandwidth",
-        value=bw_stats.median,
-        unit=MEGABYTE_PER_SECOND,
-        parameters=params,
-        samples=tuple(nbytes / 1e6 / t for t in counted),
-        statistics=bw_stats,
-        statistic="bytes/median(time)",
-        details=details,
+    figures = (
+        ("time", SECOND, tuple(counted), describe(counted), "median"),
+        ("bandwidth", MEGABYTE_PER_SECOND, tuple(nbytes / 1e6 / t for t in counted),
+         rate_statistics(nbytes / 1e6, counted), "bytes/median(time)"),
+    )  # fmt: skip
+    time_m, bandwidth = (
+        Measurement(
+            benchmark="stream",
+            metric=f"{name}_{what}",
+            value=stats.median,
+            unit=unit,
+            parameters=params,
+            samples=samples,
+            statistics=stats,
+            statistic=statistic,
+            details=details,
+        )
+        for what, unit, samples, stats, statistic in figures
     )
     return time_m, bandwidth
