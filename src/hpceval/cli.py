@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Annotated, NoReturn, cast
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
@@ -38,7 +37,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-out = Console(soft_wrap=True)
+out = console()
 
 
 
@@ -75,9 +74,12 @@ def run(
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
 
+    # The run once it is in the database: an error before that has no run to mark.
+    recorded: int | None = None
     if resume:
         store = open_store(db, create=False)
         run_id, prepared = prepare_resume(store)
+        recorded = run_id
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
@@ -105,19 +107,26 @@ def run(
                     f"{sum(len(c.points) for c in cases)} points → {store.url}",
                     highlight=False,
                 )
+                recorded = run_id
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
-        store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        if recorded is None:
+            err.print(f"{e} before the run was recorded; nothing was measured", style="yellow")
+            raise typer.Exit(128 + e.signum) from None
+        with contextlib.suppress(StoreUnavailable):
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         err.print(
-            f"[yellow]run {run_id} {e}; completed points are stored. "
-            "Continue with: hpceval run --resume[/]"
+            f"run {recorded} {e}; completed points are stored. Continue with: hpceval run --resume",
+            style="yellow",
         )
         raise typer.Exit(128 + e.signum) from None
     except StoreUnavailable as e:
+        if recorded is None:  # the run could not even be recorded: nothing to resume
+            raise
         # Best effort: the database is most likely still gone; then the next command finds
         # this process dead and marks the run interrupted.
         with contextlib.suppress(StoreUnavailable):
-            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         raise UserError(
             f"{e}; when it is back, continue with: hpceval run --resume --db {store.url}"
         ) from None
@@ -133,10 +142,10 @@ def run(
     for outcome in result.skipped:
         # Skipped is not a failure (exit status 0), but never a silent gap either.
         err.print(
-            f"[yellow]skipped: {case_label(outcome.case)}: {outcome.error}[/]", highlight=False
+            f"skipped: {case_label(outcome.case)}: {outcome.error}", style="yellow", highlight=False
         )
     if result.skipped:
-        err.print("[yellow]after installing what is missing: hpceval run --resume[/]")
+        err.print("after installing what is missing: hpceval run --resume", style="yellow")
     if result.failed:
         raise typer.Exit(1)
 
@@ -158,7 +167,7 @@ def show(
     from hpceval.show import measurement_tables
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     row = store.run(run_id) if run_id is not None else store.latest_run()
     if row is None:
@@ -178,7 +187,7 @@ def show(
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
         colour = "yellow" if e.status == "skipped" else "red"
-        out.print(f"[{colour}]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
+        out.print(f"{e.status}: {e.case_key}: {e.error}", style=colour, highlight=False)
 
 
 @app.command()
@@ -189,7 +198,7 @@ def runs(db: DbOption = None) -> None:
     from hpceval.show import runs_table
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     out.print(
         runs_table(
@@ -311,7 +320,7 @@ def import_npb_command(
         highlight=False,
     )
     for e in failed:
-        out.print(f"[red]{e.argv[-1]}: {e.error}[/]", highlight=False)
+        out.print(f"{e.argv[-1]}: {e.error}", style="red", highlight=False)
     if failed:
         raise typer.Exit(1)
 

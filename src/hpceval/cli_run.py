@@ -18,12 +18,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from hpceval.benchmarks import Case, find_benchmark
 from hpceval.benchmarks.display import generic_headline
 from hpceval.campaign import (
     CampaignResult,
 )
+from hpceval.cli_common import status_text
 from hpceval.model import ExecutionStatus, Measurement
 from hpceval.store import Store
 
@@ -37,9 +39,9 @@ class RichReporter:
         self.console = console
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("[bold]{task.fields[case]}"),
+            TextColumn("{task.fields[case]}", style="bold", markup=False),
             BarColumn(),
-            TextColumn("{task.fields[points]}"),
+            TextColumn("{task.fields[points]}", markup=False),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -81,11 +83,11 @@ class RichReporter:
     def case_finished(self, case: Case, status: ExecutionStatus, error: str) -> None:
         label = case_label(case)
         if status is ExecutionStatus.OK:
-            self.console.print(f"[green]✓[/] {label}", highlight=False)
+            self.console.print(Text.assemble(("✓", "green"), f" {label}"), highlight=False)
         elif status is ExecutionStatus.SKIPPED:
-            self.console.print(f"[yellow]○ {label}: skipped: {error}[/]", highlight=False)
+            self.console.print(f"○ {label}: skipped: {error}", style="yellow", highlight=False)
         else:
-            self.console.print(f"[red]✗ {label}: {status.value}: {error}[/]", highlight=False)
+            self.console.print(f"✗ {label}: {status.value}: {error}", style="red", highlight=False)
 
     def end(self) -> None:
         self.progress.stop()
@@ -108,11 +110,11 @@ def run_summary(store: Store, run_id: int, result: CampaignResult) -> Table:
     for o in result.outcomes:
         ms = by_case.get(o.case.key, [])
         if o.status is ExecutionStatus.SKIPPED:
-            t.add_row(case_label(o.case), "[yellow]skipped[/]", "", o.error, "")
+            t.add_row(case_label(o.case), Text("skipped", "yellow"), "", o.error, "")
             continue
         t.add_row(
             case_label(o.case),
-            "[green]ok[/]" if o.status is ExecutionStatus.OK else f"[red]{o.status.value}[/]",
+            status_text(o.status.value),
             f"{len(points.get(o.case.key, ()))}/{len(o.case.points)}",
             headline(ms) if o.status is ExecutionStatus.OK else o.error[:80],
             f"{o.wall_s:.1f}",

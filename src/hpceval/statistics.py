@@ -14,6 +14,7 @@ import numpy as np
 # importing scipy.stats (~1 s), which every hpceval command would otherwise pay at start-up.
 from scipy.special import stdtrit
 
+from hpceval.errors import ImpossibleValue
 from hpceval.model import Statistics
 
 # pyperf's rule of thumb: a spread this large means the machine was not quiet.
@@ -33,10 +34,14 @@ def describe(
         raise ValueError("no samples to describe")
     values = np.asarray(samples, dtype=float)
     if not np.all(np.isfinite(values)):
-        raise ValueError("samples contain non-finite values")
+        raise ImpossibleValue("samples contain non-finite values")
     n = len(values)
-    mean = float(values.mean())
-    stdev = float(values.std(ddof=1)) if n > 1 else 0.0
+    with np.errstate(over="ignore"):
+        mean = float(values.mean())
+        stdev = float(values.std(ddof=1)) if n > 1 else 0.0
+    if not (math.isfinite(mean) and math.isfinite(stdev)):
+        # Samples near the largest double (1e200 µs...): no time or rate is that large.
+        raise ImpossibleValue(f"samples too large to describe (mean {mean}, stdev {stdev})")
     ci_low: float | None = None
     ci_high: float | None = None
     if n > 1:

@@ -24,7 +24,6 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cache
@@ -50,13 +49,15 @@ from hpceval.benchmarks.hpcc.parse import (
     process_grid,
     stream_in_cache,
     stream_working_set,
+    summary_ranks,
 )
 from hpceval.benchmarks.hpcc.tables import figure_tables, verified_figures
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
 from hpceval.provenance import SystemHost, last_level_cache
+from hpceval.scratch import make_scratch
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -92,7 +93,7 @@ class HpccOptions(StrictModel):
     n: int | None = Field(None, ge=100)  # explicit problem size (instead of memory_fraction)
     nb: int = Field(80, ge=1, le=1024)
     repeat: int = Field(1, ge=1, le=100)
-    workdir: str | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
+    workdir: Argument | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
     time_limit_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
@@ -150,7 +151,7 @@ def _blas_of(hpcc: str) -> str:
 def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
     """The measurements of one checked hpccoutf.txt (HpccOutputError if it does not check)."""
     values = check_report(text)
-    procs = int(values.get("CommWorldProcs", "0"))
+    procs = summary_ranks(values)
     if procs != case.placement.ranks:
         raise BenchmarkFailure(f"hpcc ran on {procs} ranks, expected {case.placement.ranks}")
     if values.get("HPL_N") != str(case.parameters["n"]):
@@ -248,7 +249,7 @@ class Hpcc(Benchmark[HpccOptions]):
         root = Path(str(case.options["workdir"]))
         try:
             root.mkdir(parents=True, exist_ok=True)
-            rundir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=root))
+            rundir = make_scratch(root, WORKDIR_PREFIX)
             text = hpccinf_text(
                 case.placement.ranks, int(case.parameters["n"]), int(case.parameters["nb"])
             )

@@ -284,6 +284,9 @@ class Mpibench(Benchmark[MpibenchOptions]):
         return point_to_point_tables(measurements) + collective_tables(measurements)
 
 
+SHORTEST_TIME_US = 1e-9
+
+
 def decode_record(line: str) -> dict[str, Any] | None:
     return records.decode_record(line, "mpibench")
 
@@ -298,8 +301,13 @@ def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[floa
         raise BenchmarkFailure(
             f"point size={record.get('size')}: {key} does not hold {count} samples"
         )
-    values = tuple(float(v) for v in raw)
-    if not all(math.isfinite(v) and v > 0 for v in values):
+    try:
+        values = tuple(float(v) for v in raw)
+    except (TypeError, ValueError):
+        where = f"point size={record.get('size')}"
+        raise BenchmarkFailure(f"{where}: {key} holds non-numbers") from None
+    # Below a femtosecond is no time a timer measures (and bytes / it overflows a double).
+    if not all(math.isfinite(v) and v >= SHORTEST_TIME_US for v in values):
         raise BenchmarkFailure(f"point size={record.get('size')}: {key} has non-positive times")
     return values
 
@@ -310,7 +318,7 @@ def point_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
     try:
         size = int(record["size"])
         count = int(record["samples"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise BenchmarkFailure("point record without a valid size and sample count") from None
     if record.get("pattern") != pattern:
         raise BenchmarkFailure(f"point of pattern {record.get('pattern')!r}, expected {pattern!r}")

@@ -127,18 +127,8 @@ class Scheduler(ABC):
     # ----------------------------------------------------------------- commands
 
     def check_placement(self, placement: Placement) -> None:
-        if placement.nodes > self.platform.nodes:
-            raise UserError(
-                f"placement {placement.label()} needs {placement.nodes} nodes but platform "
-                f"{self.platform.name!r} has {self.platform.nodes}"
-            )
-        cores = self.platform.resolved_cores_per_node()
-        used = placement.ranks_per_node * placement.threads_per_rank
-        if used > cores and not self.platform.launcher.oversubscribe:
-            raise UserError(
-                f"placement {placement.label()} needs {used} cores per node but platform "
-                f"{self.platform.name!r} has {cores} and oversubscribe = false"
-            )
+        if problem := self.platform.placement_problem(placement):
+            raise UserError(problem)
 
     def oversubscribed(self, placement: Placement) -> bool:
         used = placement.ranks_per_node * placement.threads_per_rank

@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import UserError
 from hpceval.execute import last_line
 from hpceval.launch.command import MpiRuntime
@@ -45,10 +45,10 @@ PROBE_GRACE_S = 5  # beyond ConnectTimeout: login and `true` on the host
 class HostfileOptions(StrictModel):
     """The hostfile launcher's keys in the platform's [launcher] table."""
 
-    ssh: str = "ssh"  # the remote shell mpirun starts its daemons with
+    ssh: Argument = "ssh"  # the remote shell mpirun starts its daemons with
     ssh_args: list[str] = Field(default_factory=list)  # options of that remote shell
-    interface: str | None = None  # MPI TCP traffic only here: "eth0" or "10.0.0.0/24"
-    workdir: str | None = None  # working directory of the ranks on the hosts
+    interface: Argument | None = None  # MPI TCP traffic only here: "eth0" or "10.0.0.0/24"
+    workdir: Argument | None = None  # working directory of the ranks on the hosts
     connect_timeout_s: int = Field(5, ge=1, le=300)
     check_shared_cache: bool = True
 
@@ -171,7 +171,7 @@ class HostfileScheduler(Scheduler):
         return [
             options.ssh, *options.ssh_args,
             "-o", "BatchMode=yes", "-o", f"ConnectTimeout={options.connect_timeout_s}",
-            host, *remote,
+            "--", host, *remote,
         ]  # fmt: skip
 
     def preflight(self) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hpceval.config import Argument
+
 # A Slurm client command that takes longer than this is treated as "controller not responding"
 # (clients retry an unreachable controller for about MessageTimeout seconds first).
 SLURM_COMMAND_TIMEOUT_S = 60.0
@@ -57,7 +59,7 @@ _UNREACHABLE = (
     "Communication connection failure",
     "timed out after",
 )
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.:+@-]+$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.:+@][A-Za-z0-9_.:+@-]*$")
 _TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
@@ -102,7 +104,7 @@ def format_minutes(seconds: int | None) -> str:
 class SlurmOptions(BaseModel):
     """The slurm launcher's own keys in the platform's [launcher] table."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     partition: str | None = None  # default: the cluster's default partition
     account: str | None = None
     qos: str | None = None
@@ -112,8 +114,8 @@ class SlurmOptions(BaseModel):
     sbatch_args: list[str] = Field(default_factory=list)  # given to sbatch as they are
     srun_mpi: str = "pmix"  # the PMI plugin srun wires up ranks with (`srun --mpi=list`)
     poll_s: float = Field(1.0, gt=0, le=60)  # scontrol polling interval
-    job_dir: str | None = None  # scripts and output; default <cache>/slurm-jobs (shared FS!)
-    slurm_conf: str | None = None  # SLURM_CONF for the Slurm commands; default: the usual one
+    job_dir: Argument | None = None  # scripts and output; default <cache>/slurm-jobs (shared FS!)
+    slurm_conf: Argument | None = None  # SLURM_CONF for the Slurm commands; default: the usual one
     job_name: str = "hpceval"
 
     @field_validator("partition", "account", "qos", "srun_mpi", "job_name")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from hpceval.config import StrictModel
+from hpceval.config import Argument, StrictModel
 from hpceval.errors import UserError
 from hpceval.launch.command import Command, thread_environment
 from hpceval.launch.starters import register
@@ -37,8 +37,8 @@ SHARED_CORES_NOTE = "more ranks than simulated cores: they share them"
 
 
 class SmpirunOptions(StrictModel):
-    platform_file: str = Field(min_length=1)
-    workdir: str = Field(min_length=1)
+    platform_file: Argument
+    workdir: Argument
     cfg: dict[str, str] = Field(default_factory=dict)
 
 
