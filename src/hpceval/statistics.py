@@ -61,6 +61,33 @@ def describe(
     )
 
 
+def rate_statistics(
+    amount: float, times: Sequence[float], *, confidence: float = 0.95
+) -> Statistics:
+    """The statistics of a rate (bytes per second, operations per second) derived from the
+    statistics of its times: median rate = amount / median(time), mean rate = amount /
+    mean(time), the confidence interval mapped through amount / t. Never the mean of the
+    per-sample rates, which over-weights the fast samples (docs/methodology.md)."""
+    st = describe(times, confidence=confidence)
+    if st.minimum <= 0:
+        raise ValueError("a rate needs positive times")
+    rates = [amount / t for t in times]
+    mean = amount / st.mean
+    bounded = st.ci_low is not None and st.ci_low > 0
+    return Statistics(
+        count=st.count,
+        minimum=amount / st.maximum,
+        maximum=amount / st.minimum,
+        median=amount / st.median,
+        mean=mean,
+        stdev=float(np.std(rates, ddof=1)) if st.count > 1 else 0.0,
+        # A time interval reaching 0 maps to an unbounded rate: no interval then.
+        ci_low=amount / st.ci_high if bounded and st.ci_high else None,
+        ci_high=amount / st.ci_low if bounded and st.ci_low else None,
+        confidence=confidence,
+    )
+
+
 def outlier_count(samples: Sequence[float]) -> int:
     """Samples whose modified Z-score (median absolute deviation based) exceeds 3.5."""
     values = np.asarray(samples, dtype=float)

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
@@ -47,6 +47,8 @@ from hpceval.benchmarks.hpcc.parse import (
     figures,
     hpccinf_text,
     process_grid,
+    stream_in_cache,
+    stream_working_set,
     summary_ranks,
 )
 from hpceval.benchmarks.hpcc.tables import figure_tables, verified_figures
@@ -54,6 +56,7 @@ from hpceval.build import cache_root
 from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
+from hpceval.provenance import SystemHost, last_level_cache
 from hpceval.scratch import make_scratch
 
 if TYPE_CHECKING:
@@ -157,13 +160,29 @@ def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
         )
     params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
     version = ".".join(values.get(k, "?") for k in ("VersionMajor", "VersionMinor", "VersionMicro"))
-    details = {
+    details: dict[str, Any] = {
         "hpcc_version": version + values.get("VersionRelease", ""),
         "blas": str(case.options.get("blas", "")),
         **{key: values[key] for key in DETAIL_KEYS if key in values},
     }
-    rows = ((metric, value, unit) for metric, (value, unit) in figures(values).items())
-    return single_run_measurements("hpcc", rows, params, details)
+    llc = case.options.get("llc_bytes")
+    working_set = stream_working_set(values, case.placement.ranks_per_node)
+    in_cache = stream_in_cache(working_set, int(llc) if llc else None)
+    details["stream_working_set_bytes"] = working_set
+    details["llc_bytes"] = llc
+    rows = [(metric, value, unit) for metric, (value, unit) in figures(values).items()]
+    out = list(single_run_measurements("hpcc", rows, params, details))
+    if in_cache is not None:
+        # A parameter, not only a detail: an in-cache STREAM figure never pairs with a memory
+        # one in `compare`, and the report's tables show the column.
+        stream_in = "cache" if in_cache else "memory"
+        out = [
+            replace(m, parameters={**m.parameters, "stream_in": stream_in})
+            if m.metric.startswith("stream_")
+            else m
+            for m in out
+        ]
+    return tuple(out)
 
 
 @register
@@ -181,6 +200,10 @@ class Hpcc(Benchmark[HpccOptions]):
         workdir = (
             Path(options.workdir).expanduser() if options.workdir else cache_root() / "hpcc-runs"
         )
+        # The node's last-level cache from the provenance probes (this machine's: right for
+        # local and namespace clusters), to flag STREAM arrays that fit in it.
+        found = last_level_cache(SystemHost())
+        llc = found[0] if found else None
         cases = []
         for ranks in options.ranks:
             for placement in rank_placements(
@@ -212,7 +235,7 @@ class Hpcc(Benchmark[HpccOptions]):
                     self.name, key_parts, placement, params,
                     repeat=options.repeat, run_estimate_s=estimate,
                     explicit_limit_s=options.time_limit_s,
-                    options={"workdir": str(workdir), "blas": blas},
+                    options={"workdir": str(workdir), "blas": blas, "llc_bytes": llc},
                     limit_floor_s=300.0, limit_factor=5,
                 ))  # fmt: skip
         return cases

@@ -123,6 +123,29 @@ DETAIL_KEYS: Final[tuple[str, ...]] = (
     "CommWorldProcs",
 )
 
+# How hpcc's STREAM arrays are stored: three arrays of doubles per process.
+STREAM_ARRAYS = 3
+IN_CACHE_NOTE = "in cache: L3 bandwidth, not memory"
+
+
+def stream_working_set(values: Mapping[str, str], ranks_per_node: int) -> int | None:
+    """Bytes of StarSTREAM's arrays on one node: every process of the node runs STREAM at
+    once on STREAM_VectorSize doubles per array, three arrays (None if the report lacks it)."""
+    vector = values.get("STREAM_VectorSize")
+    if vector is None or not vector.strip().isdigit():
+        return None
+    return int(vector) * 8 * STREAM_ARRAYS * ranks_per_node
+
+
+def stream_in_cache(working_set: int | None, llc_bytes: int | None) -> bool | None:
+    """Whether the STREAM arrays fit in the node's last-level cache (then its "bandwidth" is
+    the cache's); None when either size is unknown. STREAM's own rule asks for arrays 4x the
+    cache; anything below the cache itself is flagged."""
+    if working_set is None or not llc_bytes:
+        return None
+    return working_set <= llc_bytes
+
+
 _RESIDUAL_RE = re.compile(r"^\|\|Ax-b\|\|_oo/\(eps.*=\s*(\S+)\s*\.+\s*(PASSED|FAILED)\s*$")
 _THRESHOLD_RE = re.compile(r"scaled residuals are less than\s+(\S+)")
 _RESULT_RE = re.compile(r"^(W[RC]\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*$")
