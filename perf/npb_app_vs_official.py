@@ -1,8 +1,8 @@
 """An hpceval NPB program against the official NPB 3.4-MPI one, same compiler and flags.
 
-Written generic for the pseudo-applications (npb_lu_vs_official.py names its program and
-default rank counts; npb_bt_vs_official.py, from which it was factored, could do the same;
-the kernels have npb_vs_official.py). Builds the official Fortran program outside the
+Written generic for the pseudo-applications (npb_bt_vs_official.py, npb_sp_vs_official.py
+and npb_lu_vs_official.py name their program and default rank counts; the kernels have
+npb_vs_official.py). Builds the official Fortran program outside the
 repository (a copy of the NPB3.4-MPI tree under --build-dir, `OMPI_FC=gfortran`, FFLAGS
 `-O3 -march=native -fallow-argument-mismatch`) and hpceval's C program with hpceval's NPB
 flags (`-O3 -march=native -fopenmp -std=c11`, run with one OpenMP thread), then runs both
@@ -19,7 +19,9 @@ seconds official/own (user + system of all ranks, GNU time's %U + %S): on a mach
 with other jobs a run's wall-clock time mostly measures how often it was scheduled, its CPU
 time far less (with several ranks it also counts MPI's busy waiting, on both sides). Rank
 counts are checked with hpceval's rule for the program (the one the C program and NPB apply).
-Optionally the time of class C at --class-c-ranks ranks, once per program.
+Optionally the time of class C at --class-c-ranks ranks, once per program. `--summarize LOG`
+prints the summary again from the run lines of a log (of an interrupted run too: the rounds
+in which both programs ran).
 """
 
 from __future__ import annotations
@@ -181,6 +183,60 @@ def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
 
 
+Runs = dict[tuple[str, int], list[RunResult]]
+
+
+def print_summary(own_runs: Runs, off_runs: Runs) -> None:
+    """One row per (class, ranks) over the rounds in which both programs ran."""
+    print()
+    print(
+        "class ranks rounds  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95        own_CV  off_CV"
+        "  own_MiB  off_MiB  cpu_ratio_med  cpu_ratio_CI95"
+    )
+    for key, mine_all in own_runs.items():
+        rounds = min(len(mine_all), len(off_runs.get(key, [])))
+        if rounds == 0:
+            continue
+        mine, theirs = mine_all[:rounds], off_runs[key][:rounds]
+        ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
+        low, high = log_ratio_interval(ratios)
+        cpu = ""
+        if all(r.cpu_s > 0 for r in (*mine, *theirs)):  # logs of older versions lack it
+            cpu_ratios = [b.cpu_s / a.cpu_s for a, b in zip(mine, theirs, strict=True)]
+            cpu_low, cpu_high = log_ratio_interval(cpu_ratios)
+            cpu = f" {statistics.median(cpu_ratios):>14.3f}  [{cpu_low:.3f}, {cpu_high:.3f}]"
+        print(
+            f"{key[0]:>5} {key[1]:>5} {rounds:>6} "
+            f"{statistics.median(r.mops for r in mine):>10.1f} "
+            f"{statistics.median(r.mops for r in theirs):>10.1f} "
+            f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
+            f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
+            f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
+            f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f}{cpu}",
+            flush=True,
+        )
+
+
+# A run line of this script's log; the CPU column is absent from the logs of older versions.
+RUN_LINE = re.compile(
+    r"^\s*(\d+)\s+([SWABCD])\s+(\d+)\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)"
+    r"(?:\s+(\S+))?\s+(\S+)\s*$"
+)
+
+
+def summarize_log(text: str) -> None:
+    """The summary of the run lines this script printed (e.g. of an interrupted run)."""
+    runs: dict[str, Runs] = {"own": {}, "official": {}}
+    for line in text.splitlines():
+        if match := RUN_LINE.match(line):
+            _, class_name, ranks, which, time_s, mops, rss, cpu_s, load = match.groups()
+            result = RunResult(
+                float(time_s), float(mops), float(rss), float(cpu_s or 0.0), float(load)
+            )
+            runs[which].setdefault((class_name, int(ranks)), []).append(result)
+    print_summary(runs["own"], runs["official"])
+
+
 def main(program: str, default_ranks: str, description: str) -> int:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--classes", default="A,B")
@@ -191,7 +247,13 @@ def main(program: str, default_ranks: str, description: str) -> int:
     parser.add_argument(
         "--build-dir", type=Path, default=Path(f"/work/ref/build-npb-{program}/bench")
     )
+    parser.add_argument(
+        "--summarize", type=Path, help="only print the summary of a log of this script"
+    )
     opts = parser.parse_args()
+    if opts.summarize:
+        summarize_log(opts.summarize.read_text())
+        return 0
     classes = opts.classes.split(",")
     ranks = [int(r) for r in opts.ranks.split(",")]
     for class_name in classes:
@@ -234,27 +296,7 @@ def main(program: str, default_ranks: str, description: str) -> int:
                         f"{res.load:>6.2f}",
                         flush=True,
                     )
-        print()
-        print(
-            "class ranks  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95        own_CV  off_CV"
-            "  own_MiB  off_MiB  cpu_ratio_med  cpu_ratio_CI95"
-        )
-        for key in pairs:
-            mine, theirs = own_runs[key], off_runs[key]
-            ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
-            low, high = log_ratio_interval(ratios)
-            cpu_ratios = [b.cpu_s / a.cpu_s for a, b in zip(mine, theirs, strict=True)]
-            cpu_low, cpu_high = log_ratio_interval(cpu_ratios)
-            print(
-                f"{key[0]:>5} {key[1]:>5} {statistics.median(r.mops for r in mine):>10.1f} "
-                f"{statistics.median(r.mops for r in theirs):>10.1f} "
-                f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
-                f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
-                f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
-                f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f} "
-                f"{statistics.median(cpu_ratios):>14.3f}  [{cpu_low:.3f}, {cpu_high:.3f}]",
-                flush=True,
-            )
+        print_summary(own_runs, off_runs)
         if opts.class_c_ranks:
             n = opts.class_c_ranks
             mine_c = run_own(toolchain, own, "C", n, work)
