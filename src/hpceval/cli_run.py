@@ -39,6 +39,7 @@ from hpceval.config import (
 )
 from hpceval.errors import UserError
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
+from hpceval.launch.base import PLACEMENT_PROBE
 from hpceval.model import Environment, ExecutionStatus, Status
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
@@ -154,7 +155,7 @@ def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Envir
 def _check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
     """Every placement must be launchable before the first case runs."""
     for case in cases:
-        launcher.command(case.placement, ["true"])
+        launcher.command(case.placement, PLACEMENT_PROBE)
 
 
 def is_alive(pid: int) -> bool:

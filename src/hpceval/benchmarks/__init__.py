@@ -32,7 +32,7 @@ def get_benchmark(name: str) -> Benchmark:
 
 # The benchmarks ready to run; a new one is a package or module here, added to this list
 # once its program builds and verifies.
-for _module in ("mpibench", "npb", "fio", "hpcc", "gromacs", "lammps"):
+for _module in ("mpibench", "mpibench_java", "npb", "fio", "hpcc", "gromacs", "lammps"):
     importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = [

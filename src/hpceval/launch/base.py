@@ -42,6 +42,12 @@ class MpiRuntime:
     mpirun: str  # path of the mpirun/mpiexec to use
 
 
+# The program `hpceval run` asks a launcher to start for each placement before anything is
+# built, to refuse an impossible placement early; launchers check the program's own form
+# (hpceval.launch.mpj: a jar) only on real programs.
+PLACEMENT_PROBE: tuple[str, ...] = ("true",)
+
+
 def thread_environment(threads_per_rank: int, *, oversubscribed: bool = False) -> dict[str, str]:
     """OpenMP settings for hybrid runs; set always, so a stray OMP_NUM_THREADS cannot leak in.
 
