@@ -98,12 +98,12 @@ class MpibenchJava(Mpibench):
         opts = MpibenchJavaOptions.model_validate(options)
         base = {k: v for k, v in options.items() if k != "jit_warmup_s"}
         cases = []
+        # mpibench's cases, keyed and labelled by this benchmark's name (self.name).
         for case in super().cases(base, platform, entry_index):
-            key = case.key.replace("mpibench", PROGRAM, 1)
             run_options = {**case.options, "jit_warmup_s": opts.jit_warmup_s}
             estimate = case.estimate_s + opts.jit_warmup_s
             cases.append(
-                replace(case, key=key, benchmark=PROGRAM, options=run_options, estimate_s=estimate)
+                replace(case, options=run_options, estimate_s=estimate)
             )
         return cases
 
