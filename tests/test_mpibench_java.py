@@ -23,8 +23,8 @@ from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
 from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv
 from hpceval.launch.base import MpiRuntime
+from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv
 from hpceval.model import Placement
 from hpceval.mpj import missing_java_tools, parse_java_version, parse_mpj_version
 from hpceval.store import open_store
@@ -88,9 +88,7 @@ def test_allreduce_capture_on_four_ranks() -> None:
     stdout = (DATA / "allreduce_np4.out").read_text()
     bench.verify(stdout, case, case.points)
     metrics = {(p.point_key, m.metric) for p in bench.parse(stdout, case) for m in p.measurements}
-    assert metrics == {
-        (k, m) for k in case.points for m in ("time", "first_iteration_time")
-    }
+    assert metrics == {(k, m) for k in case.points for m in ("time", "first_iteration_time")}
 
 
 def test_error_record_fails_with_its_cause() -> None:
@@ -175,16 +173,28 @@ def test_launcher_command_sets_mpj_home_and_records_no_binding() -> None:
     assert (home / "lib" / "mpj.jar").is_file() and (home / "lib" / "log4j-1.2.jar").is_file()
     assert command.argv[1:4] == (
         "-cp",
-        os.pathsep.join(str(home / "lib" / j) for j in ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")),
+        os.pathsep.join(
+            str(home / "lib" / j) for j in ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
+        ),
         "runtime.starter.MPJRun",
     )
-    assert command.argv[4:] == ("-np", "2", "-dev", "multicore", "-jar", "/c/mb.jar", "--pattern=barrier")
+    assert command.argv[4:] == (
+        "-np",
+        "2",
+        "-dev",
+        "multicore",
+        "-jar",
+        "/c/mb.jar",
+        "--pattern=barrier",
+    )
     assert command.placement.binding == "none" and not command.oversubscribed
     with pytest.raises(UserError, match="runs on one node"):
         launcher.command(Placement(2, 1, 1, "none"), ["/c/mb.jar"])
 
 
-def test_missing_jvm_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_jvm_is_a_reason_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     reason = missing_java_tools()
     assert reason is not None and reason.startswith("java not found on PATH")
@@ -233,7 +243,9 @@ def test_run_on_local_mpj_stores_verified_java_points(tmp_path: Path) -> None:
 
 def test_mpibench_java_on_a_native_platform_is_a_one_line_error(tmp_path: Path) -> None:
     suite = write(tmp_path / "suite.toml", SUITE)
-    proc = hpceval("run", "-p", "local", "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path)
+    proc = hpceval(
+        "run", "-p", "local", "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
+    )
     assert "runs on a platform whose launcher is mpj" in one_line_error(proc)
 
 
@@ -243,12 +255,16 @@ def test_niodev_platform_is_a_one_line_error(tmp_path: Path) -> None:
         tmp_path / "p.toml",
         'name = "nio"\nnodes = 1\n[launcher]\nkind = "mpj"\ndevice = "niodev"\n',
     )
-    proc = hpceval("run", "-p", str(plat), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path)
+    proc = hpceval(
+        "run", "-p", str(plat), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
+    )
     assert "launcher.device niodev" in one_line_error(proc)
 
 
 def _jvms_of(marker: str) -> list[str]:
-    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    ps = subprocess.run(
+        ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
+    )
     return [ln for ln in ps.stdout.splitlines() if "runtime.starter" in ln and marker in ln]
 
 

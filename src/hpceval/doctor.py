@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hpceval.errors import ToolMissing
+from hpceval.mpj import parse_mpj_version, system_mpj_home
 from hpceval.provenance import Host, SystemHost, is_debian_like, parse_os_release
 from hpceval.toolchain import (
     OPEN_MPI,
@@ -99,6 +100,23 @@ _TOOLS = (
         ("-h",),
         "the LAMMPS application benchmark (timesteps/s); without it its cases are skipped",
         _Package("lammps", "LAMMPS (lmp)"),
+        required=False,
+    ),
+    _Tool(
+        "java",
+        ("java",),
+        ("-version",),
+        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj); "
+        "without it their cases are skipped",
+        _Package("default-jdk-headless", "a Java development kit (java, javac)"),
+        required=False,
+    ),
+    _Tool(
+        "javac",
+        ("javac",),
+        None,  # a second JVM start-up (~0.5 s on a loaded machine); java's version says it
+        "compiling the Java benchmarks (mpibench-java)",
+        _Package("default-jdk-headless", "a Java development kit (java, javac)"),
         required=False,
     ),
     _Tool(
@@ -290,6 +308,18 @@ def _compiler_check(host: Host, toolchain: MpiToolchain | None, debian: bool) ->
     return Check(f"C compiler ({command})", "ok", found, needed, "")
 
 
+def _mpj_check(host: Host, debian: bool) -> Check:
+    """MPJ Express: its version from its configuration file (MPJ has no version command)."""
+    home = system_mpj_home()
+    needed = "the Java benchmarks (mpibench-java); without it their cases are skipped"
+    conf = host.read_text(str(home / "conf" / "mpjexpress.conf"))
+    if conf is None or not host.exists(str(home / "lib" / "mpj.jar")):
+        package = _Package("libmpj-java", "MPJ Express (mpj.jar, mpjrun)")
+        return Check("mpj-express", "optional-missing", "", needed, _remedy(package, debian))
+    version = parse_mpj_version(conf) or "unknown version"
+    return Check("mpj-express", "ok", f"MPJ Express {version} ({home})", needed, "")
+
+
 def _python_check(version_info: Sequence[int]) -> Check:
     found = ".".join(str(part) for part in version_info[:3])
     wanted = ".".join(str(part) for part in MINIMUM_PYTHON)
@@ -321,6 +351,7 @@ def run_checks(
     checks, toolchain = _mpi_checks(host, debian)
     checks.append(_compiler_check(host, toolchain, debian))
     checks.extend(_check_tool(host, tool, debian) for tool in _TOOLS)
+    checks.append(_mpj_check(host, debian))
     checks.append(_python_check(python_version or tuple(sys.version_info[:3])))
     checks.append(_root_check(host.euid(), toolchain))
     return checks

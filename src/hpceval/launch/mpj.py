@@ -47,7 +47,7 @@ def check_device(device: str) -> None:
     if device not in SUPPORTED_DEVICES:
         raise UserError(
             f"launcher.device {device}: MPJ's {device} device needs an mpjdaemon on every "
-            "host, which hpceval does not start yet; use device = \"multicore\"",
+            'host, which hpceval does not start yet; use device = "multicore"',
         )
 
 
@@ -112,7 +112,9 @@ class MpjLauncher(Launcher):
         env = {"MPJ_HOME": str(mpj.home), **self.platform.launcher.env}
         oversubscribed = self.oversubscribed(placement)
         effective = replace(placement, binding="none")
-        notes = ("MPJ multicore: ranks are threads of one JVM, not bound to cores",)
+        notes: tuple[str, ...] = (
+            "MPJ multicore: ranks are threads of one JVM, not bound to cores",
+        )
         if oversubscribed:
             notes += ("oversubscribed: more ranks than cores",)
         return Command(tuple(argv), env, effective, oversubscribed, notes)

@@ -102,9 +102,7 @@ class MpibenchJava(Mpibench):
         for case in super().cases(base, platform, entry_index):
             run_options = {**case.options, "jit_warmup_s": opts.jit_warmup_s}
             estimate = case.estimate_s + opts.jit_warmup_s
-            cases.append(
-                replace(case, options=run_options, estimate_s=estimate)
-            )
+            cases.append(replace(case, options=run_options, estimate_s=estimate))
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
