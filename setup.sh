@@ -207,13 +207,13 @@ run_tests() {
     local -a lint_paths=()
     local d rc=0
     cd -- "$ROOT"
-    for d in src tests bench; do
+    for d in src tests perf; do
         [[ -d $d ]] && lint_paths+=("$d")
     done
     say "ruff check ${lint_paths[*]}"
     "$VENV/bin/ruff" check -q "${lint_paths[@]}" || rc=1
     say "mypy"
-    # pyproject's [tool.mypy] lists what is checked: the package and bench/.
+    # pyproject's [tool.mypy] lists what is checked: the package and perf/.
     "$VENV/bin/mypy" || rc=1
     if ((rc != 0)); then
         die "ruff or mypy failed; pytest not run"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from hpceval.benchmarks import Case, Program, get_benchmark
+from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
 from hpceval.campaign import Campaign, CampaignResult, case_description, plan_cases
-from hpceval.config import load_platform, load_suite
+from hpceval.config import PlatformConfig, load_platform, load_suite
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store
@@ -172,3 +172,10 @@ def run_cases(
         run_id, [(c, list(c.points)) for c in cases]
     )
     return run_id, result
+
+
+def entry_cases(
+    bench: Benchmark[Any], options: dict[str, Any], platform: PlatformConfig
+) -> list[Case]:
+    """The cases of one suite entry's options, typed by the benchmark as load_suite does."""
+    return bench.cases(bench.parse_options(options), platform, 0)

@@ -79,7 +79,6 @@ def test_captured_machine() -> None:
         "fio": ("optional-missing", "", "apt-get install -y fio"),
         "gmx": ("optional-missing", "", "apt-get install -y gromacs"),
         "lmp": ("optional-missing", "", "apt-get install -y lammps"),
-        "java": ("optional-missing", "", "apt-get install -y default-jdk-headless"),
         "javac": ("optional-missing", "", "apt-get install -y default-jdk-headless"),
         "mpj-express": ("optional-missing", "", "apt-get install -y libmpj-java"),
         "smpicc": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),
@@ -121,9 +120,10 @@ def test_java_and_mpj_express_versions(monkeypatch: pytest.MonkeyPatch) -> None:
         existing=["/usr/share/mpj/lib/mpj.jar"],
     )
     checks = by_name(run_checks(host=host))
-    assert checks["java"].found == 'openjdk version "17.0.15" 2025-04-15 (/usr/bin/java)'
     assert checks["javac"].found == "/usr/bin/javac"
-    assert checks["mpj-express"].found == "MPJ Express 0.44 (/usr/share/mpj)"
+    assert checks["mpj-express"].found == (
+        "MPJ Express 0.44 (/usr/share/mpj), JVM openjdk 17.0.15 (/usr/bin/java)"
+    )
     assert checks["mpj-express"].status == "ok"
 
 
@@ -218,3 +218,24 @@ def test_this_machine_is_quick() -> None:
     assert names[:2] == ["mpicc", "mpirun"]
     assert names[-2:] == ["python", "root"]
     assert by_name(checks)["python"].status == "ok"
+
+
+def test_every_benchmark_tool_is_installed_by_setup() -> None:
+    """Each program a benchmark declares (Benchmark.tools) comes from a package that
+    ./setup.sh installs: scripts/packages.txt lists it with a probe for that program."""
+    from hpceval.benchmarks import benchmark_names, get_benchmark
+
+    listed = {}
+    for line in (Path(__file__).parents[1] / "scripts" / "packages.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            package, probe = line.split()[:2]
+            listed[package] = probe
+    tools = [tool for name in benchmark_names() for tool in get_benchmark(name).tools]
+    assert {t.program for t in tools} >= {"fio", "gmx", "hpcc", "lmp"}
+    for tool in tools:
+        assert tool.package in listed, f"{tool.program}: {tool.package} not in packages.txt"
+        assert listed[tool.package].removeprefix("cmd:") in tool.programs, tool
+    # doctor checks each of them, under the program's name.
+    checks = by_name(run_checks(host=ReplayHost(CAPTURE), python_version=(3, 11, 7)))
+    for tool in tools:
+        assert checks[tool.program].needed_for == tool.needed_for

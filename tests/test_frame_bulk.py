@@ -4,7 +4,7 @@ The bulk frame must be exactly the frame `build_frame` makes of the Store's Meas
 one by one (the path it replaced): same rows in the same order, same columns, dtypes, values
 and samples, on a store that mixes benchmarks, parameter types, origins and runs stored
 interleaved, with every filter, on an empty store, on SQLite and on a real PostgreSQL server.
-Then bench/analysis_scale.py: its database reads back as the Store wrote it, and the script
+Then perf/analysis_scale.py: its database reads back as the Store wrote it, and the script
 runs end to end on 20,000 measurements (no timing asserted).
 """
 
@@ -33,7 +33,7 @@ from hpceval.store import columns as store_columns
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "analysis_scale.py"
+BENCH = Path(__file__).resolve().parent.parent / "perf" / "analysis_scale.py"
 
 
 @pytest.fixture

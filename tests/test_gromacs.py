@@ -34,6 +34,8 @@ from hpceval.model import ParamValue, Placement
 from tests.conftest import requires_mpi, run_with_fake_tool, write
 from tests.test_cli import hpceval
 
+from .conftest import entry_cases
+
 DATA = Path(__file__).parent / "data" / "gromacs"
 VERSION = "2022.5-Debian_2022.5_2"
 have_gromacs = shutil.which("gmx") is not None and shutil.which("gmx_mpi") is not None
@@ -248,7 +250,9 @@ def test_options_are_checked() -> None:
 def test_cases_and_commands() -> None:
     bench = get_benchmark("gromacs")
     platform = load_platform("local").config
-    cases = bench.cases({"box_nm": [3.0], "ranks": [1, 2], "threads_per_rank": [2]}, platform, 0)
+    cases = entry_cases(
+        bench, {"box_nm": [3.0], "ranks": [1, 2], "threads_per_rank": [2]}, platform
+    )
     assert [c.key for c in cases] == [
         "gromacs:water=spce:box=3nm:steps=1000:np=1:omp=2:mpi:1x1x2:bind=core",
         "gromacs:water=spce:box=3nm:steps=1000:np=2:omp=2:mpi:1x2x2:bind=core",
@@ -261,7 +265,8 @@ def test_cases_and_commands() -> None:
         "gmx_mpi", "-nobackup", "mdrun", "-s", "/c/topol.tpr", "-deffnm", "/c/run-1/md",
         "-resethway", "-noconfout", "-cpt", "-1", "-ntomp", "2",
     ]  # fmt: skip
-    (thread,) = bench.cases({"mpi": "thread", "ranks": [2], "threads_per_rank": [1]}, platform, 0)
+    thread_mpi = {"mpi": "thread", "ranks": [2], "threads_per_rank": [1]}
+    (thread,) = entry_cases(bench, thread_mpi, platform)
     # One process holding both thread-MPI ranks' threads.
     assert thread.placement == Placement(1, 1, 2, "core")
     assert (thread.parameters["ranks"], thread.parameters["threads_per_rank"]) == (2, 1)
@@ -277,12 +282,13 @@ def test_cases_and_commands() -> None:
 def test_unavailable_names_the_missing_program(monkeypatch: pytest.MonkeyPatch) -> None:
     bench = get_benchmark("gromacs")
     platform = load_platform("local").config
-    reason = bench.unavailable({"gmx_mpi": "no-such-gmx_mpi"}, platform)
+    reason = bench.unavailable(bench.parse_options({"gmx_mpi": "no-such-gmx_mpi"}), platform)
     assert reason == (
         "no-such-gmx_mpi not found on PATH; install Debian package gromacs (./setup.sh deps)"
     )
     # thread-MPI runs need only gmx
-    assert bench.unavailable({"mpi": "thread", "gmx_mpi": "no-such-gmx_mpi"}, platform) == (
+    thread_only = bench.parse_options({"mpi": "thread", "gmx_mpi": "no-such-gmx_mpi"})
+    assert bench.unavailable(thread_only, platform) == (
         None if shutil.which("gmx") else "gmx not found on PATH; install Debian package "
         "gromacs (./setup.sh deps)"
     )

@@ -30,6 +30,7 @@ from hpceval.store import open_store
 
 from .conftest import (
     DATA,
+    entry_cases,
     fake_tool_on_path,
     requires_mpi,
     requires_tool,
@@ -77,7 +78,7 @@ def test_several_ranks_have_every_figure(name: str) -> None:
 
 def test_two_rank_figures_and_units() -> None:
     got = figures(check_report(read("hpccoutf-2ranks.txt")))
-    # The same numbers as bench/hpcc_reference.py's parser (tests/data/hpcc/README.md).
+    # The same numbers as perf/hpcc_reference.py's parser (tests/data/hpcc/README.md).
     assert got["pingpong_latency_avg"] == (0.416889, "us")
     assert got["pingpong_bandwidth_min"] == (pytest.approx(6352.87), "MB/s")
     assert got["natural_ring_latency"] == (0.325067, "us")
@@ -126,6 +127,13 @@ def test_every_figure_has_a_category() -> None:
     assert {"hpl", "dgemm_star", "stream_triad_star", "fft_mpi", "randomaccess_mpi"} <= (
         COMPUTE_METRICS
     )
+    # benchmark.toml, which compare reads without importing this module, agrees.
+    declared = get_benchmark("hpcc").declaration
+    for metric in COMPUTE_METRICS:
+        expected = "memory" if metric.startswith("stream_") else "compute"
+        assert declared.category_of(metric) == expected, metric
+    for metric in MESSAGING_METRICS:
+        assert declared.category_of(metric) == "communication", metric
 
 
 # --------------------------------------------------------------------------- input
@@ -187,7 +195,9 @@ def test_bad_sizes_are_refused(tmp_path: Path) -> None:
 def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("hpceval.launch.local.running_as_root", lambda: False)
     bench = get_benchmark("hpcc")
-    (case,) = bench.cases({"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2), 0)
+    (case,) = entry_cases(
+        bench, {"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2)
+    )
     with bench.staged(case, case.points) as staged:
         rundir = Path(str(staged.options["rundir"]))
         assert (rundir / "hpccinf.txt").read_text() == hpccinf_text(2, 400, 80)
@@ -209,16 +219,16 @@ def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) 
 def test_measurements_check_ranks_and_size() -> None:
     bench = get_benchmark("hpcc")
     platform = PlatformConfig(name="l", cores_per_node=2)
-    (case,) = bench.cases({"ranks": [2], "n": 1000}, platform, 0)
+    (case,) = entry_cases(bench, {"ranks": [2], "n": 1000}, platform)
     ms = measurements(read("hpccoutf-2ranks.txt"), case)
     assert len(ms) == 28 and all(m.benchmark == "hpcc" for m in ms)
     hpl = next(m for m in ms if m.metric == "hpl")
     assert hpl.parameters["n"] == 1000 and hpl.parameters["ranks"] == 2
     assert hpl.details["hpcc_version"] == "1.5.0f" and hpl.details["HPL_time"]
-    (other,) = bench.cases({"ranks": [4], "n": 1000}, platform, 0)
+    (other,) = entry_cases(bench, {"ranks": [4], "n": 1000}, platform)
     with pytest.raises(BenchmarkFailure, match="hpcc ran on 2 ranks, expected 4"):
         measurements(read("hpccoutf-2ranks.txt"), other)
-    (bigger,) = bench.cases({"ranks": [2], "n": 1200}, platform, 0)
+    (bigger,) = entry_cases(bench, {"ranks": [2], "n": 1200}, platform)
     with pytest.raises(BenchmarkFailure, match="hpcc solved N=1000, the input asked N=1200"):
         measurements(read("hpccoutf-2ranks.txt"), bigger)
 

@@ -1,4 +1,4 @@
-"""Tests of bench/hpcc_reference.py: the hpccoutf.txt parser, the input file, a real run."""
+"""Tests of perf/hpcc_reference.py: the hpccoutf.txt parser, the input file, a real run."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ DATA = ROOT / "tests" / "data" / "hpcc" / "hpccoutf-2ranks.txt"
 
 
 def _load() -> ModuleType:
-    # bench/ is not a package; load the file by path so that the test runs however pytest
+    # perf/ is not a package; load the file by path so that the test runs however pytest
     # was started.
     spec = importlib.util.spec_from_file_location(
-        "hpcc_reference", ROOT / "bench" / "hpcc_reference.py"
+        "hpcc_reference", ROOT / "perf" / "hpcc_reference.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

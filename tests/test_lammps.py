@@ -30,6 +30,8 @@ from hpceval.model import Placement
 from tests.conftest import requires_mpi, run_with_fake_tool, write
 from tests.test_cli import hpceval
 
+from .conftest import entry_cases
+
 DATA = Path(__file__).parent / "data" / "lammps"
 VERSION = "29 Sep 2021 - Update 2"
 have_lammps = shutil.which("lmp") is not None
@@ -164,7 +166,7 @@ def test_options_cases_and_commands() -> None:
         LammpsOptions.model_validate({"size": [5]})
     bench = get_benchmark("lammps")
     platform = load_platform("local").config
-    cases = bench.cases({"n": [5, 10], "ranks": [1, 2], "steps": 50}, platform, 0)
+    cases = entry_cases(bench, {"n": [5, 10], "ranks": [1, 2], "steps": 50}, platform)
     assert [c.key for c in cases] == [
         "lammps:n=5:steps=50:np=1:1x1x1:bind=core",
         "lammps:n=5:steps=50:np=2:1x2x1:bind=core",
@@ -186,15 +188,16 @@ def test_threads_need_the_openmp_package() -> None:
     platform = load_platform("local").config
     bench = get_benchmark("lammps")
     if "OPENMP" in installed_packages("lmp"):
-        assert len(bench.cases({"threads_per_rank": [2]}, platform, 0)) == 1
+        assert len(entry_cases(bench, {"threads_per_rank": [2]}, platform)) == 1
     else:
         with pytest.raises(UserError, match="lmp has no OPENMP package"):
-            bench.cases({"threads_per_rank": [2]}, platform, 0)
+            entry_cases(bench, {"threads_per_rank": [2]}, platform)
 
 
 def test_unavailable_names_the_missing_program() -> None:
     platform = load_platform("local").config
-    assert get_benchmark("lammps").unavailable({"lmp": "no-such-lmp"}, platform) == (
+    bench = get_benchmark("lammps")
+    assert bench.unavailable(bench.parse_options({"lmp": "no-such-lmp"}), platform) == (
         "no-such-lmp not found on PATH; install Debian package lammps (./setup.sh deps)"
     )
 

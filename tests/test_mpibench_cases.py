@@ -12,7 +12,7 @@ from hpceval.campaign import case_description, case_from_description, plan_cases
 from hpceval.config import PlatformConfig, load_suite
 from hpceval.errors import ConfigError, UserError
 
-from .conftest import write
+from .conftest import entry_cases, write
 
 BENCH = get_benchmark("mpibench")
 
@@ -22,7 +22,7 @@ def platform(nodes: int = 1, cores: int = 2) -> PlatformConfig:
 
 
 def test_default_sizes_and_reduction_sizes() -> None:
-    cases = BENCH.cases({"patterns": ["pingpong", "allreduce", "barrier"]}, platform(), 0)
+    cases = entry_cases(BENCH, {"patterns": ["pingpong", "allreduce", "barrier"]}, platform())
     by_pattern = {c.parameters["pattern"]: c for c in cases}
     assert by_pattern["pingpong"].points[:3] == ("size=0", "size=1", "size=2")
     assert len(by_pattern["pingpong"].points) == 24
@@ -32,7 +32,7 @@ def test_default_sizes_and_reduction_sizes() -> None:
 
 
 def test_single_node_pair_is_intra_node() -> None:
-    (case,) = BENCH.cases({"patterns": ["pingpong"], "ranks": [2]}, platform(), 0)
+    (case,) = entry_cases(BENCH, {"patterns": ["pingpong"], "ranks": [2]}, platform())
     assert case.parameters["pair"] == "intra-node"
     assert case.options["pair"] == [0, 1]
     assert (case.placement.nodes, case.placement.ranks_per_node) == (1, 2)
@@ -40,7 +40,7 @@ def test_single_node_pair_is_intra_node() -> None:
 
 
 def test_multi_node_pairs_measure_shared_memory_and_network() -> None:
-    cases = BENCH.cases({"patterns": ["pingpong"], "ranks": [2]}, platform(nodes=2), 0)
+    cases = entry_cases(BENCH, {"patterns": ["pingpong"], "ranks": [2]}, platform(nodes=2))
     labels = {(c.parameters["pair"], c.placement.nodes, c.placement.ranks_per_node) for c in cases}
     assert labels == {("intra-node", 1, 2), ("inter-node", 2, 1)}
     inter = next(c for c in cases if c.parameters["pair"] == "inter-node")
@@ -48,10 +48,10 @@ def test_multi_node_pairs_measure_shared_memory_and_network() -> None:
 
 
 def test_larger_pair_runs_label_both_pairs() -> None:
-    cases = BENCH.cases(
+    cases = entry_cases(
+        BENCH,
         {"patterns": ["pingping"], "ranks": [8], "ranks_per_node": [4]},
         platform(nodes=2, cores=4),
-        0,
     )
     assert {c.parameters["pair"]: c.options["pair"] for c in cases} == {
         "intra-node": [0, 1],
@@ -60,10 +60,10 @@ def test_larger_pair_runs_label_both_pairs() -> None:
 
 
 def test_ranks_per_node_sweep() -> None:
-    cases = BENCH.cases(
+    cases = entry_cases(
+        BENCH,
         {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1, 2, 4]},
         platform(nodes=4, cores=4),
-        0,
     )
     assert [(c.placement.nodes, c.placement.ranks_per_node) for c in cases] == [
         (4, 1),
@@ -73,17 +73,25 @@ def test_ranks_per_node_sweep() -> None:
 
 
 def test_fill_nodes_when_no_sweep() -> None:
-    (case,) = BENCH.cases({"patterns": ["alltoall"], "ranks": [8]}, platform(nodes=4, cores=2), 0)
+    (case,) = entry_cases(
+        BENCH, {"patterns": ["alltoall"], "ranks": [8]}, platform(nodes=4, cores=2)
+    )
     assert (case.placement.nodes, case.placement.ranks_per_node) == (4, 2)
-    (case,) = BENCH.cases({"patterns": ["alltoall"], "ranks": [4]}, platform(nodes=1, cores=2), 0)
+    (case,) = entry_cases(
+        BENCH, {"patterns": ["alltoall"], "ranks": [4]}, platform(nodes=1, cores=2)
+    )
     assert (case.placement.nodes, case.placement.ranks_per_node) == (1, 4)
 
 
 def test_impossible_placements_are_refused() -> None:
     with pytest.raises(UserError, match="not a multiple of ranks_per_node 3"):
-        BENCH.cases({"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [3]}, platform(4), 0)
+        entry_cases(
+            BENCH, {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [3]}, platform(4)
+        )
     with pytest.raises(UserError, match="needs 4 nodes"):
-        BENCH.cases({"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1]}, platform(2), 0)
+        entry_cases(
+            BENCH, {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1]}, platform(2)
+        )
 
 
 def test_plan_names_suite_entry_of_an_impossible_case(tmp_path: Path) -> None:
@@ -117,13 +125,15 @@ def test_quick_suite_plan() -> None:
 
 
 def test_case_survives_storage_round_trip() -> None:
-    for case in BENCH.cases({"patterns": ["pingpong", "alltoall"], "ranks": [2]}, platform(), 0):
+    for case in entry_cases(
+        BENCH, {"patterns": ["pingpong", "alltoall"], "ranks": [2]}, platform()
+    ):
         assert case_from_description(case.key, case.benchmark, case_description(case)) == case
 
 
 def test_command_measures_only_the_given_points() -> None:
-    (case,) = BENCH.cases(
-        {"patterns": ["pingpong"], "sizes": [0, 8, 1024], "budget_s": 0.5}, platform(), 0
+    (case,) = entry_cases(
+        BENCH, {"patterns": ["pingpong"], "sizes": [0, 8, 1024], "budget_s": 0.5}, platform()
     )
     argv = BENCH.command(
         case, Program(Path("/x/mpibench"), "mpicc", ("-O2",)), ["size=8", "size=1024"]

@@ -21,6 +21,8 @@ from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Placement
 
+from .conftest import entry_cases
+
 BENCH = Npb()
 
 
@@ -55,14 +57,14 @@ def test_not_enough_memory_is_refused_before_starting() -> None:
     with pytest.raises(
         UserError, match=r"ft class C on 1 ranks needs about .* GB per node, the node has 1\.0 GB"
     ):
-        BENCH.cases({"kernels": ["ft"], "classes": ["C"], "ranks": [1]}, platform(1.0), 0)
+        entry_cases(BENCH, {"kernels": ["ft"], "classes": ["C"], "ranks": [1]}, platform(1.0))
 
 
 def test_cases_are_repetitions_one_run_each() -> None:
-    (case,) = BENCH.cases(
+    (case,) = entry_cases(
+        BENCH,
         {"kernels": ["cg"], "classes": ["S"], "ranks": [2], "threads_per_rank": [2], "repeat": 3},
         platform(),
-        0,
     )
     assert case.points == ("rep=1", "rep=2", "rep=3")
     assert BENCH.points_per_execution == 1

@@ -23,7 +23,6 @@ from hpceval.provenance import (
     collect_environment,
     describe_interface,
     fingerprint,
-    format_bytes,
     is_debian_like,
     parse_cgroup_hints,
     parse_cpuinfo,
@@ -36,6 +35,7 @@ from hpceval.provenance import (
     summarize,
 )
 from hpceval.toolchain import CommandOutput, detect_mpi
+from hpceval.units import format_bytes
 
 DATA = Path(__file__).parent / "data" / "provenance"
 CAPTURE = DATA / "kvm-docker-debian12"
@@ -144,6 +144,11 @@ def test_sizes() -> None:
     assert format_bytes(49152) == "48 KiB"
     assert format_bytes(MEMORY) == "23.5 GiB"
     assert format_bytes(None) == "?"
+    # A message size is shown exactly (hpceval show, the run summary).
+    assert format_bytes(2_000_000, exact=True) == "2000000 B"
+    assert [format_bytes(n, exact=True) for n in (0, 1536, 3 << 20, 1 << 30)] == [
+        "0 B", "1536 B", "3 MiB", "1 GiB"
+    ]
 
 
 def test_default_route_and_cgroup() -> None:

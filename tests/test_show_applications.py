@@ -1,4 +1,4 @@
-"""The applications table and headline of `hpceval show` / the run summary."""
+"""The applications' tables and headlines of `hpceval show` / the run summary."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from hpceval.benchmarks import get_benchmark
 from hpceval.model import Measurement, Placement
-from hpceval.show import application_headline, application_tables
 
 
 def app(
@@ -43,14 +43,18 @@ def test_best_repetition_per_input_and_placement() -> None:
         app("lammps", "timesteps_per_second", 33.7, "timesteps/s", 2, n=20, atoms=32000),
         app("mpibench", "latency", 0.4, "us", 2, size=8),
     ]
-    text = render(application_tables(ms))
+    text = render(get_benchmark("gromacs").tables(ms) + get_benchmark("lammps").tables(ms))
     assert "GROMACS 2022.5" in text and "LAMMPS" in text
     gromacs_row = next(ln for ln in text.splitlines() if "box_nm=3.0" in ln)
     assert "25.5" in gromacs_row and "6.7" in gromacs_row and "│    2 │" in gromacs_row
     assert "33.7" in text
-    assert application_headline(ms) == "25.5 ns/day, 33.7 timesteps/s (verified)"
+    gromacs = [m for m in ms if m.benchmark == "gromacs"]
+    lammps = [m for m in ms if m.benchmark == "lammps"]
+    assert get_benchmark("gromacs").headline(gromacs) == "25.5 ns/day (verified)"
+    assert get_benchmark("lammps").headline(lammps) == "33.7 timesteps/s (verified)"
 
 
 def test_no_application_no_table() -> None:
-    assert application_tables([app("mpibench", "latency", 0.4, "us", 2, size=8)]) == []
-    assert application_headline([]) == ""
+    for name in ("gromacs", "lammps"):
+        assert get_benchmark(name).tables([app("mpibench", "latency", 0.4, "us", 2, size=8)]) == []
+        assert get_benchmark(name).headline([]) == ""

@@ -39,7 +39,7 @@ def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Cas
     for i, entry in enumerate(suite.config.benchmark):
         bench = get_benchmark(entry.name)
         try:
-            entry_cases = bench.cases(entry.options(), platform, i)
+            entry_cases = bench.cases(entry.settings(), platform, i)
         except UserError as e:
             raise ConfigError(str(e), source=suite.source, field=f"benchmark[{i}]") from e
         for case in entry_cases:
@@ -80,7 +80,8 @@ def case_description(case: Case) -> dict[str, Any]:
 
 
 class SkipReasons:
-    """`Benchmark.unavailable` per suite entry, asked once per entry and platform."""
+    """`Benchmark.unavailable` per suite entry, asked once per entry and platform (with the
+    entry's options as the case stored them, typed again for a resumed run)."""
 
     def __init__(self, platform: PlatformConfig) -> None:
         self.platform = platform
@@ -90,7 +91,16 @@ class SkipReasons:
         key = (case.benchmark, json.dumps(case.entry_options, sort_keys=True, default=str))
         if key not in self._known:
             bench = get_benchmark(case.benchmark)
-            self._known[key] = bench.unavailable(case.entry_options, self.platform)
+            try:
+                options = bench.parse_options(case.entry_options)
+            except ValueError:  # pydantic's ValidationError included
+                if case.entry_options:
+                    raise
+                # No entry options that the model refuses: a case planned outside a suite
+                # (simulate's cases, calibrations), as no suite entry could be. Nothing to ask.
+                self._known[key] = None
+            else:
+                self._known[key] = bench.unavailable(options, self.platform)
         return self._known[key]
 
 
@@ -312,7 +322,7 @@ class Campaign:
         )
 
     def _execute_staged(
-        self, run_id: int, bench: Benchmark, case: Case, points: Sequence[str], started: float
+        self, run_id: int, bench: Benchmark[Any], case: Case, points: Sequence[str], started: float
     ) -> tuple[ExecutionStatus, str, int, float]:
         program = self.programs[case.benchmark]
         command: Command = self.launcher.command(
@@ -385,7 +395,7 @@ class Campaign:
         run_id: int,
         execution_id: int,
         case: Case,
-        bench: Benchmark,
+        bench: Benchmark[Any],
         command: Command,
     ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""

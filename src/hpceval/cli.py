@@ -145,17 +145,10 @@ def show(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Show a run's results: latency/bandwidth by size, collectives by size and ranks."""
+    """Show a run's results: its machine, then each benchmark's tables."""
     from hpceval.cli_run import is_alive
     from hpceval.provenance import summarize
-    from hpceval.show import (
-        application_tables,
-        collective_tables,
-        fio_tables,
-        hpcc_tables,
-        npb_tables,
-        point_to_point_tables,
-    )
+    from hpceval.show import measurement_tables
     from hpceval.store import open_store
 
     store = open_store(db, create=False)
@@ -173,8 +166,7 @@ def show(
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
-    tables = point_to_point_tables(ms) + collective_tables(ms) + npb_tables(ms)
-    for table in tables + fio_tables(ms) + hpcc_tables(ms) + application_tables(ms):
+    for table in measurement_tables(ms):
         out.print(table)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:

@@ -24,7 +24,8 @@ from rich.progress import (
 from rich.table import Table
 
 from hpceval import __version__
-from hpceval.benchmarks import Case, Program, get_benchmark
+from hpceval.benchmarks import Case, Program, find_benchmark, get_benchmark
+from hpceval.benchmarks.display import generic_headline
 from hpceval.campaign import (
     CampaignResult,
     case_description,
@@ -40,7 +41,7 @@ from hpceval.config import (
 from hpceval.errors import UserError
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.launch.base import PLACEMENT_PROBE
-from hpceval.model import Environment, ExecutionStatus, Status
+from hpceval.model import Environment, ExecutionStatus, Measurement, Status
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
 from hpceval.toolchain import MpiToolchain, detect_mpi
@@ -200,46 +201,12 @@ def case_label(case: Case) -> str:
     return " ".join(p.removeprefix("pair=") for p in parts)
 
 
-def headline(ms: Sequence[Any]) -> str:
-    """The figure a user looks for first in a case's measurements."""
-    from hpceval.show import (
-        APPLICATION_SECOND,
-        application_headline,
-        fio_headline,
-        format_size,
-        format_value,
-        hpcc_headline,
-    )
-
-    if any(m.benchmark in APPLICATION_SECOND for m in ms):
-        return application_headline(ms)
-    if any(m.benchmark == "fio" for m in ms):
-        return fio_headline(ms)
-    if any(m.benchmark == "hpcc" for m in ms):
-        return hpcc_headline(ms)
-    if any(m.benchmark == "npb" for m in ms):
-        best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
-        fastest = min((m.value for m in ms if m.metric == "time"), default=None)
-        if best is None or fastest is None:
-            return ""
-        return f"{format_value(best.value)} Mop/s, {format_value(fastest)} s (verified)"
-    parts = []
-    # A 0-byte collective returns at once in most MPIs: quote the smallest real message.
-    times = [
-        m for m in ms if m.metric == "latency" or (m.metric == "time" and m.parameters["size"] > 0)
-    ] or [m for m in ms if m.metric == "time"]
-    if times:
-        smallest = min(times, key=lambda m: m.parameters["size"])
-        parts.append(
-            f"{smallest.metric} {format_value(smallest.value)} µs @ "
-            f"{format_size(int(smallest.parameters['size']))}"
-        )
-    bws = [m for m in ms if m.metric == "bandwidth"]
-    if bws:
-        best_bw = max(bws, key=lambda m: m.value)
-        at = format_size(int(best_bw.parameters["size"]))
-        parts.append(f"max {format_value(best_bw.value)} MB/s @ {at}")
-    return "; ".join(parts)
+def headline(ms: Sequence[Measurement]) -> str:
+    """The figure a user looks for first in a case's measurements (its benchmark says which)."""
+    if not ms:
+        return ""
+    bench = find_benchmark(ms[0].benchmark)
+    return bench.headline(ms) if bench is not None else generic_headline(ms)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from hpceval.errors import ConfigError, UserError
 
@@ -109,9 +109,18 @@ class BenchmarkEntry(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
+    # The options validated by the benchmark's model when the suite was loaded (load_suite).
+    _settings: BaseModel | None = PrivateAttr(None)
 
     def options(self) -> dict[str, Any]:
+        """The options as written in the suite (what a run stores)."""
         return dict(self.model_extra or {})
+
+    def settings(self) -> BaseModel:
+        """The options typed by the benchmark's model (set by load_suite)."""
+        if self._settings is None:
+            raise RuntimeError(f"benchmark {self.name!r}: suite entry not loaded by load_suite")
+        return self._settings
 
 
 class SuiteConfig(StrictModel):
@@ -256,7 +265,7 @@ def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
         except UserError as e:
             raise ConfigError(str(e), source=source, field=f"{where}.name") from e
         try:
-            bench.validate_options(entry.options())
+            entry._settings = bench.parse_options(entry.options())
         except ValidationError as e:
             field, msg = validation_message(e)
             raise ConfigError(msg, source=source, field=f"{where}.{field}") from e

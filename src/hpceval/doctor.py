@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hpceval.errors import ToolMissing
-from hpceval.mpj import parse_mpj_version, system_mpj_home
+from hpceval.mpj import parse_java_version, parse_mpj_version, system_mpj_home
 from hpceval.provenance import Host, SystemHost, is_debian_like, parse_os_release
 from hpceval.toolchain import (
     OPEN_MPI,
@@ -57,6 +57,27 @@ class _Tool:
     needed_for: str
     package: _Package
     required: bool
+    linked_library: str | None = None  # shown with the program (ldd): hpcc's BLAS
+
+
+def _benchmark_tools() -> list[_Tool]:
+    """The external programs the benchmarks run, as each benchmark declares them (optional:
+    without one, that benchmark's cases are skipped)."""
+    from hpceval.benchmarks import benchmark_names, get_benchmark
+
+    tools = {}
+    for name in benchmark_names():
+        for tool in get_benchmark(name).tools:
+            tools[tool.program] = _Tool(
+                tool.program,
+                tool.programs,
+                tool.version_args,
+                tool.needed_for,
+                _Package(tool.package, tool.package_words),
+                required=False,
+                linked_library=tool.linked_library,
+            )
+    return list(tools.values())
 
 
 _TOOLS = (
@@ -67,57 +88,6 @@ _TOOLS = (
         "CPU topology in the provenance of every run (fallback: /proc and /sys)",
         _Package("hwloc", "hwloc (lstopo-no-graphics)"),
         required=True,
-    ),
-    _Tool(
-        "hpcc",
-        ("hpcc",),
-        None,
-        "the hpcc benchmark (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, b_eff); "
-        "without it its cases are skipped",
-        _Package("hpcc", "the HPC Challenge benchmark (hpcc)"),
-        required=False,
-    ),
-    _Tool(
-        "fio",
-        ("fio",),
-        ("--version",),
-        "the fio storage benchmark (sequential MiB/s, random IOPS and latency); "
-        "without it its cases are skipped",
-        _Package("fio", "fio, the flexible I/O tester"),
-        required=False,
-    ),
-    _Tool(
-        "gmx",
-        ("gmx", "gmx_mpi"),
-        ("--version",),
-        "the GROMACS application benchmark (ns/day); without it its cases are skipped",
-        _Package("gromacs", "GROMACS (gmx)"),
-        required=False,
-    ),
-    _Tool(
-        "lmp",
-        ("lmp", "lmp_openmpi", "lmp_mpich"),
-        ("-h",),
-        "the LAMMPS application benchmark (timesteps/s); without it its cases are skipped",
-        _Package("lammps", "LAMMPS (lmp)"),
-        required=False,
-    ),
-    _Tool(
-        "java",
-        ("java",),
-        ("-version",),
-        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj); "
-        "without it their cases are skipped",
-        _Package("default-jdk-headless", "a Java development kit (java, javac)"),
-        required=False,
-    ),
-    _Tool(
-        "javac",
-        ("javac",),
-        None,  # a second JVM start-up (~0.5 s on a loaded machine); java's version says it
-        "compiling the Java benchmarks (mpibench-java)",
-        _Package("default-jdk-headless", "a Java development kit (java, javac)"),
-        required=False,
     ),
     _Tool(
         "smpicc",
@@ -220,12 +190,13 @@ def _postgres_outside_path(host: Host) -> str | None:
     return None
 
 
-def _blas_of(host: Host, program: str) -> str:
-    """The BLAS library a program loads (ldd): hpcc's HPL and DGEMM figures depend on it."""
+def _linked_library(host: Host, program: str, library: str) -> str:
+    """The path of the library named like `library` that a program loads (ldd): hpcc's HPL
+    and DGEMM figures depend on its BLAS."""
     result = host.run(["ldd", program])
     for line in result.output.splitlines() if result is not None else []:
         name, arrow, rest = line.strip().partition("=>")
-        if arrow and "blas" in name.lower():
+        if arrow and library in name.lower():
             return rest.split("(")[0].strip()
     return ""
 
@@ -240,9 +211,8 @@ def _check_tool(host: Host, tool: _Tool, debian: bool) -> Check:
     if tool.version_args is not None:
         version = _first_line(host, [path, *tool.version_args])
         found = f"{version} ({path})" if version else path
-    if tool.name == "hpcc" and (blas := _blas_of(host, path)):
-        # The reference BLAS makes HPL ~10x slower than OpenBLAS: say which one is used.
-        found += f", BLAS {blas}"
+    if tool.linked_library and (library := _linked_library(host, path, tool.linked_library)):
+        found += f", {tool.linked_library.upper()} {library}"
     return Check(tool.name, "ok", found, tool.needed_for, "")
 
 
@@ -317,7 +287,12 @@ def _mpj_check(host: Host, debian: bool) -> Check:
         package = _Package("libmpj-java", "MPJ Express (mpj.jar, mpjrun)")
         return Check("mpj-express", "optional-missing", "", needed, _remedy(package, debian))
     version = parse_mpj_version(conf) or "unknown version"
-    return Check("mpj-express", "ok", f"MPJ Express {version} ({home})", needed, "")
+    found = f"MPJ Express {version} ({home})"
+    java = host.which("java")
+    result = host.run([java, "-version"]) if java else None
+    jvm = parse_java_version(result.output) if result is not None else None
+    found += f", JVM {jvm} ({java})" if jvm else ", no JVM (java) on PATH"
+    return Check("mpj-express", "ok", found, needed, "")
 
 
 def _python_check(version_info: Sequence[int]) -> Check:
@@ -350,7 +325,13 @@ def run_checks(
     debian = is_debian_like(parse_os_release(os_release)) if os_release else False
     checks, toolchain = _mpi_checks(host, debian)
     checks.append(_compiler_check(host, toolchain, debian))
-    checks.extend(_check_tool(host, tool, debian) for tool in _TOOLS)
+    # The required tools, the benchmarks' programs, then the optional rest.
+    tools = [
+        *(t for t in _TOOLS if t.required),
+        *_benchmark_tools(),
+        *(t for t in _TOOLS if not t.required),
+    ]
+    checks.extend(_check_tool(host, tool, debian) for tool in tools)
     checks.append(_mpj_check(host, debian))
     checks.append(_python_check(python_version or tuple(sys.version_info[:3])))
     checks.append(_root_check(host.euid(), toolchain))

@@ -19,6 +19,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Protocol
 
+# Seconds between SIGTERM and SIGKILL (and for a program to exit by itself once its output
+# ended): mpirun forwards SIGTERM to its ranks and needs a moment to tear them down. The one
+# grace period of hpceval, also for what runs in a netns node.
 KILL_GRACE_S = 3.0
 STDERR_TAIL_LINES = 200
 

@@ -40,8 +40,10 @@ Overhead summaries group the points of a platform by category (shared-memory mes
 inter-node messaging, collectives, compute kernels, storage, applications) and give the
 geometric mean of the performance with its spread (geometric standard deviation, minimum,
 maximum) and the verdict counts. They use one metric per kind of measurement
-(``SUMMARY_METRICS``: mpibench latency and collective time, NPB time), because the other
-metrics (bandwidth = size/latency, Mop/s = operations/time) restate the same points.
+(``SUMMARY_METRICS``, declared by each benchmark: mpibench latency and collective time,
+NPB time), because the other metrics (bandwidth = size/latency, Mop/s = operations/time)
+restate the same points. The category of a point comes from its benchmark's declaration
+(hpceval.catalog), read without importing the benchmark.
 
 Measured, emulated and simulated data are never mixed silently: a side whose origin is not
 the baseline's is refused (``CrossOriginError``) unless ``allow_cross_origin=True``, and then
@@ -75,19 +77,11 @@ from hpceval.analysis.ratios import (
     Verdict,
     ratio_columns,
 )
+from hpceval.catalog import SUMMARY_METRICS as SUMMARY_METRICS  # the report reads it here
+from hpceval.catalog import BenchmarkCategory, declaration
 from hpceval.errors import UserError
 from hpceval.model import Origin, ParamValue
-from hpceval.patterns import COLLECTIVES, POINT_TO_POINT, RINGS
-
-STORAGE_BENCHMARKS: Final[frozenset[str]] = frozenset({"fio", "ior", "storage"})
-APPLICATION_BENCHMARKS: Final[frozenset[str]] = frozenset(
-    {"gromacs", "lammps", "paratec", "milc", "application"}
-)
-# Metrics that the overhead summaries use, per benchmark (any other benchmark: all metrics).
-SUMMARY_METRICS: Final[Mapping[str, frozenset[str]]] = {
-    "mpibench": frozenset({"latency", "time"}),
-    "npb": frozenset({"time"}),
-}
+from hpceval.patterns import COLLECTIVES
 
 
 class Category(StrEnum):
@@ -348,42 +342,59 @@ def compare(
     )
 
 
-# Metric names of HPCC's b_eff figures (hpceval.benchmarks.hpcc.parse.MESSAGING_METRICS).
-HPCC_BEFF_PREFIXES: tuple[str, ...] = ("pingpong_", "natural_ring_", "random_ring_")
+_DECLARED: Final = list(BenchmarkCategory)
+
+
+def declared_categories(table: pd.DataFrame) -> IntArray:
+    """The category each row's benchmark declares for its metric (hpceval.catalog), as its
+    position in `BenchmarkCategory`; -1 for a benchmark not installed here."""
+    if "benchmark" not in table.columns or "metric" not in table.columns:
+        return np.full(len(table), -1, dtype=np.int64)
+    b_codes, benchmarks = pd.factorize(table["benchmark"])
+    m_codes, metrics = pd.factorize(table["metric"])
+    # One look-up per (benchmark, metric) pair, then a gather: the last row and column
+    # stand for a missing value (code -1).
+    lookup = np.full((len(benchmarks) + 1, len(metrics) + 1), -1, dtype=np.int64)
+    for b, benchmark in enumerate(benchmarks):
+        declared = declaration(str(benchmark))
+        if declared is None:
+            continue
+        for m, metric in enumerate(metrics):
+            lookup[b, m] = _DECLARED.index(declared.category_of(str(metric)))
+    out: IntArray = lookup[np.asarray(b_codes), np.asarray(m_codes)]
+    return out
 
 
 def categorize(table: pd.DataFrame) -> IntArray:
-    """The Category of each row, as its position in `Category`.
+    """The Category of each row, as its position in `Category`, from the category its
+    benchmark declares (benchmark.toml, read through hpceval.catalog).
 
-    mpibench point-to-point patterns and HPCC rings are shared-memory messaging for an
-    intra-node pair or on one node, inter-node messaging for an inter-node pair or on
-    several nodes; mpibench collectives are collectives; npb is compute kernels; fio/ior are
-    storage; GROMACS, LAMMPS, PARATEC, MILC are applications; HPCC's b_eff figures are
-    messaging (by node count) and its other figures compute; anything else is other.
+    Communication (mpibench's patterns, HPCC's b_eff figures) is split by the point: a
+    collective pattern is collectives; otherwise shared-memory messaging for an intra-node
+    pair or on one node, inter-node messaging for an inter-node pair or on several nodes.
+    Compute and memory are compute kernels; storage is storage; applications are
+    applications; a benchmark not declared here is other.
     """
-    mpi = _is_in(table, "benchmark", {"mpibench"})
-    p2p = mpi & _is_in(table, "pattern", POINT_TO_POINT | RINGS)
+    declared = declared_categories(table)
+
+    def declared_as(*categories: BenchmarkCategory) -> npt.NDArray[np.bool_]:
+        return np.isin(declared, [_DECLARED.index(c) for c in categories])
+
+    communication = declared_as(BenchmarkCategory.COMMUNICATION)
+    collective = communication & _is_in(table, "pattern", COLLECTIVES)
+    messaging = communication & ~collective
     no_pair = ~present(table, "pair")
     nodes = numeric(table, "nodes")
-    # HPC Challenge: its b_eff figures (ping-pong, rings) are messaging, the rest
-    # (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT) compute.
-    hpcc = _is_in(table, "benchmark", {"hpcc"})
-    beff = hpcc & (
-        np.asarray(table["metric"].astype(str).str.startswith(HPCC_BEFF_PREFIXES), dtype=bool)
-        if "metric" in table.columns
-        else False
-    )
-    shared = p2p & (_is_in(table, "pair", {"intra-node"}) | (no_pair & (nodes == 1)))
-    inter = p2p & (_is_in(table, "pair", {"inter-node"}) | (no_pair & (nodes > 1)))
-    shared |= beff & (nodes == 1)
-    inter |= beff & (nodes > 1)
+    shared = messaging & (_is_in(table, "pair", {"intra-node"}) | (no_pair & (nodes == 1)))
+    inter = messaging & (_is_in(table, "pair", {"inter-node"}) | (no_pair & (nodes > 1)))
     conditions = [
         shared,
         inter,
-        mpi & _is_in(table, "pattern", COLLECTIVES),
-        _is_in(table, "benchmark", {"npb"}) | (hpcc & ~beff),
-        _is_in(table, "benchmark", STORAGE_BENCHMARKS),
-        _is_in(table, "benchmark", APPLICATION_BENCHMARKS),
+        collective,
+        # STREAM (memory) is summarized with the compute kernels.
+        declared_as(BenchmarkCategory.COMPUTE, BenchmarkCategory.MEMORY),
+        declared_as(BenchmarkCategory.STORAGE),
+        declared_as(BenchmarkCategory.APPLICATION),
     ]
     order = list(Category)
     choices = [

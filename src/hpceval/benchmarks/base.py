@@ -1,23 +1,42 @@
 """The benchmark interface.
 
-A benchmark module turns a suite's `[[benchmark]]` table into cases, builds its program,
-gives the program's argv for a case, parses the program's output into Measurements (a pure
-function, tested on captured outputs), and verifies the run. Exit status 0 is not success:
-`verify` must pass before the execution counts as good.
+A benchmark is one folder (a package under hpceval/benchmarks, or a plug-in registered under
+the `hpceval.benchmarks` entry point group) holding everything hpceval asks about it:
+
+- `Options`, the pydantic model of its suite options, validated once when the suite is
+  loaded (`parse_options`) and passed typed to `cases` and `unavailable`;
+- its category and what the analysis needs, declared in `benchmark.toml` beside the code
+  (hpceval.catalog: read by compare and the report without importing the benchmark);
+- `tools`, the external programs it needs (`Tool`: read by `doctor`, by the skip logic and
+  checked against scripts/packages.txt);
+- `cases`, `build`, `command`, `parse_line`, `verify` (and `staged`, `collect`): it turns a
+  suite entry into cases, builds its program, gives the program's argv for a case, parses
+  the program's output into Measurements (a pure function, tested on captured outputs), and
+  verifies the run. Exit status 0 is not success: `verify` must pass before the execution
+  counts as good;
+- `headline` and `tables`, how `hpceval run` and `hpceval show` present its measurements.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from pydantic import BaseModel
+
+from hpceval.benchmarks import display
+from hpceval.catalog import BenchmarkCategory, Declaration, declaration
 from hpceval.config import PlatformConfig
 from hpceval.model import Measurement, ParamValue, Placement
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass(frozen=True)
@@ -69,21 +88,70 @@ class Program:
     executables: Mapping[str, Path] = field(default_factory=dict)
 
 
-class Benchmark(ABC):
+@dataclass(frozen=True)
+class Tool:
+    """An external program a benchmark runs: looked up on PATH by `doctor` and before a run
+    (a missing one skips the benchmark's cases), installed from a Debian package that
+    scripts/packages.txt lists.
+
+    `version_args` is None for a program that must not be started just to ask its version
+    (hpcc runs the whole benchmark). `linked_library`: a library whose path `doctor` shows
+    (`ldd`), when the figures depend on which one is linked (hpcc's BLAS).
+    """
+
+    program: str
+    package: str  # the Debian package
+    needed_for: str  # what doctor says it is for
+    package_words: str  # what to install on another OS, in words
+    version_args: tuple[str, ...] | None = ("--version",)
+    alternatives: tuple[str, ...] = ()  # other names of the program, tried after `program`
+    linked_library: str | None = None
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        return (self.program, *self.alternatives)
+
+    def missing_reason(self, program: str | None = None) -> str:
+        """The one-line reason (with its remedy) a case is skipped when the tool is missing."""
+        return (
+            f"{program or self.program} not found on PATH; install Debian package "
+            f"{self.package} (./setup.sh deps)"
+        )
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class Benchmark(ABC, Generic[OptionsT]):
     name: ClassVar[str]
     description: ClassVar[str]
+    # The model of the suite options (a StrictModel: unknown keys are refused).
+    Options: type[OptionsT]
+    # The external programs the benchmark runs (none for those hpceval compiles).
+    tools: ClassVar[tuple[Tool, ...]] = ()
     # How many points one execution measures: None = all the case's points in one run of
     # the program (mpibench: one size per point); 1 = a run per point (NPB repetitions).
     points_per_execution: ClassVar[int | None] = None
 
-    @abstractmethod
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        """Raise pydantic.ValidationError / ValueError naming the bad field."""
+    def parse_options(self, options: Mapping[str, Any]) -> OptionsT:
+        """A suite entry's options, typed; pydantic.ValidationError / ValueError naming the
+        bad field. Called when the suite is loaded, and for the stored options of a resumed
+        run."""
+        return self.Options.model_validate(dict(options))
+
+    @property
+    def declaration(self) -> Declaration:
+        found = declaration(self.name)
+        if found is None:
+            raise RuntimeError(f"benchmark {self.name!r} has no benchmark.toml beside its code")
+        return found
+
+    @property
+    def category(self) -> BenchmarkCategory:
+        return self.declaration.category
 
     @abstractmethod
-    def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
+    def cases(self, options: OptionsT, platform: PlatformConfig, entry_index: int) -> list[Case]:
         """Expand one suite entry on a platform into cases (UserError on impossible ones)."""
 
     @abstractmethod
@@ -105,7 +173,12 @@ class Benchmark(ABC):
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         """Check a finished execution's whole output; raise BenchmarkFailure if not sound."""
 
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
+    def required_programs(self, options: OptionsT) -> list[tuple[Tool, str]]:
+        """The (tool, program name) pairs a suite entry runs; default: every tool under its
+        own name. A benchmark whose options rename a program (`lmp = "lmp_mpich"`) says so."""
+        return [(tool, tool.program) for tool in self.tools]
+
+    def unavailable(self, options: OptionsT, platform: PlatformConfig) -> str | None:
         """Why this suite entry cannot run here (its tool is missing), or None if it can.
 
         A one-line reason with the remedy ("fio not found on PATH; install Debian package
@@ -113,8 +186,12 @@ class Benchmark(ABC):
         skipped execution with this reason, measures nothing for it and goes on;
         `hpceval run --resume` asks again and runs the cases once the tool is there. `build`
         is not called for a benchmark whose every case is skipped. Must be cheap (a PATH
-        lookup), and must not raise for a missing tool.
+        lookup), and must not raise for a missing tool. Default: the first program of
+        `required_programs` not on PATH.
         """
+        for tool, program in self.required_programs(options):
+            if shutil.which(program) is None:
+                return tool.missing_reason(program)
         return None
 
     def staged(self, case: Case, points: Sequence[str]) -> AbstractContextManager[Case]:
@@ -144,3 +221,13 @@ class Benchmark(ABC):
             if parsed is not None:
                 out.append(parsed)
         return out
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        """The figure a user looks for first in one case's measurements (`hpceval run`'s
+        summary). Default: the best value of each metric."""
+        return display.generic_headline(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        """`hpceval show`'s tables of this benchmark's measurements in a run. Default: one
+        row per metric and parameters, best of the repetitions."""
+        return display.generic_tables(self.name, measurements)

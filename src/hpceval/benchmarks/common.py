@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from hpceval.benchmarks.base import Case
+from hpceval.benchmarks.base import Case, Tool
 from hpceval.config import PlatformConfig, StrictModel
-from hpceval.errors import BenchmarkFailure
+from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
 from hpceval.statistics import describe
 
@@ -29,24 +29,12 @@ class RankSweepOptions(StrictModel):
     time_limit_s: float | None = Field(None, gt=0)
 
 
-def tool_missing_reason(program: str, package: str) -> str:
-    """The one-line reason (with its remedy) a case is skipped when `program` is missing."""
-    return f"{program} not found on PATH; install Debian package {package} (./setup.sh deps)"
-
-
-def missing_tool(programs: Iterable[str], package: str) -> str | None:
-    """`Benchmark.unavailable`'s answer: the first of `programs` not on PATH, or None."""
-    for program in programs:
-        if shutil.which(program) is None:
-            return tool_missing_reason(program, package)
-    return None
-
-
-def require_tool(program: str, package: str) -> str:
-    """The path of `program` for an execution's argv; BenchmarkFailure if it is missing."""
-    path = shutil.which(program)
+def require_tool(tool: Tool, program: str | None = None) -> str:
+    """The path of the tool's program (or `program`, its name in the suite) for an
+    execution's argv; BenchmarkFailure if it is missing."""
+    path = shutil.which(program or tool.program)
     if path is None:
-        raise BenchmarkFailure(tool_missing_reason(program, package))
+        raise BenchmarkFailure(tool.missing_reason(program))
     return path
 
 
@@ -57,17 +45,37 @@ def rank_placements(
     binding: Binding,
     platform: PlatformConfig,
 ) -> list[Placement]:
-    """Placements of `ranks` x `threads` on the platform, by the communication benchmarks'
-    rules (mpibench.placements_for): the explicit ranks_per_node sweep, or fill nodes."""
-    # Imported here: mpibench registers itself through hpceval.benchmarks, which imports
-    # the benchmark modules (and so this one).
-    from hpceval.benchmarks.mpibench import MpibenchOptions, placements_for
-
-    shim = MpibenchOptions(
-        patterns=["barrier"], ranks=[ranks], ranks_per_node=ranks_per_node,
-        threads_per_rank=[threads], binding=binding,
-    )  # fmt: skip
-    return placements_for(ranks, threads, shim, platform)
+    """Placements of `ranks` x `threads` on the platform: one per entry of an explicit
+    ranks_per_node sweep, or the fewest nodes that an even split fits (filling nodes)."""
+    nodes_avail = platform.nodes
+    cores = platform.resolved_cores_per_node()
+    out = []
+    if ranks_per_node:
+        for ppn in ranks_per_node:
+            if ranks % ppn:
+                raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {ppn}")
+            nodes = ranks // ppn
+            if nodes > nodes_avail:
+                raise UserError(
+                    f"ranks {ranks} at {ppn} per node needs {nodes} nodes; "
+                    f"platform {platform.name!r} has {nodes_avail}"
+                )
+            out.append(Placement(nodes, ppn, threads, binding))
+        return out
+    per_node = max(1, cores // threads)
+    if ranks <= per_node or nodes_avail == 1:
+        return [Placement(1, ranks, threads, binding)]
+    # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
+    ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
+    nodes = ranks // ppn
+    if nodes > nodes_avail:
+        if ranks % nodes_avail:
+            raise UserError(
+                f"ranks {ranks} cannot be spread evenly over the {nodes_avail} nodes of "
+                f"platform {platform.name!r}"
+            )
+        nodes, ppn = nodes_avail, ranks // nodes_avail
+    return [Placement(nodes, ppn, threads, binding)]
 
 
 def case_key(

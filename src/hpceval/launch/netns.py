@@ -44,7 +44,7 @@ from pydantic import Field, field_validator
 
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import ToolMissing, UserError
-from hpceval.execute import last_line
+from hpceval.execute import KILL_GRACE_S, last_line
 from hpceval.launch import register
 from hpceval.launch.base import (
     Command,
@@ -67,7 +67,8 @@ MAX_CLUSTERS = 256
 MAX_NODES = 254  # addresses .1 to .254 of the cluster's /24
 NODE_INTERFACE = "eth0"
 COMMAND_TIMEOUT_S = 30.0
-KILL_GRACE_S = 2.0
+# The kernel dismantles a deleted namespace's veths asynchronously: how long to wait for it.
+VETH_REMOVAL_S = 2.0
 
 # Link profiles: tc rate in bit/s (None: no shaping).
 LINK_PROFILES: Mapping[str, int | None] = {
@@ -346,7 +347,7 @@ def _remove_cluster(index: int) -> list[str]:
     for link in sorted(cluster.links, key=lambda name: name.endswith("br")):
         if Path("/sys/class/net", link).exists():
             _run([IP, "link", "delete", link], check=False)
-    deadline = time.monotonic() + KILL_GRACE_S
+    deadline = time.monotonic() + VETH_REMOVAL_S
     while (left := _survey().get(index, _Cluster(index)).names()) and time.monotonic() < deadline:
         time.sleep(0.05)  # the kernel dismantles a namespace's veths asynchronously
     if left:

@@ -22,7 +22,7 @@ from hpceval.provenance.classify import (
     classify_io_path,
     describe_interface,
 )
-from hpceval.provenance.display import format_bytes, summarize
+from hpceval.provenance.display import summarize
 from hpceval.provenance.host import CAPTURE_FORMAT, Host, RecordingHost, ReplayHost, SystemHost
 from hpceval.provenance.parsers import (
     CPU_FLAGS_OF_INTEREST,
@@ -64,7 +64,6 @@ __all__ = [
     "collect_environment",
     "describe_interface",
     "fingerprint",
-    "format_bytes",
     "is_debian_like",
     "network_path",
     "parse_cgroup_hints",

@@ -5,17 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-
-def format_bytes(count: int | None) -> str:
-    """Binary-prefixed size: 49152 -> "48 KiB", 110100480 -> "105 MiB"."""
-    if count is None:
-        return "?"
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+from hpceval.units import format_bytes
 
 
 def _get(facts: Mapping[str, Any], *keys: str) -> Any:

@@ -369,8 +369,7 @@ def plan(
                 # Two ranks of a pair pattern, no --ppn: both an intra- and an inter-node pair.
                 options["ranks_per_node"] = [placement.ranks_per_node]
         try:
-            bench.validate_options(options)
-            planned = bench.cases(options, platform, 0)
+            planned = bench.cases(bench.parse_options(options), platform, 0)
         except ValidationError as e:
             field, msg = validation_message(e)
             raise UserError(f"{field}: {msg}") from None

@@ -80,7 +80,7 @@ def _launcher(
 
 
 def run_once(
-    launcher: SmpiLauncher, bench: Benchmark, program: Program, case: Case, timeout_s: float
+    launcher: SmpiLauncher, bench: Benchmark[Any], program: Program, case: Case, timeout_s: float
 ) -> list[Any]:
     """One smpirun of a case outside any run (calibration): its verified measurements."""
     command = launcher.command(case.placement, bench.command(case, program, case.points))
@@ -138,7 +138,7 @@ class SmpiCalibrationRunner:
         )
         options = {"patterns": ["pingpong"], "sizes": list(sizes), "ranks": [2],
                    "ranks_per_node": [ppn], **MPIBENCH_SIM_OPTIONS}  # fmt: skip
-        (case,) = bench.cases(options, launcher.platform, 0)
+        (case,) = bench.cases(bench.parse_options(options), launcher.platform, 0)
         self.runs += 1
         measured = run_once(launcher, bench, self.program("mpibench"), case, CALIBRATION_TIMEOUT_S)
         by_size = {int(m.parameters["size"]): m.value for m in measured if m.metric == "latency"}
@@ -151,7 +151,7 @@ class SmpiCalibrationRunner:
         launcher = _launcher(spec, cfg, self.workdir, self.tools, "calibration")
         options = {"kernels": [reference.kernel], "classes": [reference.class_name],
                    "ranks": [1], "ranks_per_node": [1]}  # fmt: skip
-        (case,) = bench.cases(options, launcher.platform, 0)
+        (case,) = bench.cases(bench.parse_options(options), launcher.platform, 0)
         self.runs += 1
         measured = run_once(launcher, bench, self.program("npb"), case, CALIBRATION_TIMEOUT_S)
         return float(next(m.value for m in measured if m.metric == "time"))

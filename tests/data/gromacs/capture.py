@@ -31,7 +31,7 @@ def main(tool: str, name: str, *pairs: str) -> None:
     options = tomllib.loads("\n".join(pairs))
     bench = get_benchmark(tool)
     platform = load_platform("local").config
-    (case,) = bench.cases(options, platform, 0)
+    (case,) = bench.cases(bench.parse_options(options), platform, 0)
     toolchain = detect_mpi()
     launcher = get_launcher_class("local")(
         platform, MpiRuntime(toolchain.implementation, toolchain.mpirun)

@@ -30,18 +30,24 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import Field, field_validator
 
 from hpceval.benchmarks import register
-from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.benchmarks.common import missing_tool, require_tool, single_run_measurements
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
+from hpceval.benchmarks.common import require_tool, single_run_measurements
 from hpceval.benchmarks.fio.parse import FioFigures, parse_fio_json
+from hpceval.benchmarks.fio.tables import configuration_tables, workload_rates
 from hpceval.config import PlatformConfig, StrictModel, parse_size
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
-from hpceval.units import IOPS, MEBIBYTE_PER_SECOND, MICROSECOND
+from hpceval.units import MEBIBYTE_PER_SECOND, MICROSECOND, format_bytes
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+IOPS: Final = "IOPS"  # declared in benchmark.toml
 
 Workload = Literal["seqread", "seqwrite", "randread", "randwrite"]
 # workload -> (fio rw, block size in bytes, direction in fio's report)
@@ -51,6 +57,13 @@ WORKLOADS: Mapping[str, tuple[str, int, str]] = {
     "randwrite": ("randwrite", 4 * 2**10, "write"),
     "randread": ("randread", 4 * 2**10, "read"),
 }
+FIO = Tool(
+    "fio",
+    package="fio",
+    needed_for="the fio storage benchmark (sequential MiB/s, random IOPS and latency); "
+    "without it its cases are skipped",
+    package_words="fio, the flexible I/O tester",
+)
 REPORT_FILE = "fio.json"
 SCRATCH_PREFIX = "hpceval-fio-"
 # Where test files go when no directory is named: /var/tmp is on disk on Debian (unlike
@@ -129,13 +142,6 @@ class Settings:
     def needed_bytes(self) -> int:
         """Disk space one workload's files take (they are removed after each run)."""
         return self.size * self.numjobs
-
-
-def format_bytes(n: float) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 def compact_size(n: int) -> str:
@@ -315,26 +321,19 @@ def measurements(figures: FioFigures, case: Case, workload: str) -> tuple[Measur
 
 
 @register
-class Fio(Benchmark):
+class Fio(Benchmark[FioOptions]):
     name = "fio"
     description = "Storage: sequential 4 MiB and random 4 KiB read/write (fio, CSC's method)"
     points_per_execution = 1
+    Options = FioOptions
+    tools = (FIO,)
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        FioOptions.model_validate(options)
-
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
-        return missing_tool(["fio"], "fio")
-
-    def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
-        opts = FioOptions.model_validate(options)
-        directory = Path(opts.directory or DEFAULT_DIRECTORY).expanduser().absolute()
-        preset = PRESETS[opts.preset]
-        size = parse_size(opts.size) if opts.size is not None else preset.size
-        check_directory(directory, size * (opts.numjobs or preset.numjobs))
-        settings = resolve_settings(opts, directory)
+    def cases(self, options: FioOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
+        directory = Path(options.directory or DEFAULT_DIRECTORY).expanduser().absolute()
+        preset = PRESETS[options.preset]
+        size = parse_size(options.size) if options.size is not None else preset.size
+        check_directory(directory, size * (options.numjobs or preset.numjobs))
+        settings = resolve_settings(options, directory)
         params: dict[str, ParamValue] = {
             "preset": settings.preset,
             "size": settings.size,
@@ -349,11 +348,11 @@ class Fio(Benchmark):
         # One fio process tree on the first node; its jobs are processes, not ranks.
         placement = Placement(nodes=1, ranks_per_node=1, threads_per_rank=1, binding="none")
         per_run = settings.runtime_s + settings.needed_bytes / 1e9
-        limit = opts.time_limit_s or (
+        limit = options.time_limit_s or (
             max(60.0, 2 * settings.runtime_s + settings.needed_bytes / SLOW_WRITE_BYTES_S + 30)
         )
         points = tuple(
-            point_key(w, rep) for rep in range(1, opts.repeat + 1) for w in opts.workloads
+            point_key(w, rep) for rep in range(1, options.repeat + 1) for w in options.workloads
         )
         key = ":".join(
             [
@@ -401,7 +400,7 @@ class Fio(Benchmark):
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
         (point,) = points
-        fio = require_tool("fio", "fio")
+        fio = require_tool(FIO)
         scratch = Path(str(case.options["scratch"]))
         return fio_argv(fio, workload_of(point), case.parameters, scratch)
 
@@ -423,3 +422,9 @@ class Fio(Benchmark):
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         # `collect` checked the report (one job group, no error, I/O in the right direction).
         return None
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return workload_rates(measurements, tuple(WORKLOADS))
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return configuration_tables(measurements, tuple(WORKLOADS))

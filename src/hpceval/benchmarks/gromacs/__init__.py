@@ -15,23 +15,23 @@ from __future__ import annotations
 import contextlib
 import math
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
-from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import (
     RankSweepOptions,
     WholeOutputs,
-    missing_tool,
     rank_placements,
     repeated_case,
     single_run_measurements,
 )
+from hpceval.benchmarks.display import application_headline, application_table
 from hpceval.benchmarks.gromacs.inputs import (
     LOG_NAME,
     MIN_BOX_NM,
@@ -50,8 +50,20 @@ from hpceval.benchmarks.gromacs.log import (
 from hpceval.build import cache_root
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.model import ParamValue, Placement
-from hpceval.units import MILLISECOND, NS_PER_DAY
+from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.units import MILLISECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+NS_PER_DAY: Final = "ns/day"  # declared in benchmark.toml
+GMX = Tool(
+    "gmx",
+    package="gromacs",
+    needed_for="the GROMACS application benchmark (ns/day); without it its cases are skipped",
+    package_words="GROMACS (gmx)",
+    alternatives=("gmx_mpi",),
+)
 
 # Rough cost of one atom-step on one core of a current x86 machine, and mdrun's start-up:
 # only for the progress bar's ETA and the default time limit (which is generous).
@@ -99,64 +111,62 @@ def estimated_atoms(box_nm: float) -> int:
 
 
 @register
-class Gromacs(Benchmark):
+class Gromacs(Benchmark[GromacsOptions]):
     name = "gromacs"
     description = "GROMACS mdrun on a generated water box (PME): ns/day and time per step"
     points_per_execution = 1
+    Options = GromacsOptions
+    tools = (GMX,)
 
     def __init__(self) -> None:
         # The log lines of the execution under way, per case: parse_line sees one line at a
         # time, but a point needs the whole log (its checks span it).
         self._logs = WholeOutputs()
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        GromacsOptions.model_validate(options)
-
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
-        opts = GromacsOptions.model_validate(options)
-        needed = [opts.gmx] if opts.mpi == "thread" else [opts.gmx, opts.gmx_mpi]
-        return missing_tool(needed, "gromacs")
+    def required_programs(self, options: GromacsOptions) -> list[tuple[Tool, str]]:
+        # Inputs are prepared with gmx; MPI-library runs start gmx_mpi.
+        needed = [options.gmx] if options.mpi == "thread" else [options.gmx, options.gmx_mpi]
+        return [(GMX, program) for program in needed]
 
     def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+        self, options: GromacsOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        opts = GromacsOptions.model_validate(options)
         cases = []
-        for box in opts.box_nm:
-            for ranks in opts.ranks:
-                for threads in opts.threads_per_rank:
-                    for placement in self._placements(opts, ranks, threads, platform):
+        for box in options.box_nm:
+            for ranks in options.ranks:
+                for threads in options.threads_per_rank:
+                    for placement in self._placements(options, ranks, threads, platform):
                         atoms = estimated_atoms(box)
-                        estimate = STARTUP_S + SECONDS_PER_ATOM_STEP * atoms * opts.steps / (
+                        estimate = STARTUP_S + SECONDS_PER_ATOM_STEP * atoms * options.steps / (
                             ranks * threads
                         )
                         params: dict[str, ParamValue] = {
                             "system": "water",
-                            "water": opts.water,
+                            "water": options.water,
                             "box_nm": box,
-                            "steps": opts.steps,
-                            "mpi": "thread-MPI" if opts.mpi == "thread" else "MPI",
+                            "steps": options.steps,
+                            "mpi": "thread-MPI" if options.mpi == "thread" else "MPI",
                         }
-                        if opts.mpi == "thread":
+                        if options.mpi == "thread":
                             # One process runs them all: the ranks are mdrun's threads.
                             params.update(
                                 ranks=ranks, ranks_per_node=ranks, threads_per_rank=threads
                             )
                         key_parts = [
-                            f"water={opts.water}", f"box={box:g}nm", f"steps={opts.steps}",
+                            f"water={options.water}", f"box={box:g}nm", f"steps={options.steps}",
                             f"np={ranks}", f"omp={threads}",
-                            "tmpi" if opts.mpi == "thread" else "mpi",
+                            "tmpi" if options.mpi == "thread" else "mpi",
                         ]  # fmt: skip
                         cases.append(repeated_case(
                             self.name, key_parts, placement, params,
-                            repeat=opts.repeat, run_estimate_s=estimate,
-                            explicit_limit_s=opts.time_limit_s,
+                            repeat=options.repeat, run_estimate_s=estimate,
+                            explicit_limit_s=options.time_limit_s,
                             options={
-                                "mpi": opts.mpi,
+                                "mpi": options.mpi,
                                 "ranks": ranks,
                                 "threads": threads,
-                                "gmx": opts.gmx,
-                                "gmx_mpi": opts.gmx_mpi,
+                                "gmx": options.gmx,
+                                "gmx_mpi": options.gmx_mpi,
                             },
                         ))  # fmt: skip
         return cases
@@ -242,6 +252,18 @@ class Gromacs(Benchmark):
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         self._logs.discard(case.key)
         check_log(parse_md_log(stdout), case)
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return application_headline(measurements, "ns_per_day", "ns/day")
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return application_table(
+            measurements,
+            benchmark=self.name,
+            title="GROMACS",
+            figures=(("ns_per_day", "ns/day"), ("time_per_step", "ms/step")),
+            size_keys=("box_nm", "atoms", "steps", "mpi"),
+        )
 
 
 def failure(message: str, log: MdrunLog) -> BenchmarkFailure:

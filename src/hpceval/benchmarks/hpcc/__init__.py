@@ -25,19 +25,18 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
-from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import (
     Binding,
-    missing_tool,
     rank_placements,
     repeated_case,
     require_tool,
@@ -50,11 +49,25 @@ from hpceval.benchmarks.hpcc.parse import (
     hpccinf_text,
     process_grid,
 )
+from hpceval.benchmarks.hpcc.tables import figure_tables, verified_figures
 from hpceval.build import cache_root
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
+HPCC = Tool(
+    "hpcc",
+    package="hpcc",
+    needed_for="the hpcc benchmark (HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, b_eff); "
+    "without it its cases are skipped",
+    package_words="the HPC Challenge benchmark (hpcc)",
+    version_args=None,  # hpcc has no version option: it would run the whole benchmark
+    # The reference BLAS makes HPL ~10x slower than OpenBLAS: doctor says which one is used.
+    linked_library="blas",
+)
 INPUT_FILE = "hpccinf.txt"
 OUTPUT_FILE = "hpccoutf.txt"
 WORKDIR_PREFIX = "hpcc-"
@@ -153,37 +166,36 @@ def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
 
 
 @register
-class Hpcc(Benchmark):
+class Hpcc(Benchmark[HpccOptions]):
     name = "hpcc"
     description = "HPC Challenge: HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, b_eff"
     points_per_execution = 1
+    Options = HpccOptions
+    tools = (HPCC,)
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        HpccOptions.model_validate(options)
-
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
-        return missing_tool(["hpcc"], "hpcc")
-
-    def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
-        opts = HpccOptions.model_validate(options)
+    def cases(self, options: HpccOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
         node_memory = memory_per_node(platform)
         hpcc = shutil.which("hpcc")
         blas = _blas_of(hpcc) if hpcc else ""
-        workdir = Path(opts.workdir).expanduser() if opts.workdir else cache_root() / "hpcc-runs"
+        workdir = (
+            Path(options.workdir).expanduser() if options.workdir else cache_root() / "hpcc-runs"
+        )
         cases = []
-        for ranks in opts.ranks:
-            for placement in rank_placements(ranks, 1, opts.ranks_per_node, opts.binding, platform):
-                if opts.n is not None:
-                    n = opts.n
+        for ranks in options.ranks:
+            for placement in rank_placements(
+                ranks, 1, options.ranks_per_node, options.binding, platform
+            ):
+                if options.n is not None:
+                    n = options.n
                 elif node_memory is None:
                     raise UserError(
                         f"platform {platform.name!r} does not say its memory: set "
                         "memory_gb_per_node in the platform, or n in the suite"
                     )
                 else:
-                    n = problem_size(opts.memory_fraction, placement.nodes, node_memory, opts.nb)
+                    n = problem_size(
+                        options.memory_fraction, placement.nodes, node_memory, options.nb
+                    )
                 if node_memory is not None:
                     need = BYTES_PER_ELEMENT * n * n // placement.nodes
                     if need > 0.9 * node_memory:
@@ -193,12 +205,12 @@ class Hpcc(Benchmark):
                         )
                 p, q = process_grid(ranks)
                 estimate = 2.0 + SECONDS_AT_N1000 * (n / 1000) ** 3
-                params: dict[str, ParamValue] = {"n": n, "nb": opts.nb, "p": p, "q": q}
-                key_parts = [f"N={n}", f"NB={opts.nb}", f"np={ranks}"]
+                params: dict[str, ParamValue] = {"n": n, "nb": options.nb, "p": p, "q": q}
+                key_parts = [f"N={n}", f"NB={options.nb}", f"np={ranks}"]
                 cases.append(repeated_case(
                     self.name, key_parts, placement, params,
-                    repeat=opts.repeat, run_estimate_s=estimate,
-                    explicit_limit_s=opts.time_limit_s,
+                    repeat=options.repeat, run_estimate_s=estimate,
+                    explicit_limit_s=options.time_limit_s,
                     options={"workdir": str(workdir), "blas": blas},
                     limit_floor_s=300.0, limit_factor=5,
                 ))  # fmt: skip
@@ -229,7 +241,7 @@ class Hpcc(Benchmark):
         return self._rundir(case)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
-        hpcc = require_tool("hpcc", "hpcc")
+        hpcc = require_tool(HPCC)
         # hpcc reads and writes its files in the current directory: each rank starts there.
         return ["env", f"--chdir={case.options['rundir']}", hpcc]
 
@@ -249,3 +261,9 @@ class Hpcc(Benchmark):
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         # `collect` checked the report: HPL's residual, HPCC's own checks, ranks and N.
         return None
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return verified_figures(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return figure_tables(measurements)

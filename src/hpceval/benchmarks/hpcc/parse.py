@@ -32,7 +32,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from hpceval.errors import BenchmarkFailure
-from hpceval.units import GFLOPS, GUPS, MEGABYTE_PER_SECOND, MICROSECOND
+from hpceval.units import GFLOPS, MEGABYTE_PER_SECOND, MICROSECOND
+
+GUPS: Final = "GUP/s"  # 10**9 updates per second (declared in benchmark.toml)
 
 SUMMARY_BEGIN: Final = "Begin of Summary section."
 SUMMARY_END: Final = "End of Summary section."

@@ -20,23 +20,23 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
-from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import (
     RankSweepOptions,
     WholeOutputs,
-    missing_tool,
     rank_placements,
     repeated_case,
     single_run_measurements,
 )
+from hpceval.benchmarks.display import application_headline, application_table
 from hpceval.benchmarks.lammps.log import (
     LammpsOutput,
     error_message,
@@ -49,8 +49,23 @@ from hpceval.benchmarks.lammps.log import (
 from hpceval.build import cache_root
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.model import ParamValue
-from hpceval.units import ATOM_STEPS_PER_SECOND, SECOND, TIMESTEPS_PER_SECOND
+from hpceval.model import Measurement, ParamValue
+from hpceval.units import SECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# Declared in benchmark.toml.
+TIMESTEPS_PER_SECOND: Final = "timesteps/s"  # MD steps per second
+ATOM_STEPS_PER_SECOND: Final = "atom-steps/s"  # MD steps times atoms per second
+LMP = Tool(
+    "lmp",
+    package="lammps",
+    needed_for="the LAMMPS application benchmark (timesteps/s); without it its cases are skipped",
+    package_words="LAMMPS (lmp)",
+    version_args=("-h",),
+    alternatives=("lmp_openmpi", "lmp_mpich"),
+)
 
 GENERATOR_VERSION: Final = "1"
 # Rough cost of one atom-step of the LJ melt on one core, and lmp's start-up: for the
@@ -157,55 +172,57 @@ def installed_packages(lmp: str) -> frozenset[str]:
 
 
 @register
-class Lammps(Benchmark):
+class Lammps(Benchmark[LammpsOptions]):
     name = "lammps"
     description = "LAMMPS Lennard-Jones melt (in.melt) of 4 n^3 atoms: timesteps/s, atom-steps/s"
     points_per_execution = 1
+    Options = LammpsOptions
+    tools = (LMP,)
 
     def __init__(self) -> None:
         # The output lines of the execution under way, per case: a point needs all of them.
         self._outputs = WholeOutputs()
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        LammpsOptions.model_validate(options)
-
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
-        return missing_tool([LammpsOptions.model_validate(options).lmp], "lammps")
+    def required_programs(self, options: LammpsOptions) -> list[tuple[Tool, str]]:
+        return [(LMP, options.lmp)]
 
     def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+        self, options: LammpsOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        opts = LammpsOptions.model_validate(options)
-        threaded = any(t > 1 for t in opts.threads_per_rank)
-        if threaded and shutil.which(opts.lmp) and "OPENMP" not in installed_packages(opts.lmp):
+        threaded = any(t > 1 for t in options.threads_per_rank)
+        if (
+            threaded
+            and shutil.which(options.lmp)
+            and "OPENMP" not in installed_packages(options.lmp)
+        ):
             # Without the OMP package extra threads would sit idle: refuse rather than
             # record a "threaded" figure that is not.
             raise UserError(
-                f"threads_per_rank: {opts.lmp} has no OPENMP package (see `{opts.lmp} -h`), "
+                f"threads_per_rank: {options.lmp} has no OPENMP package (see `{options.lmp} -h`), "
                 "so it runs one thread per rank; use threads_per_rank = [1]"
             )
         cases = []
-        for n in opts.n:
+        for n in options.n:
             atoms = atom_count(n)
-            for ranks in opts.ranks:
-                for threads in opts.threads_per_rank:
+            for ranks in options.ranks:
+                for threads in options.threads_per_rank:
                     for placement in rank_placements(
-                        ranks, threads, opts.ranks_per_node, opts.binding, platform
+                        ranks, threads, options.ranks_per_node, options.binding, platform
                     ):
-                        estimate = STARTUP_S + SECONDS_PER_ATOM_STEP * atoms * opts.steps / (
+                        estimate = STARTUP_S + SECONDS_PER_ATOM_STEP * atoms * options.steps / (
                             ranks * threads
                         )
                         params: dict[str, ParamValue] = {
                             "system": "lj-melt",
                             "n": n,
                             "atoms": atoms,
-                            "steps": opts.steps,
+                            "steps": options.steps,
                         }
-                        key_parts = [f"n={n}", f"steps={opts.steps}", f"np={ranks}"]
+                        key_parts = [f"n={n}", f"steps={options.steps}", f"np={ranks}"]
                         cases.append(repeated_case(
                             self.name, key_parts, placement, params,
-                            repeat=opts.repeat, run_estimate_s=estimate,
-                            explicit_limit_s=opts.time_limit_s, options={"lmp": opts.lmp},
+                            repeat=options.repeat, run_estimate_s=estimate,
+                            explicit_limit_s=options.time_limit_s, options={"lmp": options.lmp},
                         ))  # fmt: skip
         return cases
 
@@ -247,6 +264,21 @@ class Lammps(Benchmark):
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         self._outputs.discard(case.key)
         check_output(parse_output(stdout), case)
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return application_headline(measurements, "timesteps_per_second", "timesteps/s")
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return application_table(
+            measurements,
+            benchmark=self.name,
+            title="LAMMPS",
+            figures=(
+                ("timesteps_per_second", "timesteps/s"),
+                ("atom_steps_per_second", "atom-steps/s"),
+            ),
+            size_keys=("n", "atoms", "steps"),
+        )
 
 
 def failure(message: str, tail: Sequence[str]) -> BenchmarkFailure:

@@ -10,20 +10,28 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
-from hpceval.benchmarks.common import Binding, case_key, time_limit
+from hpceval.benchmarks.common import Binding, case_key, rank_placements, time_limit
+from hpceval.benchmarks.mpibench.tables import (
+    collective_tables,
+    point_to_point_tables,
+    smallest_and_best,
+)
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
-from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
 from hpceval.statistics import describe
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SOURCE = Path(__file__).with_name("mpibench.c")
 PROTOCOL_VERSION = "1.0"
@@ -111,41 +119,6 @@ def sizes_for(pattern: str, options: MpibenchOptions) -> list[int]:
     return sizes
 
 
-def placements_for(
-    ranks: int, threads: int, options: MpibenchOptions, platform: PlatformConfig
-) -> list[Placement]:
-    """Placements of `ranks` on the platform: the explicit ranks_per_node sweep, or fill nodes."""
-    nodes_avail = platform.nodes
-    cores = platform.resolved_cores_per_node()
-    out = []
-    if options.ranks_per_node:
-        for ppn in options.ranks_per_node:
-            if ranks % ppn:
-                raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {ppn}")
-            nodes = ranks // ppn
-            if nodes > nodes_avail:
-                raise UserError(
-                    f"ranks {ranks} at {ppn} per node needs {nodes} nodes; "
-                    f"platform {platform.name!r} has {nodes_avail}"
-                )
-            out.append(Placement(nodes, ppn, threads, options.binding))
-        return out
-    per_node = max(1, cores // threads)
-    if ranks <= per_node or nodes_avail == 1:
-        return [Placement(1, ranks, threads, options.binding)]
-    # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
-    ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
-    nodes = ranks // ppn
-    if nodes > nodes_avail:
-        if ranks % nodes_avail:
-            raise UserError(
-                f"ranks {ranks} cannot be spread evenly over the {nodes_avail} nodes of "
-                f"platform {platform.name!r}"
-            )
-        nodes, ppn = nodes_avail, ranks // nodes_avail
-    return [Placement(nodes, ppn, threads, options.binding)]
-
-
 def pair_cases(placement: Placement) -> list[tuple[str, tuple[int, int]]]:
     """The labelled rank pairs a pair pattern measures on a placement.
 
@@ -168,45 +141,44 @@ def size_of(point: str) -> int:
 
 
 @register
-class Mpibench(Benchmark):
+class Mpibench(Benchmark[MpibenchOptions]):
     name = "mpibench"
     description = "MPI point-to-point, collectives and HPCC rings (IMB semantics)"
-
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        MpibenchOptions.model_validate(options)
+    Options = MpibenchOptions
 
     def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+        self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        opts = MpibenchOptions.model_validate(options)
         cases: list[Case] = []
-        for pattern in opts.patterns:
-            sizes = sizes_for(pattern, opts)
+        for pattern in options.patterns:
+            sizes = sizes_for(pattern, options)
             points = tuple(point_key(s) for s in sizes)
-            estimate = STARTUP_ESTIMATE_S + len(sizes) * (opts.warmup_s + opts.budget_s)
-            limit = time_limit(opts.time_limit_s, estimate, floor_s=60.0, factor=5)
+            estimate = STARTUP_ESTIMATE_S + len(sizes) * (options.warmup_s + options.budget_s)
+            limit = time_limit(options.time_limit_s, estimate, floor_s=60.0, factor=5)
             run_options = {
-                "target_rci": opts.target_rci,
-                "budget_s": opts.budget_s,
-                "min_samples": opts.min_samples,
-                "max_samples": opts.max_samples,
-                "warmup_s": opts.warmup_s,
-                "sample_s": opts.sample_s,
-                "seed": opts.seed,
+                "target_rci": options.target_rci,
+                "budget_s": options.budget_s,
+                "min_samples": options.min_samples,
+                "max_samples": options.max_samples,
+                "warmup_s": options.warmup_s,
+                "sample_s": options.sample_s,
+                "seed": options.seed,
             }
-            for ranks in opts.ranks:
-                for threads in opts.threads_per_rank:
-                    placements = placements_for(ranks, threads, opts, platform)
+            for ranks in options.ranks:
+                for threads in options.threads_per_rank:
+                    placements = rank_placements(
+                        ranks, threads, options.ranks_per_node, options.binding, platform
+                    )
                     if (
                         pattern in PAIR_PATTERNS
                         and ranks == 2
-                        and opts.ranks_per_node is None
+                        and options.ranks_per_node is None
                         and platform.nodes >= 2
                     ):
                         # Two ranks on a cluster: measure shared memory and the network.
                         placements = [
-                            Placement(1, 2, threads, opts.binding),
-                            Placement(2, 1, threads, opts.binding),
+                            Placement(1, 2, threads, options.binding),
+                            Placement(2, 1, threads, options.binding),
                         ]
                     for placement in placements:
                         variants: list[tuple[dict[str, ParamValue], dict[str, Any]]]
@@ -304,6 +276,12 @@ class Mpibench(Benchmark):
         ends = [r for r in records if r.get("record") == "end"]
         if not ends or ends[-1].get("status") != "ok":
             raise BenchmarkFailure("mpibench output has no successful end record")
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return smallest_and_best(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return point_to_point_tables(measurements) + collective_tables(measurements)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:

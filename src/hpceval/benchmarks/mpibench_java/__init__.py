@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field
 
 from hpceval.benchmarks import records, register
-from hpceval.benchmarks.base import Case, ParsedPoint, Program
+from hpceval.benchmarks.base import Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.mpibench import (
     PROTOCOL_VERSION,
     TIME_DIVISOR,
@@ -47,9 +47,12 @@ PROGRAM = "mpibench-java"
 LAUNCHER = "mpj"
 
 
+DEFAULT_JIT_WARMUP_S = 0.5
+
+
 class MpibenchJavaOptions(MpibenchOptions):
     # Seconds of JIT warm-up (every size in turn) before the first point's own warm-up.
-    jit_warmup_s: float = Field(0.5, ge=0)
+    jit_warmup_s: float = Field(DEFAULT_JIT_WARMUP_S, ge=0)
 
 
 def first_iteration_measurement(
@@ -76,32 +79,44 @@ def first_iteration_measurement(
     )
 
 
+# The JDK (javac compiles the program, its java runs MPJ); doctor shows the JVM's version
+# beside MPJ Express's (hpceval.doctor), without a second JVM start-up here.
+JAVA_TOOLS = (
+    Tool(
+        "javac",
+        "default-jdk-headless",
+        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj): javac and "
+        "java; without them their cases are skipped",
+        "a Java development kit (java, javac)",
+        version_args=None,
+    ),
+)
+
+
 @register
 class MpibenchJava(Mpibench):
     name = PROGRAM
     description = "mpibench's patterns in Java on MPJ Express (JIT-warm and first-iteration)"
+    Options = MpibenchJavaOptions
+    tools = JAVA_TOOLS
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        MpibenchJavaOptions.model_validate(options)
-
-    def unavailable(self, options: Mapping[str, Any], platform: PlatformConfig) -> str | None:
-        return missing_java_tools()
+    def unavailable(self, options: MpibenchOptions, platform: PlatformConfig) -> str | None:
+        return super().unavailable(options, platform) or missing_java_tools()
 
     def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
+        self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
         if platform.launcher.kind != LAUNCHER:
             raise UserError(
                 f"benchmark {PROGRAM} runs on a platform whose launcher is {LAUNCHER} "
                 f"(e.g. local-mpj); platform {platform.name!r} uses {platform.launcher.kind}"
             )
-        opts = MpibenchJavaOptions.model_validate(options)
-        base = {k: v for k, v in options.items() if k != "jit_warmup_s"}
+        jit_warmup_s = getattr(options, "jit_warmup_s", DEFAULT_JIT_WARMUP_S)
         cases = []
         # mpibench's cases, keyed and labelled by this benchmark's name (self.name).
-        for case in super().cases(base, platform, entry_index):
-            run_options = {**case.options, "jit_warmup_s": opts.jit_warmup_s}
-            estimate = case.estimate_s + opts.jit_warmup_s
+        for case in super().cases(options, platform, entry_index):
+            run_options = {**case.options, "jit_warmup_s": jit_warmup_s}
+            estimate = case.estimate_s + jit_warmup_s
             cases.append(replace(case, options=run_options, estimate_s=estimate))
         return cases
 

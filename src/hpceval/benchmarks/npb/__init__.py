@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,11 +26,15 @@ from hpceval.benchmarks.common import (
     repetition_key,
     single_run_measurements,
 )
+from hpceval.benchmarks.npb.tables import best_run, kernel_tables
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.model import ParamValue, Placement
+from hpceval.model import Measurement, ParamValue, Placement
 from hpceval.units import MOPS, SECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
@@ -205,25 +209,20 @@ def placements(
 
 
 @register
-class Npb(Benchmark):
+class Npb(Benchmark[NpbOptions]):
     name = "npb"
     description = "NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (NPB 3.x definitions)"
     points_per_execution = 1
+    Options = NpbOptions
 
-    def validate_options(self, options: Mapping[str, Any]) -> None:
-        NpbOptions.model_validate(options)
-
-    def cases(
-        self, options: Mapping[str, Any], platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
-        opts = NpbOptions.model_validate(options)
+    def cases(self, options: NpbOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
         available = available_memory_per_node(platform)
         cases = []
-        for kernel in opts.kernels:
-            for class_name in opts.classes:
-                for ranks in opts.ranks:
-                    for threads in opts.threads_per_rank:
-                        for placement in placements(opts, ranks, threads, platform):
+        for kernel in options.kernels:
+            for class_name in options.classes:
+                for ranks in options.ranks:
+                    for threads in options.threads_per_rank:
+                        for placement in placements(options, ranks, threads, platform):
                             need = (
                                 memory_per_rank(kernel, class_name, ranks)
                                 * placement.ranks_per_node
@@ -240,8 +239,8 @@ class Npb(Benchmark):
                             memory = memory_per_rank(kernel, class_name, ranks)
                             cases.append(repeated_case(
                                 self.name, key_parts, placement, params,
-                                repeat=opts.repeat, run_estimate_s=estimate,
-                                explicit_limit_s=opts.time_limit_s,
+                                repeat=options.repeat, run_estimate_s=estimate,
+                                explicit_limit_s=options.time_limit_s,
                                 options={"memory_per_rank_bytes": memory},
                             ))  # fmt: skip
         return cases
@@ -302,6 +301,12 @@ class Npb(Benchmark):
         ends = [r for r in records if r.get("record") == "end"]
         if not ends or ends[-1].get("status") != expected:
             raise BenchmarkFailure("the kernel's output has no successful end record")
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return best_run(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return kernel_tables(measurements, KERNELS)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ With --netns the same cases (1 rank per emulated node) are measured across netns
 (root; four network-namespace nodes on 1 GbE-shaped veth links) and projected from its
 calibration; --skip-local leaves out the local part.
 
-Usage: python bench/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
+Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
                                 [--skip-512] [--tolerance 0.1]
 """
 
@@ -59,7 +59,7 @@ def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None) -> 
     placement = f"ranks_per_node = [{ppn}]" if ppn else ""
     path.write_text(
         f"""name = "simulate-accuracy"
-description = "bench/simulate.py: what the projections are checked against"
+description = "perf/simulate.py: what the projections are checked against"
 [[benchmark]]
 name = "mpibench"
 patterns = ["pingpong"]

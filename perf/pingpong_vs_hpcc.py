@@ -11,7 +11,7 @@ One run on this machine:
    statistics are compared: the mean (IMB's convention, what hpceval reports) and the best
    sample (HPCC's convention: per pair, the minimum over its measurements). Targets: latency
    within 5 %, bandwidth at least 95 % of the reference.
-   A control in each repeat: bench/buffer_pingpong.c measures 2,000,000 B the way HPCC
+   A control in each repeat: perf/buffer_pingpong.c measures 2,000,000 B the way HPCC
    does (best of 8 timed loops) with a written send buffer and with a never-written one
    (fresh malloc'd pages that all map the kernel's zero page, so the sender's copy reads
    cache-resident memory). HPCC mallocs its buffers without writing them; whether their
@@ -22,7 +22,7 @@ One run on this machine:
    command minus the time spent inside the benchmark executions, as a fraction of the wall
    time. Target: under 10 %.
 
-Usage: .venv/bin/python bench/pingpong_vs_hpcc.py [--repeat 7] [--no-overhead]
+Usage: .venv/bin/python perf/pingpong_vs_hpcc.py [--repeat 7] [--no-overhead]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ For each (path, size) the per-run median over the samples is kept; the report gi
 median over the repeats with a 95 % bootstrap CI of that median, and the ratio of the two
 paths, paired repeat by repeat (adjacent in time), with its bootstrap CI.
 
-Usage: .venv/bin/python bench/clusters.py [--repeat 7] [--link 1GbE] [--only slurm|mpich]
+Usage: .venv/bin/python perf/clusters.py [--repeat 7] [--link 1GbE] [--only slurm|mpich]
 """
 
 from __future__ import annotations

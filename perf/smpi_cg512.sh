@@ -3,7 +3,7 @@
 # goal: under 10 minutes on a 2-core machine), on the minimal 64 nodes x 8 cores platform of
 # tests/data/smpi/ (not calibrated: the simulated time is not a projection of anything).
 #
-# usage: bench/smpi_cg512.sh [sample|fold|both|plain] [class] [ranks]   (default: both C 512)
+# usage: perf/smpi_cg512.sh [sample|fold|both|plain] [class] [ranks]   (default: both C 512)
 # Builds the kernel with smpicc and the flags hpceval's npb build() uses for SMPI (see
 # src/hpceval/benchmarks/npb/SMPI.md), then prints the result record and the wall time.
 set -eu

@@ -5,7 +5,7 @@ a temporary database and prints one row per run: the kernel's official time and 
 its verification passed), the wall time of the whole execution (mpirun start-up included),
 and the flags hpceval compiled the kernels with.
 
-Usage: .venv/bin/python bench/npb.py [--classes A,B] [--ranks 1,2] [--threads 1] [--repeat 1]
+Usage: .venv/bin/python perf/npb.py [--classes A,B] [--ranks 1,2] [--threads 1] [--repeat 1]
 """
 
 from __future__ import annotations

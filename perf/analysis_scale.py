@@ -31,8 +31,8 @@ log-normal around them (9 to ~50 per mpibench point as mpibench's adaptive stop 
 per NPB run), with the statistics and details (t_min/t_avg samples, verification) real runs
 store.
 
-Usage: .venv/bin/python bench/analysis_scale.py [--measurements N] [--keep DB] [--seed S]
-       .venv/bin/python bench/analysis_scale.py --reuse DB   (time a database kept before)
+Usage: .venv/bin/python perf/analysis_scale.py [--measurements N] [--keep DB] [--seed S]
+       .venv/bin/python perf/analysis_scale.py --reuse DB   (time a database kept before)
        add --repeat K to run the commands K times and print medians (this VM's speed varies)
 """
 
@@ -277,7 +277,7 @@ def mpibench_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
     cases = [
         case
         for index, entry in enumerate(MPIBENCH_ENTRIES)
-        for case in bench.cases(entry, platform, index)
+        for case in bench.cases(bench.parse_options(entry), platform, index)
     ]
     rows: list[Row] = []
     for number, case in enumerate(cases):
@@ -324,7 +324,8 @@ def npb_seconds(profile: Profile, kernel: str, class_name: str, case: Case) -> f
 
 
 def npb_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
-    cases = get_benchmark("npb").cases(NPB_ENTRY, platform, 0)
+    npb = get_benchmark("npb")
+    cases = npb.cases(npb.parse_options(NPB_ENTRY), platform, 0)
     rows: list[Row] = []
     for number, case in enumerate(cases):
         kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])

@@ -8,7 +8,7 @@
  *              zero page, so the sender's copy reads one cache-resident page over and over.
  *
  * HPCC also mallocs its buffers without writing them, but after its other tests the
- * allocator may hand it pages already written; bench/pingpong_vs_hpcc.py runs both states
+ * allocator may hand it pages already written; perf/pingpong_vs_hpcc.py runs both states
  * to tell which one HPCC's figure resembles. Usage: mpirun -np 2 buffer_pingpong touched|untouched
  */
 #include <mpi.h>

@@ -1,0 +1,124 @@
+"""mpibench in the terminal: `hpceval show`'s tables and `hpceval run`'s headline."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from hpceval.benchmarks.display import format_ci, format_value, placement_label
+from hpceval.model import Measurement
+from hpceval.patterns import COLLECTIVES, PATTERNS, RINGS
+from hpceval.statistics import quality_warnings
+from hpceval.units import format_bytes
+
+
+def _flags(m: Measurement, target_rci: float | None) -> str:
+    if m.statistics is None:
+        return ""
+    return "⚠" if quality_warnings(m.statistics, target_rci=target_rci) else ""
+
+
+def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
+    """One table per pattern, pair and placement: latency and bandwidth by message size."""
+    groups: dict[tuple[str, str, str], dict[int, dict[str, Measurement]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for m in measurements:
+        pattern = str(m.parameters.get("pattern"))
+        if m.benchmark != "mpibench" or pattern in COLLECTIVES:
+            continue
+        key = (pattern, str(m.parameters.get("pair", "")), placement_label(m))
+        groups[key][int(m.parameters["size"])][m.metric] = m
+    tables = []
+
+    def order(key: tuple[str, str, str]) -> tuple[int, str, str]:
+        return (PATTERNS.index(key[0]) if key[0] in PATTERNS else len(PATTERNS), key[1], key[2])
+
+    for (pattern, pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
+        kind = "HPCC ring" if pattern in RINGS else "point-to-point"
+        title = f"{pattern} ({kind}{', ' + pair if pair else ''}, {placement})"
+        t = Table(title=title, title_justify="left", min_width=70)
+        t.add_column("size", justify="right")
+        t.add_column("latency µs", justify="right")
+        t.add_column("95% CI", justify="right")
+        t.add_column("min µs", justify="right")
+        t.add_column("bandwidth MB/s", justify="right")
+        t.add_column("samples", justify="right")
+        t.add_column("", justify="left")
+        for size in sorted(by_size):
+            lat = by_size[size].get("latency")
+            bw = by_size[size].get("bandwidth")
+            if lat is None:
+                continue
+            assert lat.statistics is not None
+            t.add_row(
+                format_bytes(size, exact=True),
+                format_value(lat.value),
+                format_ci(lat),
+                format_value(lat.statistics.minimum),
+                format_value(bw.value) if bw else "",
+                str(lat.statistics.count),
+                _flags(lat, None),
+            )
+        tables.append(t)
+    return tables
+
+
+def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
+    """One table per collective: t_max (µs) by message size (rows) and rank count (columns)."""
+    groups: dict[str, dict[int, dict[str, Measurement]]] = defaultdict(lambda: defaultdict(dict))
+    for m in measurements:
+        pattern = str(m.parameters.get("pattern"))
+        if m.benchmark != "mpibench" or pattern not in COLLECTIVES or m.metric != "time":
+            continue
+        column = f"{m.parameters['ranks']} ranks"
+        if m.parameters.get("oversubscribed"):
+            column += "*"
+        groups[pattern][int(m.parameters["size"])][column] = m
+    tables = []
+    for pattern in sorted(groups, key=PATTERNS.index):
+        by_size = groups[pattern]
+        columns = sorted(
+            {c for row in by_size.values() for c in row}, key=lambda c: int(c.split()[0])
+        )
+        t = Table(
+            title=f"{pattern} (collective, t_max µs; * = oversubscribed)",
+            title_justify="left",
+            min_width=70,
+        )
+        t.add_column("size", justify="right")
+        for c in columns:
+            t.add_column(c, justify="right")
+        for size in sorted(by_size):
+            row = [format_bytes(size, exact=True)]
+            for c in columns:
+                cell = by_size[size].get(c)
+                row.append(f"{format_value(cell.value)} {format_ci(cell)}" if cell else "")
+            t.add_row(*row)
+        tables.append(t)
+    return tables
+
+
+def smallest_and_best(ms: Sequence[Measurement]) -> str:
+    """The latency (or collective time) at the smallest message, the best bandwidth."""
+    parts = []
+    # A 0-byte collective returns at once in most MPIs: quote the smallest real message.
+    times = [
+        m
+        for m in ms
+        if m.metric == "latency" or (m.metric == "time" and int(m.parameters["size"]) > 0)
+    ] or [m for m in ms if m.metric == "time"]
+    if times:
+        smallest = min(times, key=lambda m: int(m.parameters["size"]))
+        parts.append(
+            f"{smallest.metric} {format_value(smallest.value)} µs @ "
+            f"{format_bytes(int(smallest.parameters['size']), exact=True)}"
+        )
+    bws = [m for m in ms if m.metric == "bandwidth"]
+    if bws:
+        best_bw = max(bws, key=lambda m: m.value)
+        at = format_bytes(int(best_bw.parameters["size"]), exact=True)
+        parts.append(f"max {format_value(best_bw.value)} MB/s @ {at}")
+    return "; ".join(parts)

@@ -1,0 +1,76 @@
+"""NPB in the terminal: `hpceval show`'s table and `hpceval run`'s headline."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from hpceval.benchmarks.display import format_value
+from hpceval.model import Measurement, Origin
+
+
+def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -> list[Table]:
+    """NPB kernels: one row per kernel (in the order of `kernels`), class and placement;
+    repetitions summarized."""
+    rows: dict[tuple[str, str, int, int, int], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    # SMPI sampled/folded builds are accepted unverified: their details say "not checked (...)".
+    unchecked: dict[tuple[str, str, int, int, int], str] = {}
+    simulated = False
+    for m in measurements:
+        if m.benchmark != "npb":
+            continue
+        simulated = simulated or m.origin is Origin.SIMULATED
+        p = m.parameters
+        key = (
+            str(p["kernel"]),
+            str(p["class"]),
+            int(p.get("ranks", 1)),
+            int(p.get("threads_per_rank", 1)),
+            int(p.get("nodes", 1)),
+        )
+        rows[key][m.metric].append(m.value)
+        if isinstance(m.details.get("verification"), str):
+            unchecked[key] = str(m.details["verification"])
+    if not rows:
+        return []
+    title = "NPB kernels (verified runs; best of the repetitions)"
+    if simulated:
+        title = "NPB kernels, SIMULATED (SimGrid SMPI; best of the repetitions)"
+    t = Table(title=title, title_justify="left")
+    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", "time s", "Mop/s",
+                "Mop/s/process"):  # fmt: skip
+        t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
+    if unchecked:
+        t.add_column("verified")
+        reasons = sorted(set(unchecked.values()))
+        t.caption = f"verified no: {'; '.join(reasons)} (SMPI build)"
+    order = {k: i for i, k in enumerate(kernels)}
+    for key in sorted(rows, key=lambda k: (order.get(k[0], 99), k[0], k[1], k[2], k[3])):
+        values = rows[key]
+        times = values.get("time", [])
+        t.add_row(
+            key[0].upper(),
+            key[1],
+            str(key[2]),
+            str(key[3]),
+            str(key[4]),
+            str(len(times)),
+            format_value(min(times)) if times else "",
+            format_value(max(values.get("mops_total", [0.0]))),
+            format_value(max(values.get("mops_per_process", [0.0]))),
+            *(["no" if key in unchecked else "yes"] if unchecked else []),
+        )
+    return [t]
+
+
+def best_run(ms: Sequence[Measurement]) -> str:
+    """The best Mop/s and the fastest time of a case's repetitions."""
+    best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
+    fastest = min((m.value for m in ms if m.metric == "time"), default=None)
+    if best is None or fastest is None:
+        return ""
+    return f"{format_value(best.value)} Mop/s, {format_value(fastest)} s (verified)"
