@@ -29,9 +29,9 @@ from hpceval.benchmarks.mpibench import (
     TIME_DIVISOR,
     Mpibench,
     MpibenchOptions,
-    point_key,
     point_measurements,
     size_of,
+    verify_output,
 )
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
@@ -150,19 +150,8 @@ class MpibenchJava(Mpibench):
         return parse_java_line(line, case)
 
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
-        found = [r for r in map(decode_record, stdout.splitlines()) if r is not None]
-        errors = [r for r in found if r.get("record") == "error"]
-        if errors:
-            raise BenchmarkFailure(f"{PROGRAM}: {errors[0].get('message', 'unknown error')}")
-        if not any(r.get("record") == "header" for r in found):
-            raise BenchmarkFailure(f"{PROGRAM} printed no header record")
-        seen = [point_key(int(r["size"])) for r in found if r.get("record") == "point"]
-        if seen != list(points):
-            raise BenchmarkFailure(f"{PROGRAM} measured {len(seen)} of {len(points)} points")
-        ends = [r for r in found if r.get("record") == "end"]
         # MPJRun exits 0 even when every rank threw: the end record is the only proof.
-        if not ends or ends[-1].get("status") != "ok":
-            raise BenchmarkFailure(f"{PROGRAM} output has no successful end record")
+        verify_output(stdout, points, PROGRAM)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:
