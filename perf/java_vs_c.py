@@ -74,7 +74,10 @@ def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget:
 class Side:
     """One implementation: its program and launcher, as `hpceval run` builds them."""
 
-    def __init__(self, benchmark: str, platform_name: str) -> None:
+    def __init__(
+        self, benchmark: str, platform_name: str, extra_env: dict[str, str] | None = None
+    ) -> None:
+        self.extra_env = extra_env or {}
         self.bench = get_benchmark(benchmark)
         platform = load_platform(platform_name).config
         toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
@@ -92,7 +95,7 @@ class Side:
         start = time.monotonic()
         proc = subprocess.run(
             list(command.argv),
-            env={**os.environ, **command.env},
+            env={**os.environ, **command.env, **self.extra_env},
             capture_output=True,
             text=True,
             timeout=600,
@@ -126,6 +129,12 @@ def median_ci(values: Sequence[float]) -> tuple[float, float, float]:
     return float(np.median(data)), float(ci.low), float(ci.high)
 
 
+def paired(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """Ratios a/b repeat by repeat (the two runs were adjacent in time)."""
+    n = min(len(a), len(b))
+    return [x / y for x, y in zip(a[:n], b[:n], strict=True)]
+
+
 def fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
     m, lo, hi = median_ci([v * scale for v in values])
     return f"{m:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
@@ -136,17 +145,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--budget", type=float, default=0.3)
     args = parser.parse_args(argv)
-    sides = {"C": Side("mpibench", "local"), "Java": Side("mpibench-java", "local-mpj")}
+    # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets
+    # on an oversubscribed node): on this shared, loaded machine a busy-polling rank loses its
+    # core to other work, while MPJ's multicore ranks block in Object.wait.
+    sides = {
+        "C": Side("mpibench", "local"),
+        "C yield": Side("mpibench", "local", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
+        "Java": Side("mpibench-java", "local-mpj"),
+    }
     experiments = [("pingpong", 2, PINGPONG_SIZES)] + [
         ("allreduce", r, ALLREDUCE_SIZES) for r in (2, 4)
     ]
     # (experiment, side, size) -> per-repeat medians; first-iteration; start-up per run
     points: dict[tuple[str, int, str, int], list[float]] = {}
     firsts: dict[tuple[str, int, int], list[float]] = {}
-    startup: dict[str, list[float]] = {"C": [], "Java": []}
+    startup: dict[str, list[float]] = {name: [] for name in sides}
     load = os.getloadavg()[0]
     for rep in range(args.repeat):
-        order = ["C", "Java"] if rep % 2 == 0 else ["Java", "C"]
+        order = list(sides) if rep % 2 == 0 else list(reversed(sides))
         for pattern, ranks, sizes in experiments:
             for side in order:
                 c = case(sides[side].name, pattern, ranks, sizes, args.budget)
@@ -163,32 +179,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"# medians over repeats of per-run medians, [95 % bootstrap CI]; load avg up to {load:.1f}"
     )
-    print("| pattern | ranks | size | figure | C | Java | Java/C (paired) | Java first iteration |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| pattern | ranks | size | figure | C | C yield | Java | Java/C | Java/C yield "
+        "| Java first iteration µs |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for pattern, ranks, sizes in experiments:
         for size in sizes:
-            c_t = points[(pattern, ranks, "C", size)]
-            j_t = points[(pattern, ranks, "Java", size)]
-            n = min(len(c_t), len(j_t))
+            series = {name: points[(pattern, ranks, name, size)] for name in sides}
             bandwidth = pattern == "pingpong" and size >= BANDWIDTH_FROM
             if bandwidth:  # MB/s = bytes / µs
-                c_v = [size / t for t in c_t[:n]]
-                j_v = [size / t for t in j_t[:n]]
+                series = {k: [size / t for t in v] for k, v in series.items()}
                 figure = "bandwidth MB/s"
             else:
-                c_v, j_v = c_t[:n], j_t[:n]
                 figure = "latency µs" if pattern == "pingpong" else "time µs"
-            ratios = [j / c for j, c in zip(j_v, c_v, strict=True)]
             first = fmt(firsts.get((pattern, ranks, size), [float("nan")]))
             print(
-                f"| {pattern} | {ranks} | {size} | {figure} | {fmt(c_v)} | {fmt(j_v)} "
-                f"| {fmt(ratios)} | {first} µs |"
+                f"| {pattern} | {ranks} | {size} | {figure} | {fmt(series['C'])} "
+                f"| {fmt(series['C yield'])} | {fmt(series['Java'])} "
+                f"| {fmt(paired(series['Java'], series['C']))} "
+                f"| {fmt(paired(series['Java'], series['C yield']))} | {first} |"
             )
-    n = min(len(startup["C"]), len(startup["Java"]))
-    ratios = [j / c for j, c in zip(startup["Java"][:n], startup["C"][:n], strict=True)]
     print(
-        f"| start-up | - | - | s per run | {fmt(startup['C'])} | {fmt(startup['Java'])} "
-        f"| {fmt(ratios)} | |"
+        f"| start-up | - | - | s per run | {fmt(startup['C'])} | {fmt(startup['C yield'])} "
+        f"| {fmt(startup['Java'])} | {fmt(paired(startup['Java'], startup['C']))} "
+        f"| {fmt(paired(startup['Java'], startup['C yield']))} | |"
     )
     return 0
 

@@ -8,6 +8,7 @@ stopped by SIGTERM leaves no JVM behind.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ import pytest
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
-from hpceval.config import LauncherConfig, PlatformConfig
+from hpceval.config import LauncherConfig, PlatformConfig, load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.launch.base import MpiRuntime
 from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv
@@ -29,7 +30,7 @@ from hpceval.model import Placement
 from hpceval.mpj import missing_java_tools, parse_java_version, parse_mpj_version
 from hpceval.store import open_store
 
-from .conftest import write
+from .conftest import requires_mpi, write
 from .test_cli import hpceval, one_line_error
 
 DATA = Path(__file__).parent / "data" / "mpibench_java"
@@ -297,3 +298,42 @@ def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_java_quick_suite_plans_p2p_and_collectives_on_local_mpj() -> None:
+    suite = load_suite("java-quick").config
+    target = load_platform("local-mpj").config
+    bench = get_benchmark("mpibench-java")
+    cases = [
+        c
+        for i, entry in enumerate(suite.benchmark)
+        for c in bench.cases(bench.parse_options(entry.options()), target, i)
+    ]
+    patterns = {(c.parameters["pattern"], c.placement.ranks) for c in cases}
+    assert {("pingpong", 2), ("exchange", 2), ("allreduce", 4), ("barrier", 2)} <= patterns
+    assert len(cases) == 4 + 5 * 2
+    assert all(c.key.startswith("mpibench-java:") and c.options["jit_warmup_s"] > 0 for c in cases)
+
+
+@requires_mpj
+@requires_mpi
+def test_compare_pairs_java_points_with_the_c_points(tmp_path: Path) -> None:
+    """The same entries, C on `local` and Java on `local-mpj`: compare pairs every point."""
+    entry = SUITE.split("[[benchmark]]")[1].replace("budget_s = 0.1", "budget_s = 0.05")
+    java = write(tmp_path / "java.toml", f'name = "j"\n[[benchmark]]{entry}')
+    native = write(
+        tmp_path / "c.toml",
+        f'name = "c"\n[[benchmark]]{entry}'.replace('"mpibench-java"', '"mpibench"').replace(
+            "jit_warmup_s = 0.1\n", ""
+        ),
+    )
+    db = str(tmp_path / "r.db")
+    hpceval("run", "-p", "local", "-s", str(native), "--db", db, cwd=tmp_path, check=True)
+    hpceval("run", "-p", "local-mpj", "-s", str(java), "--db", db, cwd=tmp_path, check=True)
+    out = tmp_path / "cmp.json"
+    hpceval("compare", "-b", "local", "--db", db, "--json", str(out), cwd=tmp_path, check=True)
+    rows = json.loads(out.read_text())
+    paired = {(r["metric"], r["size"]) for r in rows}
+    for size in (8, 1024):
+        assert ("latency", size) in paired and ("time", size) in paired
+    assert all(r["platform"] == "local-mpj" for r in rows)
