@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,9 +26,14 @@ from hpceval.benchmarks.base import Case
 from hpceval.config import LauncherConfig, PlatformConfig, load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.launch.base import MpiRuntime
-from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv
+from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv, port_is_free
 from hpceval.model import Placement
-from hpceval.mpj import missing_java_tools, parse_java_version, parse_mpj_version
+from hpceval.mpj import (
+    DEFAULT_DAEMON_PORT,
+    missing_java_tools,
+    parse_java_version,
+    parse_mpj_version,
+)
 from hpceval.store import open_store
 
 from .conftest import requires_mpi, write
@@ -151,10 +157,17 @@ def test_programs_mpjrun_must_not_see(program: list[str], cause: str) -> None:
         check_java_program(program)
 
 
-@pytest.mark.parametrize("device", ["niodev", "hybdev"])
-def test_daemon_devices_are_refused_in_one_line(device: str) -> None:
-    with pytest.raises(UserError, match=f"launcher.device {device}: .*mpjdaemon"):
-        mpjrun_argv(STARTER, device, 2, [], ["/c/mb.jar"])
+def test_hybdev_is_refused_in_one_line() -> None:
+    with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
+        mpjrun_argv(STARTER, "hybdev", 2, [], ["/c/mb.jar"])
+
+
+def test_niodev_argv_names_the_machines_file() -> None:
+    argv = mpjrun_argv(STARTER, "niodev", 2, [], ["/c/mb.jar"], Path("/w/machines"))
+    assert argv == [
+        *STARTER, "-np", "2", "-dev", "niodev", "-machinesfile", "/w/machines", "-jar",
+        "/c/mb.jar",
+    ]  # fmt: skip
 
 
 def platform(**launcher: object) -> PlatformConfig:
@@ -250,16 +263,52 @@ def test_mpibench_java_on_a_native_platform_is_a_one_line_error(tmp_path: Path) 
     assert "runs on a platform whose launcher is mpj" in one_line_error(proc)
 
 
-def test_niodev_platform_is_a_one_line_error(tmp_path: Path) -> None:
+def test_hybdev_platform_is_a_one_line_error(tmp_path: Path) -> None:
     suite = write(tmp_path / "suite.toml", SUITE)
     plat = write(
         tmp_path / "p.toml",
-        'name = "nio"\nnodes = 1\n[launcher]\nkind = "mpj"\ndevice = "niodev"\n',
+        'name = "hyb"\nnodes = 1\n[launcher]\nkind = "mpj"\ndevice = "hybdev"\n',
     )
     proc = hpceval(
         "run", "-p", str(plat), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
     )
-    assert "launcher.device niodev" in one_line_error(proc)
+    assert "launcher.device hybdev" in one_line_error(proc)
+
+
+def _daemon_port_open() -> bool:
+    return not port_is_free(DEFAULT_DAEMON_PORT)
+
+
+@requires_mpj
+def test_niodev_run_starts_and_stops_its_daemon(tmp_path: Path) -> None:
+    if _daemon_port_open():
+        pytest.skip(f"port {DEFAULT_DAEMON_PORT} is taken by another MPJ daemon")
+    suite = write(tmp_path / "suite.toml", SUITE)
+    db = tmp_path / "r.db"
+    hpceval(
+        "run", "-p", "local-mpj-niodev", "-s", str(suite), "--db", str(db), cwd=tmp_path, check=True
+    )
+    rows = open_store(str(db)).measurements()
+    devices = {r.measurement.details.get("mpj_device") for r in rows}
+    assert devices == {"niodev"}
+    assert {r.measurement.metric for r in rows} >= {"latency", "time", "first_iteration_time"}
+    assert not _daemon_port_open()  # the daemon (and the ranks it started) are gone
+
+
+@requires_mpj
+def test_niodev_with_its_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
+    if _daemon_port_open():
+        pytest.skip(f"port {DEFAULT_DAEMON_PORT} is taken by another MPJ daemon")
+    suite = write(tmp_path / "suite.toml", SUITE)
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", DEFAULT_DAEMON_PORT))
+        taken.listen()
+        proc = hpceval(
+            "run", "-p", "local-mpj-niodev", "-s", str(suite), "--db", str(tmp_path / "r.db"),
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert f"port {DEFAULT_DAEMON_PORT} is in use" in one_line_error(proc)
 
 
 def _jvms_of(marker: str) -> list[str]:

@@ -27,6 +27,14 @@ from hpceval.errors import ToolMissing, UserError
 
 SYSTEM_MPJ_HOME = Path("/usr/share/mpj")
 DEBIAN_LOG4J = Path("/usr/share/java/log4j-1.2.jar")
+# What the daemon's manifest names beside it (Debian: libcommons-{codec,io}-java, in
+# /usr/share/java); the niodev device needs the daemon.
+DEBIAN_DAEMON_JARS = (
+    Path("/usr/share/java/commons-codec.jar"),
+    Path("/usr/share/java/commons-io.jar"),
+)
+# MPJ's daemon port (its conf's mpjexpress.mpjdaemon.port.1, which MPJRun reads too).
+DEFAULT_DAEMON_PORT = 40055
 STARTER_CLASS = "runtime.starter.MPJRun"
 # Jars the starter JVM needs on its class path (the ranks' JVMs find the rest in MPJ_HOME).
 STARTER_JARS = ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
@@ -50,6 +58,10 @@ class MpjInstallation:
         """`mpjrun` without its shell script: the starter class on the starter's class path."""
         jars = [self.home / "lib" / name for name in STARTER_JARS]
         return [self.java, "-cp", os.pathsep.join(map(str, jars)), STARTER_CLASS]
+
+    def daemon_argv(self, port: int) -> list[str]:
+        """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH)."""
+        return [self.java, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]
 
 
 def system_mpj_home() -> Path:
@@ -126,6 +138,7 @@ def installation(cache: Path | None = None) -> MpjInstallation:
     version = parse_mpj_version(conf.read_text()) if conf.is_file() else None
     jars = sorted(p for p in lib.glob("*.jar") if not p.is_symlink() or p.resolve().is_file())
     jars.append(_log4j_for(lib))
+    jars += [j for j in DEBIAN_DAEMON_JARS if j.is_file() and not (lib / j.name).is_file()]
     h = hashlib.sha256()
     for jar in jars:
         st = jar.resolve().stat()
