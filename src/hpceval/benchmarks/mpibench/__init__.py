@@ -246,18 +246,8 @@ class Mpibench(Benchmark[MpibenchOptions]):
         return argv
 
     def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
-        record = decode_record(line)
-        if record is None:
-            return None
-        kind = record.get("record")
-        if kind == "error":
-            raise BenchmarkFailure(f"mpibench: {record.get('message', 'unknown error')}")
-        if kind == "header":
-            check_header(record, case)
-            return None
-        if kind != "point":
-            return None
-        return point_measurements(record, case)
+        record = point_record(line, case, self.name)
+        return point_measurements(record, case) if record is not None else None
 
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         verify_output(stdout, points, self.name)
@@ -290,12 +280,19 @@ def verify_output(stdout: str, points: Sequence[str], program: str) -> None:
         raise BenchmarkFailure(f"{program} output has no successful end record")
 
 
-def decode_record(line: str) -> dict[str, Any] | None:
-    return records.decode_record(line, "mpibench")
-
-
-def check_header(record: Mapping[str, Any], case: Case) -> None:
-    records.check_program_header(record, "mpibench", PROTOCOL_VERSION, case.placement)
+def point_record(line: str, case: Case, program: str) -> dict[str, Any] | None:
+    """The point record a line of mpibench's protocol holds, else None; an error record
+    raises BenchmarkFailure with its cause, and a header is checked against the case."""
+    record = records.decode_record(line, program)
+    if record is None:
+        return None
+    kind = record.get("record")
+    if kind == "error":
+        raise BenchmarkFailure(f"{program}: {record.get('message', 'unknown error')}")
+    if kind == "header":
+        records.check_program_header(record, program, PROTOCOL_VERSION, case.placement)
+        return None
+    return record if kind == "point" else None
 
 
 def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[float, ...]:

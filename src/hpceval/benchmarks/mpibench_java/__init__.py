@@ -22,14 +22,14 @@ from typing import Any
 
 from pydantic import Field
 
-from hpceval.benchmarks import records, register
+from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.mpibench import (
-    PROTOCOL_VERSION,
     TIME_DIVISOR,
     Mpibench,
     MpibenchOptions,
     point_measurements,
+    point_record,
     size_of,
     verify_output,
 )
@@ -154,10 +154,6 @@ class MpibenchJava(Mpibench):
         verify_output(stdout, points, PROGRAM)
 
 
-def decode_record(line: str) -> dict[str, Any] | None:
-    return records.decode_record(line, PROGRAM)
-
-
 def implementation_details(record: Mapping[str, Any]) -> dict[str, Any]:
     """What ran a point: MPJ Express's version and device, the JVM (the point record's)."""
     return {
@@ -169,16 +165,8 @@ def implementation_details(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     """One line of MpiBench.java's output (pure)."""
-    record = decode_record(line)
+    record = point_record(line, case, PROGRAM)
     if record is None:
-        return None
-    kind = record.get("record")
-    if kind == "error":
-        raise BenchmarkFailure(f"{PROGRAM}: {record.get('message', 'unknown error')}")
-    if kind == "header":
-        records.check_program_header(record, PROGRAM, PROTOCOL_VERSION, case.placement)
-        return None
-    if kind != "point":
         return None
     details = implementation_details(record)
     parsed = point_measurements(record, case)
