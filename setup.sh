@@ -3,7 +3,7 @@
 #
 #   ./setup.sh deps                  set up only: Debian packages, then .venv
 #   ./setup.sh run [ARGS...]         set up, then .venv/bin/hpceval run ARGS...
-#   ./setup.sh test [PYTEST ARGS...] set up, then ruff, mypy and pytest
+#   ./setup.sh test [PYTEST ARGS...] set up, then ruff, mypy, lint-imports and pytest
 #
 # System packages come from scripts/packages.txt. As root on Debian/Ubuntu, missing ones are
 # installed with apt-get; otherwise each missing one is named and setup fails. The virtual
@@ -27,7 +27,7 @@ usage() {
     cat >&2 <<'EOF'
 usage: ./setup.sh deps                  set up only (system packages, .venv)
        ./setup.sh run [ARGS...]         set up, then run `hpceval run ARGS...`
-       ./setup.sh test [PYTEST ARGS...] set up, then ruff, mypy and pytest
+       ./setup.sh test [PYTEST ARGS...] set up, then ruff, mypy, lint-imports and pytest
 EOF
 }
 
@@ -215,8 +215,11 @@ run_tests() {
     say "mypy"
     # pyproject's [tool.mypy] lists what is checked: the package and perf/.
     "$VENV/bin/mypy" || rc=1
+    say "lint-imports"
+    # pyproject's [tool.importlinter]: no import cycle, no import of a higher layer.
+    "$VENV/bin/lint-imports" --no-cache || rc=1
     if ((rc != 0)); then
-        die "ruff or mypy failed; pytest not run"
+        die "ruff, mypy or lint-imports failed; pytest not run"
     fi
     say "pytest"
     "$VENV/bin/python" -m pytest -q "$@"

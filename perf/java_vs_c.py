@@ -35,7 +35,7 @@ from scipy import stats
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
-from hpceval.config import load_platform
+from hpceval.campaign import load_platform
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.model import Placement
 from hpceval.toolchain import detect_mpi

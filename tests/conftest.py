@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 
 from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
-from hpceval.campaign import Campaign, CampaignResult, case_description, plan_cases
-from hpceval.config import PlatformConfig, load_platform, load_suite
+from hpceval.campaign import (
+    Campaign,
+    CampaignResult,
+    case_description,
+    load_platform,
+    load_suite,
+    plan_cases,
+)
+from hpceval.config import PlatformConfig
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store

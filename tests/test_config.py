@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from hpceval.config import load_platform, load_suite, parse_size, parse_sizes, shipped_names
+from hpceval.campaign import load_platform, load_suite
+from hpceval.config import parse_size, parse_sizes, shipped_names
 from hpceval.errors import ConfigError, UserError
 
 from .conftest import write

@@ -18,11 +18,10 @@ from hpceval.benchmarks.fio import (
     resolve_settings,
 )
 from hpceval.benchmarks.fio.parse import parse_fio_json
-from hpceval.campaign import plan_cases
-from hpceval.config import PlatformConfig, load_platform, load_suite
+from hpceval.campaign import load_platform, load_suite, plan_cases
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import hostfile as hostfile_mod
 from hpceval.model import ExecutionStatus, Placement
 from hpceval.store import open_store
 
@@ -221,14 +220,14 @@ def test_fio_runs_once_on_the_first_node(monkeypatch: pytest.MonkeyPatch) -> Non
     local = get_launcher_class("local")(
         PlatformConfig(name="l", cores_per_node=2), MpiRuntime("Open MPI", "/usr/bin/mpirun")
     )
-    monkeypatch.setattr("hpceval.launch.local.running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     program = fio_argv("/usr/bin/fio", "seqread", SETTINGS, Path("/d/s"))
     cmd = local.command(Placement(1, 1, 1, "none"), program)
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "1", "--map-by", "core", "--bind-to", "none",
-        "-x", "OMP_NUM_THREADS", *program,
+        "-x", "OMP_NUM_THREADS", "--", *program,
     ]  # fmt: skip
-    monkeypatch.setattr(hostfile_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     cluster = PlatformConfig.model_validate(
         {"name": "c", "nodes": 3, "hosts": ["node01", "node02", "node03"], "cores_per_node": 4,
          "launcher": {"kind": "hostfile"}}

@@ -28,7 +28,7 @@ from hpceval.benchmarks.gromacs.inputs import (
     topology_text,
 )
 from hpceval.benchmarks.gromacs.log import parse_md_log
-from hpceval.config import load_platform
+from hpceval.campaign import load_platform
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import ParamValue, Placement
 from tests.conftest import requires_mpi, run_with_fake_tool, write

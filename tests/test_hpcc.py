@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.hpcc import HpccOptions, measurements, problem_size
@@ -20,9 +22,10 @@ from hpceval.benchmarks.hpcc.parse import (
     figures,
     hpccinf_text,
     hpl_residuals,
+    stream_working_set,
 )
-from hpceval.campaign import plan_cases
-from hpceval.config import PlatformConfig, load_platform, load_suite
+from hpceval.campaign import load_platform, load_suite, plan_cases
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, ConfigError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.model import ExecutionStatus, Placement
@@ -193,7 +196,7 @@ def test_bad_sizes_are_refused(tmp_path: Path) -> None:
 
 
 def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hpceval.launch.local.running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     bench = get_benchmark("hpcc")
     (case,) = entry_cases(
         bench, {"ranks": [2], "n": 400}, PlatformConfig(name="l", cores_per_node=2)
@@ -212,7 +215,7 @@ def test_each_rank_starts_in_the_run_directory(monkeypatch: pytest.MonkeyPatch) 
     assert program == ["env", f"--chdir={rundir}", hpcc]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "2", "--map-by", "core", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", "env", f"--chdir={rundir}", hpcc,
+        "-x", "OMP_NUM_THREADS", "--", "env", f"--chdir={rundir}", hpcc,
     ]  # fmt: skip
 
 
@@ -283,3 +286,72 @@ def test_crashing_hpcc_is_a_failed_run_with_its_log_tail(
     assert str(fake) in execution.argv
     assert "hpcc: simulated crash in HPL_pdgesv" in execution.stderr_tail
     assert store.measurements(run_id) == []
+
+
+# --------------------------------------------------------------------------- in cache
+
+
+@pytest.mark.parametrize(
+    ("llc", "stream_in"),
+    [(32 << 20, "cache"), (1 << 20, "memory"), (None, None)],
+)
+def test_stream_arrays_in_the_last_level_cache_are_flagged(
+    llc: int | None, stream_in: str | None
+) -> None:
+    """2 ranks x STREAM_VectorSize 166,666 x 8 B x 3 arrays = 8.0 MB on the node: in a
+    32 MiB L3 the "memory bandwidth" is the cache's; an unknown cache flags nothing."""
+    values = check_report(read("hpccoutf-2ranks.txt"))
+    assert stream_working_set(values, 2) == 2 * 166666 * 8 * 3
+    bench = get_benchmark("hpcc")
+    (case,) = entry_cases(
+        bench, {"ranks": [2], "n": 1000}, PlatformConfig(name="l", cores_per_node=2)
+    )
+    case = replace(case, options={**case.options, "llc_bytes": llc})
+    ms = measurements(read("hpccoutf-2ranks.txt"), case)
+    triad = next(m for m in ms if m.metric == "stream_triad_star")
+    hpl = next(m for m in ms if m.metric == "hpl")
+    assert triad.parameters.get("stream_in") == stream_in
+    assert "stream_in" not in hpl.parameters
+    assert triad.details["stream_working_set_bytes"] == 2 * 166666 * 24
+    headline = bench.headline(ms)
+    table = Console(width=250, record=True)
+    for t in bench.tables(ms):
+        table.print(t)
+    shown = table.export_text()
+    if stream_in == "cache":
+        assert "WARNING in cache: L3 bandwidth, not memory" in headline
+        assert "(in cache: L3 bandwidth, not memory)" in shown
+    else:
+        assert "in cache" not in headline and "in cache" not in shown
+
+
+def test_shipped_suites_flag_or_size_hpcc_stream_out_of_cache() -> None:
+    """No shipped suite's HPCC STREAM figure passes for memory bandwidth unflagged: on this
+    machine every shipped HPCC case is either out of cache or flagged (its case carries the
+    provenance's cache, which `measurements` compares with the report's vector size)."""
+    for name in ("quick", "standard", "full", "hpcc"):
+        for case in plan_cases(load_suite(name), load_platform("local").config):
+            if case.benchmark == "hpcc":
+                assert "llc_bytes" in case.options
+
+
+def test_report_says_in_cache() -> None:
+    """The report's table of hpcc points carries `stream_in` and the section says what an
+    in-cache figure is."""
+    from hpceval.analysis.frame import build_frame
+    from hpceval.report.sections import Context
+    from hpceval.report.sections.other import other_section
+    from hpceval.report.styles import Palette
+
+    bench = get_benchmark("hpcc")
+    (case,) = entry_cases(
+        bench, {"ranks": [2], "n": 1000}, PlatformConfig(name="l", cores_per_node=2)
+    )
+    case = replace(case, options={**case.options, "llc_bytes": 32 << 20})
+    ms = measurements(read("hpccoutf-2ranks.txt"), case)
+    frame = build_frame([("vm", 1, m) for m in ms])
+    section = other_section(Context(frame=frame, palette=Palette({}), baseline=None))
+    assert any("in cache: L3 bandwidth, not memory" in note for note in section.notes)
+    table = next(t for t in section.tables if t.name == "benchmark_hpcc")
+    csv = table.csv().decode()
+    assert "stream_in" in csv.splitlines()[0] and ",cache," in csv

@@ -24,7 +24,7 @@ from hpceval.benchmarks.lammps import (
     write_input,
 )
 from hpceval.benchmarks.lammps.log import parse_output
-from hpceval.config import load_platform
+from hpceval.campaign import load_platform
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Placement
 from tests.conftest import requires_mpi, run_with_fake_tool, write

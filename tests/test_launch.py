@@ -7,8 +7,8 @@ import pytest
 from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.launch import MpiRuntime, get_launcher_class, launcher_names
-from hpceval.launch import base as launch_base
-from hpceval.launch import local as local_mod
+from hpceval.launch import command as launch_command
+from hpceval.launch.schedulers import base as scheduler_base
 from hpceval.model import Placement
 
 PROGRAM = ["/cache/mpibench", "--pattern", "pingpong"]
@@ -23,7 +23,7 @@ def local(cores: int = 2, impl: str = "Open MPI", **launcher: object) -> object:
 
 @pytest.fixture
 def as_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr(scheduler_base, "running_as_root", lambda: False)
 
 
 def test_registry() -> None:
@@ -36,7 +36,7 @@ def test_open_mpi_two_ranks_bound_to_cores(as_user: None) -> None:
     cmd = local().command(Placement(1, 2), PROGRAM)  # type: ignore[attr-defined]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "2", "--map-by", "core", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", *PROGRAM,
+        "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
     assert dict(cmd.env) == {"OMP_NUM_THREADS": "1"}
     assert not cmd.oversubscribed
@@ -47,7 +47,7 @@ def test_open_mpi_oversubscribed_drops_binding_and_yields(as_user: None) -> None
     cmd = local(cores=2).command(Placement(1, 4), PROGRAM)  # type: ignore[attr-defined]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none",
-        "-x", "OMPI_MCA_mpi_yield_when_idle", "-x", "OMP_NUM_THREADS", *PROGRAM,
+        "-x", "OMPI_MCA_mpi_yield_when_idle", "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.env["OMPI_MCA_mpi_yield_when_idle"] == "1"
     assert cmd.oversubscribed
@@ -58,13 +58,13 @@ def test_open_mpi_hybrid_reserves_cores_per_rank(as_user: None) -> None:
     cmd = local(cores=8).command(Placement(1, 2, 4, "core"), PROGRAM)  # type: ignore[attr-defined]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "2", "--map-by", "slot:PE=4", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", *PROGRAM,
+        "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.env["OMP_NUM_THREADS"] == "4"
 
 
 def test_open_mpi_as_root_sets_the_allow_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_mod, "running_as_root", lambda: True)
+    monkeypatch.setattr(scheduler_base, "running_as_root", lambda: True)
     cmd = local().command(Placement(1, 2), PROGRAM)  # type: ignore[attr-defined]
     assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
@@ -77,14 +77,14 @@ def test_extra_args_and_env_from_the_platform(as_user: None) -> None:
     cmd = launcher.command(Placement(1, 2), PROGRAM)  # type: ignore[attr-defined]
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "2", "--map-by", "core", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", "-x", "UCX_TLS", "--mca", "btl", "self,vader", *PROGRAM,
+        "-x", "OMP_NUM_THREADS", "-x", "UCX_TLS", "--mca", "btl", "self,vader", "--", *PROGRAM,
     ]  # fmt: skip
 
 
 def test_mpich_argv(as_user: None) -> None:
     cmd = local(impl="MPICH").command(Placement(1, 2), PROGRAM)  # type: ignore[attr-defined]
     assert list(cmd.argv) == [
-        "/usr/bin/mpirun", "-np", "2", "-bind-to", "core",
+        "/usr/bin/mpirun", "-n", "2", "-bind-to", "core",
         "-genv", "OMP_NUM_THREADS", "1", *PROGRAM,
     ]  # fmt: skip
 
@@ -97,15 +97,15 @@ def test_local_refuses_several_nodes_and_forbidden_oversubscription() -> None:
 
 
 def test_thread_environment() -> None:
-    assert launch_base.thread_environment(1) == {"OMP_NUM_THREADS": "1"}
-    assert launch_base.thread_environment(2)["OMP_PROC_BIND"] == "close"
+    assert launch_command.thread_environment(1) == {"OMP_NUM_THREADS": "1"}
+    assert launch_command.thread_environment(2)["OMP_PROC_BIND"] == "close"
 
 
 def test_thread_environment_oversubscribed_waits_passively_and_unpinned() -> None:
-    env = launch_base.thread_environment(2, oversubscribed=True)
+    env = launch_command.thread_environment(2, oversubscribed=True)
     assert env == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
     # one thread per rank needs no wait policy: there is no OpenMP barrier to spin at
-    assert launch_base.thread_environment(1, oversubscribed=True) == {"OMP_NUM_THREADS": "1"}
+    assert launch_command.thread_environment(1, oversubscribed=True) == {"OMP_NUM_THREADS": "1"}
 
 
 def test_local_oversubscribed_hybrid_exports_passive_wait() -> None:

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, load_platform
+from hpceval.campaign import load_platform
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import hostfile as hostfile_mod
+from hpceval.launch.schedulers import hostfile as hostfile_mod
 from hpceval.model import Placement
 from hpceval.store import open_store
 
@@ -48,7 +49,7 @@ def launcher(cores: int = 4, impl: str = "Open MPI", hosts: list[str] = HOSTS, *
 
 @pytest.fixture(autouse=True)
 def as_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hostfile_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
 
 
 # --------------------------------------------------------------------------- exact argv
@@ -62,7 +63,7 @@ def test_open_mpi_two_nodes_two_ranks_each() -> None:
         "/usr/bin/mpirun", "-np", "4", "--hostfile", str(hostfile),
         "--map-by", "ppr:2:node", "--bind-to", "core",
         "--mca", "plm_rsh_agent", "ssh",
-        "-x", "OMP_NUM_THREADS", *PROGRAM,
+        "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
     # Only the nodes of the placement, each with ranks_per_node slots: rank r on node r // 2.
     assert hostfile.read_text() == "node01 slots=2\nnode02 slots=2\n"
@@ -89,7 +90,7 @@ def test_open_mpi_options_from_the_platform() -> None:
         "--mca", "oob_tcp_if_include", "10.1.0.0/16",
         "--wdir", "/shared/scratch",
         "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "-x", "UCX_TLS",
-        "--tag-output", *PROGRAM,
+        "--tag-output", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.env["OMP_NUM_THREADS"] == "2"
 
@@ -101,13 +102,13 @@ def test_open_mpi_oversubscribed_node() -> None:
         "/usr/bin/mpirun", "-np", "4", "--hostfile", str(hf.hostfile(Placement(2, 2))),
         "--map-by", "ppr:2:node", "--oversubscribe", "--bind-to", "none",
         "--mca", "plm_rsh_agent", "ssh",
-        "-x", "OMPI_MCA_mpi_yield_when_idle", "-x", "OMP_NUM_THREADS", *PROGRAM,
+        "-x", "OMPI_MCA_mpi_yield_when_idle", "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.oversubscribed and cmd.placement.binding == "none"
 
 
 def test_open_mpi_hwthread_binding_and_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hostfile_mod, "running_as_root", lambda: True)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: True)
     cmd = launcher().command(Placement(1, 2, 1, "hwthread"), PROGRAM)
     assert cmd.argv[5:10] == ("--map-by", "ppr:2:node", "--bind-to", "hwthread",
                               "--use-hwthread-cpus")  # fmt: skip

@@ -8,8 +8,8 @@ import pytest
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Program
-from hpceval.campaign import case_description, case_from_description, plan_cases
-from hpceval.config import PlatformConfig, load_suite
+from hpceval.campaign import case_description, case_from_description, load_suite, plan_cases
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 
 from .conftest import entry_cases, write

@@ -23,13 +23,18 @@ import pytest
 
 from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case
-from hpceval.config import LauncherConfig, PlatformConfig, load_platform, load_suite
+from hpceval.campaign import load_platform, load_suite
+from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.launch.base import MpiRuntime
-from hpceval.launch.mpj import MpjLauncher, check_java_program, mpjrun_argv, port_is_free
+from hpceval.launch.command import MpiRuntime
+from hpceval.launch.schedulers.mpj import MpjScheduler, port_is_free
+from hpceval.launch.starters import get_starter_class
+from hpceval.launch.starters.base import Nodes
+from hpceval.launch.starters.mpjrun import MpjrunOptions, MpjStartRequest, check_java_program
 from hpceval.model import Placement
 from hpceval.mpj import (
     DEFAULT_DAEMON_PORT,
+    STARTER_JARS,
     missing_java_tools,
     parse_java_version,
     parse_mpj_version,
@@ -46,7 +51,23 @@ requires_mpj = pytest.mark.skipif(
     reason=f"{missing_java_tools()} (./setup.sh installs default-jdk-headless libmpj-java)",
 )
 
-STARTER = ["java", "-cp", "S", "runtime.starter.MPJRun"]
+STARTER = [
+    "java", "-cp", os.pathsep.join(f"/m/lib/{j}" for j in STARTER_JARS), "runtime.starter.MPJRun"
+]  # fmt: skip
+
+
+def mpjrun_argv(
+    device: str, ranks: int, extra: list[str], program: list[str], machines: str | None = None
+) -> list[str]:
+    """The mpjrun starter's argv, as the mpj scheduler asks for it (MPJ_HOME /m)."""
+    request = MpjStartRequest(
+        placement=Placement(1, ranks, 1, "none"), program=tuple(program),
+        implementation="Open MPI", executable="java", extra_args=tuple(extra),
+        options=MpjrunOptions.model_validate({"device": device}),
+        nodes=Nodes(hosts=("localhost",), hostfile=machines) if machines else Nodes(),
+        mpj_home="/m",
+    )  # fmt: skip
+    return list(get_starter_class("mpjrun")().command(request).argv)
 
 
 def case_for(pattern: str, ranks: int, sizes: list[int]) -> Case:
@@ -137,7 +158,7 @@ def test_version_parsers() -> None:
 
 
 def test_mpjrun_argv_exact() -> None:
-    argv = mpjrun_argv(STARTER, "multicore", 4, ["-Xmx1g"], ["/c/mb.jar", "--pattern=barrier"])
+    argv = mpjrun_argv("multicore", 4, ["-Xmx1g"], ["/c/mb.jar", "--pattern=barrier"])
     assert argv == [
         *STARTER, "-np", "4", "-dev", "multicore", "-Xmx1g", "-jar", "/c/mb.jar",
         "--pattern=barrier",
@@ -159,11 +180,11 @@ def test_programs_mpjrun_must_not_see(program: list[str], cause: str) -> None:
 
 def test_hybdev_is_refused_in_one_line() -> None:
     with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
-        mpjrun_argv(STARTER, "hybdev", 2, [], ["/c/mb.jar"])
+        mpjrun_argv("hybdev", 2, [], ["/c/mb.jar"])
 
 
 def test_niodev_argv_names_the_machines_file() -> None:
-    argv = mpjrun_argv(STARTER, "niodev", 2, [], ["/c/mb.jar"], Path("/w/machines"))
+    argv = mpjrun_argv("niodev", 2, [], ["/c/mb.jar"], "/w/machines")
     assert argv == [
         *STARTER, "-np", "2", "-dev", "niodev", "-machinesfile", "/w/machines", "-jar",
         "/c/mb.jar",
@@ -181,7 +202,7 @@ def platform(**launcher: object) -> PlatformConfig:
 
 @requires_mpj
 def test_launcher_command_sets_mpj_home_and_records_no_binding() -> None:
-    launcher = MpjLauncher(platform(), MpiRuntime("Open MPI", "mpirun"))
+    launcher = MpjScheduler(platform(), MpiRuntime("Open MPI", "mpirun"))
     command = launcher.command(Placement(1, 2, 1, "core"), ["/c/mb.jar", "--pattern=barrier"])
     home = Path(command.env["MPJ_HOME"])
     assert (home / "lib" / "mpj.jar").is_file() and (home / "lib" / "log4j-1.2.jar").is_file()

@@ -19,10 +19,12 @@ from typing import Any
 
 import pytest
 
-from hpceval.config import PlatformConfig, load_platform
+from hpceval.campaign import load_platform
+from hpceval.clusters import netns as cluster_mod
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import netns as netns_mod
+from hpceval.launch.schedulers import netns as netns_mod
 from hpceval.model import Origin, Placement
 from hpceval.store import open_store
 
@@ -49,7 +51,7 @@ def launcher(
 
 @pytest.fixture
 def as_user_on_4_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
     monkeypatch.setattr(netns_mod, "machine_cores", lambda: 4)
 
 
@@ -59,8 +61,9 @@ TRANSPORT = [
     "--mca", "btl", "self,vader,tcp",
     "--mca", "btl_tcp_if_include", "10.213.0.0/24",
     "--mca", "oob_tcp_if_include", "10.213.0.0/24",
-    "--mca", "mpi_yield_when_idle", "1",
 ]  # fmt: skip
+# Ranks yield the shared cores when idle (Open MPI reads the variable in every rank).
+YIELD = ["-x", "OMPI_MCA_mpi_yield_when_idle"]
 
 
 def test_two_nodes_two_ranks_each(as_user_on_4_cores: None) -> None:
@@ -70,9 +73,9 @@ def test_two_nodes_two_ranks_each(as_user_on_4_cores: None) -> None:
         MPIRUN, "-np", "4", "--host", "hpce0-n0:2,hpce0-n1:2",
         "--map-by", "ppr:2:node", "--bind-to", "none",
         "--mca", "plm_rsh_agent", "/run/hpceval-netns/hpce0.rsh", *TRANSPORT,
-        "-x", "OMP_NUM_THREADS", *PROGRAM,
+        *YIELD, "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
-    assert dict(cmd.env) == {"OMP_NUM_THREADS": "1"}
+    assert dict(cmd.env) == {"OMPI_MCA_mpi_yield_when_idle": "1", "OMP_NUM_THREADS": "1"}
     # The nodes share this machine's cores: binding each node's ranks would stack them.
     assert cmd.placement == Placement(2, 2, 1, "none")
     assert not cmd.oversubscribed
@@ -88,8 +91,8 @@ def test_one_node_is_bound_like_the_local_launcher(as_user_on_4_cores: None) -> 
         MPIRUN, "-np", "2", "--host", "hpce0-n0:2",
         "--map-by", "ppr:2:node:PE=2", "--bind-to", "core",
         "--mca", "plm_rsh_agent", "/run/hpceval-netns/hpce0.rsh", *TRANSPORT,
-        "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "-x", "UCX_TLS",
-        "--tag-output", *PROGRAM,
+        *YIELD, "-x", "OMP_NUM_THREADS", "-x", "OMP_PLACES", "-x", "OMP_PROC_BIND", "-x", "UCX_TLS",
+        "--tag-output", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.placement.binding == "core"
 
@@ -105,13 +108,15 @@ def test_more_ranks_than_the_machine_has_cores_is_oversubscribed(
 
 def test_yielding_can_be_turned_off(as_user_on_4_cores: None) -> None:
     argv = list(launcher(yield_when_idle=False).command(Placement(2, 1), PROGRAM).argv)
-    assert "mpi_yield_when_idle" not in argv
-    assert argv[argv.index("oob_tcp_if_include") + 2 :] == ["-x", "OMP_NUM_THREADS", *PROGRAM]
+    assert "OMPI_MCA_mpi_yield_when_idle" not in argv
+    assert argv[argv.index("oob_tcp_if_include") + 2 :] == [
+        "-x", "OMP_NUM_THREADS", "--", *PROGRAM
+    ]  # fmt: skip
 
 
 def test_inside_a_session_the_argv_names_that_cluster(as_user_on_4_cores: None) -> None:
     netns = launcher()
-    netns.layout = netns_mod.ClusterLayout(7, 2)
+    netns.layout = cluster_mod.ClusterLayout(7, 2)
     argv = list(netns.command(Placement(2, 1), PROGRAM).argv)
     assert argv[:4] == ["ip", "netns", "exec", "hpce7-n0"]
     assert argv[argv.index("--host") + 1] == "hpce7-n0:1,hpce7-n1:1"
@@ -120,15 +125,15 @@ def test_inside_a_session_the_argv_names_that_cluster(as_user_on_4_cores: None) 
 
 
 def test_as_root_mpirun_is_allowed_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: True)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: True)
     cmd = launcher().command(Placement(2, 1), PROGRAM)
     assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in cmd.argv
 
 
 def test_setup_commands_with_a_shaped_link() -> None:
-    layout = netns_mod.ClusterLayout(3, 2)
-    options = netns_mod.NetnsOptions(link="100mbit", mtu=9000)
+    layout = cluster_mod.ClusterLayout(3, 2)
+    options = cluster_mod.NetnsOptions(link="100mbit", mtu=9000)
     tbf = ["tbf", "rate", "100000000bit", "burst", "16384", "latency", "20ms"]
     expected = [
         ["ip", "link", "add", "hpce3br", "mtu", "9000", "type", "bridge"],
@@ -147,19 +152,19 @@ def test_setup_commands_with_a_shaped_link() -> None:
             ["tc", "qdisc", "add", "dev", host, "root", *tbf],
             ["tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", *tbf],
         ]  # fmt: skip
-    assert netns_mod.setup_commands(layout, options) == expected
-    unshaped = netns_mod.setup_commands(layout, netns_mod.NetnsOptions())
+    assert cluster_mod.setup_commands(layout, options) == expected
+    unshaped = cluster_mod.setup_commands(layout, cluster_mod.NetnsOptions())
     assert not [c for c in unshaped if c[0] == "tc"]
 
 
 def test_link_profiles() -> None:
-    assert netns_mod.link_rate("none") is None
-    assert netns_mod.link_rate("1GbE") == 10**9
-    assert netns_mod.link_rate("10GbE") == 10**10
-    assert netns_mod.link_rate("2.5gbit") == 2_500_000_000
-    assert netns_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
+    assert cluster_mod.link_rate("none") is None
+    assert cluster_mod.link_rate("1GbE") == 10**9
+    assert cluster_mod.link_rate("10GbE") == 10**10
+    assert cluster_mod.link_rate("2.5gbit") == 2_500_000_000
+    assert cluster_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
     with pytest.raises(ValueError, match="unknown link profile 'fast'"):
-        netns_mod.link_rate("fast")
+        cluster_mod.link_rate("fast")
 
 
 def test_a_bad_link_profile_names_the_field(tmp_path: Path) -> None:
@@ -180,13 +185,16 @@ def test_shipped_netns_platforms_load() -> None:
 
 
 def test_refuses_without_root_and_with_intel_mpi(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(netns_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr(cluster_mod, "running_as_root", lambda: False)
     with pytest.raises(UserError, match=r"^the netns launcher needs root \(ip netns\)$"):
         launcher().preflight()
     with pytest.raises(UserError, match=r"needs root"), launcher().session():
         pass
-    with pytest.raises(UserError, match=r"rsh agent of Open MPI or MPICH; \S*mpirun is Intel MPI"):
+    # An MPI without a starter is refused as the launcher is made, before any command.
+    with pytest.raises(UserError, match=r"\S*mpirun is Intel MPI: no starter for it"):
         launcher(impl="Intel MPI").command(Placement(2, 1), PROGRAM)
+    with pytest.raises(UserError, match=r"rsh agent of Open MPI or MPICH; \S*mpirun is MPICH"):
+        launcher(impl="MPICH", starter="srun").command(Placement(2, 1), PROGRAM)
     with pytest.raises(UserError, match="needs 3 nodes"):
         launcher().command(Placement(3, 1), PROGRAM)
 
@@ -195,7 +203,7 @@ def test_refuses_without_root_and_with_intel_mpi(monkeypatch: pytest.MonkeyPatch
 
 
 def _netns_unusable() -> str | None:
-    if not netns_mod.running_as_root():
+    if not cluster_mod.running_as_root():
         return "not root: network namespaces need root (ip netns)"
     probe = f"hpceval-probe-{os.getpid()}"
     try:
@@ -214,7 +222,7 @@ requires_netns = pytest.mark.skipif(_UNUSABLE is not None, reason=_UNUSABLE or "
 
 def ours() -> dict[int, list[str]]:
     """Every namespace and root link of this launcher on the machine, by cluster index."""
-    return {i: c.names() for i, c in netns_mod._survey().items() if c.names()}
+    return {i: c.names() for i, c in cluster_mod._survey().items() if c.names()}
 
 
 def run_in(namespace: str, *argv: str) -> str:
@@ -319,7 +327,7 @@ def test_a_cluster_left_by_a_killed_process_is_removed_at_the_next_start(
 def test_an_unknown_leftover_is_reported_and_removed_by_cleanup(
     quiet_reports: list[str],
 ) -> None:
-    index = next(i for i in range(netns_mod.MAX_CLUSTERS - 1, 0, -1) if i not in ours())
+    index = next(i for i in range(cluster_mod.MAX_CLUSTERS - 1, 0, -1) if i not in ours())
     stray = f"hpce{index}-n0"
     subprocess.run(["ip", "netns", "add", stray], check=True)
     try:
@@ -330,7 +338,7 @@ def test_an_unknown_leftover_is_reported_and_removed_by_cleanup(
             f"netns: {stray} left over from an earlier run (no owner recorded), not used; "
             "remove with: hpceval netns cleanup"
         ]
-        assert stray in netns_mod.cleanup_netns()
+        assert stray in cluster_mod.cleanup_netns()
         assert index not in ours()
     finally:
         subprocess.run(["ip", "netns", "delete", stray], capture_output=True)

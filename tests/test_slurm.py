@@ -13,24 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from hpceval.config import PlatformConfig, load_platform
+from hpceval.campaign import load_platform
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.execute import StartFailed
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import slurm as slurm_mod
-from hpceval.launch.slurm import (
+from hpceval.launch.schedulers import slurm_client
+from hpceval.launch.schedulers.slurm import SlurmExecutor
+from hpceval.launch.schedulers.slurm import SlurmScheduler as SlurmLauncher
+from hpceval.launch.schedulers.slurm_client import (
     Answer,
-    JobShape,
     JobState,
-    SlurmExecutor,
-    SlurmJob,
-    SlurmLauncher,
     SlurmOptions,
-    job_script,
     parse_sinfo,
     parse_slurm_time,
     slurm_error,
 )
+from hpceval.launch.schedulers.slurm_jobs import JobShape, SlurmJob, job_script
 from hpceval.model import Placement
 from hpceval.store import open_store
 
@@ -74,7 +73,7 @@ def slurm(
 
 @pytest.fixture
 def as_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slurm_mod, "running_as_root", lambda: False)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: False)
 
 
 # --------------------------------------------------------------------------- exact argv
@@ -85,7 +84,7 @@ def test_srun_two_ranks_on_one_node() -> None:
     assert list(cmd.argv) == [
         "srun", "--mpi=pmix", "--nodes=1", "--ntasks=2", "--ntasks-per-node=2",
         "--cpus-per-task=1", "--distribution=block:block", "--cpu-bind=cores",
-        "--kill-on-bad-exit=1", *PROGRAM,
+        "--kill-on-bad-exit=1", "--", *PROGRAM,
     ]  # fmt: skip
     assert dict(cmd.env) == {"OMP_NUM_THREADS": "1"}
     assert cmd.placement == Placement(1, 2) and not cmd.oversubscribed
@@ -99,7 +98,7 @@ def test_srun_hybrid_on_two_nodes_with_platform_options() -> None:
     assert list(cmd.argv) == [
         "srun", "--mpi=pmi2", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
         "--cpus-per-task=4", "--distribution=block:block", "--cpu-bind=sockets",
-        "--kill-on-bad-exit=1", "--exclusive", *PROGRAM,
+        "--kill-on-bad-exit=1", "--exclusive", "--", *PROGRAM,
     ]  # fmt: skip
     assert dict(cmd.env) == {
         "OMP_NUM_THREADS": "4", "OMP_PLACES": "cores", "OMP_PROC_BIND": "close", "UCX_TLS": "rc",
@@ -112,7 +111,7 @@ def test_srun_oversubscribed_overcommits_without_binding() -> None:
     assert list(cmd.argv) == [
         "srun", "--mpi=pmix", "--nodes=1", "--ntasks=4", "--ntasks-per-node=4",
         "--cpus-per-task=1", "--distribution=block:block", "--cpu-bind=none",
-        "--kill-on-bad-exit=1", "--overcommit", *PROGRAM,
+        "--kill-on-bad-exit=1", "--overcommit", "--", *PROGRAM,
     ]  # fmt: skip
     assert cmd.env["OMPI_MCA_mpi_yield_when_idle"] == "1"
     assert cmd.oversubscribed and cmd.placement.binding == "none"
@@ -131,14 +130,14 @@ def test_mpirun_inside_the_allocation(as_user: None) -> None:
     cmd = slurm(cores=4, nodes=2, starter="mpirun").command(Placement(2, 2), PROGRAM)
     assert list(cmd.argv) == [
         "/usr/bin/mpirun", "-np", "4", "--map-by", "ppr:2:node", "--bind-to", "core",
-        "-x", "OMP_NUM_THREADS", *PROGRAM,
+        "-x", "OMP_NUM_THREADS", "--", *PROGRAM,
     ]  # fmt: skip
     hybrid = slurm(cores=8, starter="mpirun").command(Placement(1, 2, 4), PROGRAM)
     assert list(hybrid.argv)[3:7] == ["--map-by", "ppr:2:node:PE=4", "--bind-to", "core"]
 
 
 def test_mpirun_as_root_allows_root_without_exporting_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slurm_mod, "running_as_root", lambda: True)
+    monkeypatch.setattr("hpceval.launch.schedulers.base.running_as_root", lambda: True)
     cmd = slurm(starter="mpirun").command(Placement(1, 2), PROGRAM)
     assert cmd.env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in cmd.argv
@@ -299,7 +298,7 @@ def test_sinfo_and_client_errors() -> None:
         slurm_error("slurm_load_partitions: Unable to contact slurm controller (connect failure)")
         == "Unable to contact slurm controller (connect failure)"
     )
-    assert slurm_mod.describe_slurm_failure("sinfo", Answer(127, "", "sinfo: command not found"))
+    assert slurm_client.describe_slurm_failure("sinfo", Answer(127, "", "sinfo: command not found"))
 
 
 # --------------------------------------------------------------------------- the real cluster

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from hpceval.campaign import load_platform
+from hpceval.clusters import netns as netns_mod
 from hpceval.clusters import slurm_netns as cluster_mod
-from hpceval.config import PlatformConfig, load_platform
+from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
-from hpceval.launch import netns as netns_mod
 from hpceval.model import Origin, Placement
 from hpceval.store import open_store
 
@@ -107,7 +108,7 @@ def test_cluster_names_are_checked(name: str) -> None:
 
 def test_the_launcher_finds_slurm_conf_by_the_cluster_name(tmp_path: Path) -> None:
     platform = load_platform("slurm-netns").config
-    options = get_launcher_class("slurm-netns").validate_options(platform.launcher.options())
+    options, _ = get_launcher_class("slurm-netns").validate_options(platform.launcher.options())
     assert options.slurm_conf == "/run/hpceval-slurm/default/slurm.conf"  # type: ignore[union-attr]
     bad = write(tmp_path / "p.toml", platform_text("Bad Name"))
     with pytest.raises(ConfigError, match=r"launcher\.cluster.*cluster name 'Bad Name'"):
@@ -141,8 +142,8 @@ def test_netns_starts_mpich_through_the_rsh_agent() -> None:
     command = launcher.command(Placement(2, 2), ["prog", "--x"])
     assert command.argv == (
         "ip", "netns", "exec", "hpce0-n0", "mpiexec.mpich", "-n", "4",
-        "-hosts", "hpce0-n0:2,hpce0-n1:2", "-launcher", "rsh",
-        "-launcher-exec", "/run/hpceval-netns/hpce0.rsh", "-iface", "eth0", "-bind-to", "none",
+        "-hosts", "hpce0-n0:2,hpce0-n1:2", "-ppn", "2", "-launcher", "rsh",
+        "-launcher-exec", "/run/hpceval-netns/hpce0.rsh", "-bind-to", "none", "-iface", "eth0",
         "-genv", "HYDRA_IFACE", "eth0", "-genv", "OMP_NUM_THREADS", "1",
         "-genv", "UCX_NET_DEVICES", "eth0", "-genv", "UCX_TLS", "self,tcp", "prog", "--x",
     )  # fmt: skip

@@ -46,3 +46,21 @@ def test_quality_warnings_name_a_remedy() -> None:
     assert any("raise the budget" in w for w in warnings)
     assert any("not quiet" in w for w in warnings)
     assert quality_warnings(describe([1.0, 1.0001, 0.9999, 1.0]), target_rci=0.02) == []
+
+
+def test_rate_statistics_derive_from_the_time_statistics() -> None:
+    """bandwidth = n / statistic(time): the median rate is n / median(t) and the mean rate
+    n / mean(t), not the mean of n / t (which a descheduled sample would not pull down)."""
+    from hpceval.statistics import rate_statistics
+
+    times = [1.0, 1.0, 1.0, 1.0, 6.0]  # one descheduled sample
+    st = rate_statistics(100.0, times)
+    assert st.median == 100.0
+    assert st.mean == pytest.approx(100.0 / 2.0)  # n / mean(t) = 100 / 2
+    assert st.mean != pytest.approx(sum(100.0 / t for t in times) / 5)  # not mean(n / t)
+    assert st.maximum == 100.0 and st.minimum == pytest.approx(100.0 / 6.0)
+    # the time interval reaches below 0: the rate's would be unbounded, so there is none
+    assert st.ci_low is None and st.ci_high is None
+    steady = rate_statistics(100.0, [1.0, 1.1, 0.9, 1.0])
+    assert steady.ci_low is not None and steady.ci_high is not None
+    assert steady.ci_low < steady.mean < steady.ci_high

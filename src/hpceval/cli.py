@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Annotated, NoReturn, cast
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
@@ -38,7 +37,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-out = Console(soft_wrap=True)
+out = console()
 
 
 
@@ -60,23 +59,27 @@ def run(
     ] = False,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
-    from hpceval.campaign import Campaign, Interrupted, plan_cases
-    from hpceval.cli_run import (
-        RichReporter,
-        case_label,
-        is_alive,
+    from hpceval.campaign import (
+        Campaign,
+        Interrupted,
+        load_platform,
+        load_suite,
+        plan_cases,
         prepare_resume,
         prepare_run,
-        run_summary,
         start_new_run,
     )
-    from hpceval.config import load_platform, load_suite
+    from hpceval.cli_run import RichReporter, case_label, run_summary
+    from hpceval.execute import is_alive
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
 
+    # The run once it is in the database: an error before that has no run to mark.
+    recorded: int | None = None
     if resume:
         store = open_store(db, create=False)
         run_id, prepared = prepare_resume(store)
+        recorded = run_id
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
@@ -98,19 +101,32 @@ def run(
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
                 run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                err.print(
+                    f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
+                    f"{platform_loaded.config.name!r}: {len(cases)} cases, "
+                    f"{sum(len(c.points) for c in cases)} points → {store.url}",
+                    highlight=False,
+                )
+                recorded = run_id
             result = campaign.execute(run_id, prepared.work)
     except Interrupted as e:
-        store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        if recorded is None:
+            err.print(f"{e} before the run was recorded; nothing was measured", style="yellow")
+            raise typer.Exit(128 + e.signum) from None
+        with contextlib.suppress(StoreUnavailable):
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         err.print(
-            f"[yellow]run {run_id} {e}; completed points are stored. "
-            "Continue with: hpceval run --resume[/]"
+            f"run {recorded} {e}; completed points are stored. Continue with: hpceval run --resume",
+            style="yellow",
         )
         raise typer.Exit(128 + e.signum) from None
     except StoreUnavailable as e:
+        if recorded is None:  # the run could not even be recorded: nothing to resume
+            raise
         # Best effort: the database is most likely still gone; then the next command finds
         # this process dead and marks the run interrupted.
         with contextlib.suppress(StoreUnavailable):
-            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+            store.set_run_status(recorded, Status.INTERRUPTED, ended=time.time())
         raise UserError(
             f"{e}; when it is back, continue with: hpceval run --resume --db {store.url}"
         ) from None
@@ -126,10 +142,10 @@ def run(
     for outcome in result.skipped:
         # Skipped is not a failure (exit status 0), but never a silent gap either.
         err.print(
-            f"[yellow]skipped: {case_label(outcome.case)}: {outcome.error}[/]", highlight=False
+            f"skipped: {case_label(outcome.case)}: {outcome.error}", style="yellow", highlight=False
         )
     if result.skipped:
-        err.print("[yellow]after installing what is missing: hpceval run --resume[/]")
+        err.print("after installing what is missing: hpceval run --resume", style="yellow")
     if result.failed:
         raise typer.Exit(1)
 
@@ -146,12 +162,12 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Show a run's results: its machine, then each benchmark's tables."""
-    from hpceval.cli_run import is_alive
+    from hpceval.execute import is_alive
     from hpceval.provenance import summarize
     from hpceval.show import measurement_tables
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     row = store.run(run_id) if run_id is not None else store.latest_run()
     if row is None:
@@ -171,18 +187,18 @@ def show(
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
         colour = "yellow" if e.status == "skipped" else "red"
-        out.print(f"[{colour}]{e.status}: {e.case_key}: {e.error}[/]", highlight=False)
+        out.print(f"{e.status}: {e.case_key}: {e.error}", style=colour, highlight=False)
 
 
 @app.command()
 @user_errors
 def runs(db: DbOption = None) -> None:
     """List the runs in the results database."""
-    from hpceval.cli_run import is_alive
+    from hpceval.execute import is_alive
     from hpceval.show import runs_table
     from hpceval.store import open_store
 
-    store = open_store(db, create=False)
+    store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     out.print(
         runs_table(
@@ -201,7 +217,8 @@ def runs(db: DbOption = None) -> None:
 @user_errors
 def suites() -> None:
     """List the shipped suites."""
-    from hpceval.config import load_suite, shipped_names
+    from hpceval.campaign import load_suite
+    from hpceval.config import shipped_names
 
     t = Table(title="shipped suites (use --suite NAME, or a TOML file)", title_justify="left")
     t.add_column("name")
@@ -215,7 +232,8 @@ def suites() -> None:
 @user_errors
 def platforms() -> None:
     """List the shipped platforms."""
-    from hpceval.config import load_platform, shipped_names
+    from hpceval.campaign import load_platform
+    from hpceval.config import shipped_names
 
     t = Table(title="shipped platforms (use --platform NAME, or a TOML file)", title_justify="left")
     for col in ("name", "launcher", "nodes", "description"):
@@ -248,8 +266,7 @@ def build(
 ) -> None:
     """Compile the benchmark programs for a platform (cached by source, compiler, MPI, flags)."""
     from hpceval.benchmarks import benchmark_names, get_benchmark
-    from hpceval.cli_run import toolchain_and_launcher
-    from hpceval.config import load_platform
+    from hpceval.campaign import load_platform, toolchain_and_launcher
 
     loaded = load_platform(platform)
     toolchain, _ = toolchain_and_launcher(loaded.config)
@@ -303,7 +320,7 @@ def import_npb_command(
         highlight=False,
     )
     for e in failed:
-        out.print(f"[red]{e.argv[-1]}: {e.error}[/]", highlight=False)
+        out.print(f"{e.argv[-1]}: {e.error}", style="red", highlight=False)
     if failed:
         raise typer.Exit(1)
 
@@ -325,7 +342,7 @@ app.add_typer(netns_app, name="netns")
 @user_errors
 def netns_cleanup() -> None:
     """Remove emulated clusters left over by a dead hpceval (namespaces, veths, bridges)."""
-    from hpceval.launch.netns import cleanup_netns
+    from hpceval.clusters.netns import cleanup_netns
 
     removed = cleanup_netns()
     out.print(f"removed: {', '.join(removed)}" if removed else "nothing to remove", highlight=False)

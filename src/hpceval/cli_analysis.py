@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.errors import UserError
 
 TOP_DEFAULT: Final = 10
@@ -28,7 +28,7 @@ _WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
 class _Consoles:
     """Where the commands print: the main app's console (set on registration)."""
 
-    out: Console = Console(soft_wrap=True)
+    out: Console = console()
     err: Console = err
 
 
@@ -98,7 +98,7 @@ def _load(
     from hpceval.analysis.loading import load_frame
     from hpceval.store import open_store
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         frame = load_frame(store, benchmark=benchmark, metric=metric, cache=cache)
         url = store.url
     if frame.empty:
@@ -173,7 +173,7 @@ def _prices(db: str | None, catalog_name: str | None, instances: Sequence[str] |
         mapping[platform.strip()] = entry.strip()
     if mapping and catalog_name is None:
         raise UserError("--instance needs a --catalog to take the entries from")
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         prices: dict[str, list[HourlyPrice]] = {
             p: [hp] for p, hp in prices_from_store(store).items()
         }

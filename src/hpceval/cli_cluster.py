@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from hpceval.cli_common import user_errors
+from hpceval.cli_common import console, user_errors
 
 cluster_app = typer.Typer(
     name="cluster",
@@ -24,7 +22,7 @@ slurm_app = typer.Typer(
 )
 cluster_app.add_typer(slurm_app, name="slurm")
 
-out = Console(soft_wrap=True)
+out = console()  # prints every string as it is (markup off)
 
 NameOption = Annotated[str, typer.Option("--name", help="The cluster's name.")]
 
@@ -42,14 +40,14 @@ def slurm_up(
     """Build the nodes' namespaces and start munged, slurmctld and the slurmds."""
     from hpceval.clusters import slurm_netns
 
-    cluster = slurm_netns.up(name, nodes, link, report=lambda line: out.print(escape(line)))
+    cluster = slurm_netns.up(name, nodes, link, report=lambda line: out.print(line))
     out.print(
-        f"Slurm cluster {escape(name)!r} up: {nodes} nodes "
-        f"({escape(', '.join(cluster.node_names()))}), link {escape(link)}, "
+        f"Slurm cluster {name!r} up: {nodes} nodes "
+        f"({', '.join(cluster.node_names())}), link {link}, "
         f"partition {slurm_netns.PARTITION}",
         highlight=False,
     )
-    out.print(f"export SLURM_CONF={escape(str(cluster.conf))}", highlight=False)
+    out.print(f"export SLURM_CONF={cluster.conf}", highlight=False)
 
 
 @slurm_app.command("down")
@@ -61,7 +59,7 @@ def slurm_down(name: NameOption = "default") -> None:
     slurm_netns.check_name(name)
     done = slurm_netns.down(name)
     out.print(
-        f"stopped and removed: {escape(', '.join(done))}" if done else "nothing to stop",
+        f"stopped and removed: {', '.join(done)}" if done else "nothing to stop",
         highlight=False,
     )
 
@@ -79,14 +77,14 @@ def slurm_status(name: NameOption = "default") -> None:
         raise typer.Exit(1)
     alive = cluster.alive()
     out.print(
-        f"Slurm cluster {name!r}: {cluster.nodes} nodes, link {escape(cluster.link)}, "
-        f"SLURM_CONF={escape(str(cluster.conf))}",
+        f"Slurm cluster {name!r}: {cluster.nodes} nodes, link {cluster.link}, "
+        f"SLURM_CONF={cluster.conf}",
         highlight=False,
     )
     for daemon, running in alive.items():
         out.print(f"  {daemon}: {'running' if running else 'STOPPED'}", highlight=False)
     states = cluster.node_states() if alive.get("slurmctld") else {}
     for node in cluster.node_names():
-        out.print(f"  node {node}: {escape(states.get(node, 'unknown'))}", highlight=False)
+        out.print(f"  node {node}: {states.get(node, 'unknown')}", highlight=False)
     if not all(alive.values()):
         raise typer.Exit(1)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.store import ImportAction, database_url, shown_url
 from hpceval.transfer import Transferred, export_runs, merge
 
@@ -26,7 +26,7 @@ db_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-out = Console(soft_wrap=True)
+out = console()
 
 
 
@@ -43,8 +43,11 @@ def _print_run(item: Transferred) -> None:
     }.get(item.action, "yellow")
     where = f" → run {item.run_id}" if item.run_id is not None else ""
     out.print(
-        f"[{colour}]{item.action:<8}[/] {item.uid[:8]} {item.suite} on {item.platform}, "
-        f"{started}, {item.status}{where}: {item.detail}",
+        Text.assemble(
+            (f"{item.action:<8}", colour),
+            f" {item.uid[:8]} {item.suite} on {item.platform}, "
+            f"{started}, {item.status}{where}: {item.detail}",
+        ),
         highlight=False,
     )
 
@@ -66,8 +69,9 @@ def _summary(items: Sequence[Transferred], destination: str) -> None:
     out.print(f"{runs}: {', '.join(parts) or 'none'} → {destination}", highlight=False)
     if counts[ImportAction.CONFLICT.value]:
         err.print(
-            "[red]runs in conflict were left unchanged: the destination holds another copy "
-            "of them that the source does not contain (see each line)[/]",
+            "runs in conflict were left unchanged: the destination holds another copy "
+            "of them that the source does not contain (see each line)",
+            style="red",
             highlight=False,
         )
         raise typer.Exit(1)

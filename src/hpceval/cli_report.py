@@ -9,12 +9,12 @@ import typer
 from rich.console import Console
 
 from hpceval.cli_analysis import NoCacheOption
-from hpceval.cli_common import DbOption, user_errors
+from hpceval.cli_common import DbOption, console, user_errors
 from hpceval.errors import UserError
 
 
 class _Consoles:
-    out: Console = Console(soft_wrap=True)
+    out: Console = console()
 
 
 def register_report_command(app: typer.Typer, out: Console) -> None:

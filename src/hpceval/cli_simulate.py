@@ -13,14 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hpceval.cli_common import DbOption, err, user_errors
+from hpceval.cli_common import DbOption, console, err, status_text, user_errors
 from hpceval.errors import UserError
 
 
 class _Consoles:
     """The main app hands its output console over in register_simulate_commands."""
 
-    out: Console = Console(soft_wrap=True)
+    out: Console = console()
 
 
 def register_simulate_commands(app: typer.Typer, out: Console) -> None:
@@ -281,7 +281,7 @@ def _results_table(store: Any, run_id: int, result: Any) -> Table:
         ok = o.status.value == "ok"
         t.add_row(
             case_label(o.case),
-            "[green]ok[/]" if ok else f"[red]{o.status.value}[/]",
+            status_text(o.status.value),
             headline(by_case.get(o.case.key, [])).replace(" (verified)", "")
             if ok
             else o.error[:100],
@@ -326,7 +326,7 @@ def calibrations_command(
     """The stored SMPI calibrations, or one with its residuals per size."""
     from hpceval.store import open_store
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if calibration_id is not None:
             row = store.calibration(calibration_id)
             _Consoles.out.print(calibration_table(row))

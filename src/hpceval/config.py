@@ -1,7 +1,9 @@
-"""Suite and platform files: TOML validated into typed models.
+"""Suite and platform files: the typed models, TOML reading and error wording.
 
 Every error names the file and the field (`suites/x.toml: benchmark[0].sizes: ...`) and is
-raised before anything is measured or written.
+raised before anything is measured or written. The loaders that also validate what each
+benchmark, scheduler and starter owns (`load_suite`, `load_platform`) are in
+`hpceval.campaign.configs`: this module is a leaf that everything may import.
 """
 
 from __future__ import annotations
@@ -14,35 +16,95 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from hpceval.errors import ConfigError, UserError
+from hpceval.model import Placement
 
 BINDINGS = ("core", "socket", "numa", "hwthread", "none")
+# The most ranks x threads per core a platform may allow when it oversubscribes.
+MAX_RANKS_PER_CORE = 64
+
+
+# --------------------------------------------------------------------------- argument strings
+# Strings of these files become arguments of mpirun, ssh, sbatch, fio...: one that starts
+# with "-" would be read as an option (`-oProxyCommand=...` runs a command), one with a
+# newline would add a line to a hostfile or a job script.
+
+_HOST_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_.:%@-]*")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _argument(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    if value.startswith("-"):
+        raise ValueError(f"{value!r} starts with '-' and would be read as an option")
+    if any(c in value for c in "\0\n\r"):
+        raise ValueError(f"{value!r} holds a line break or a NUL")
+    return value
+
+
+def _host_name(value: str) -> str:
+    # Names, IPv4/IPv6 addresses (with a %zone), user@host; nothing a shell or ssh reads.
+    if len(value) > 253 or not _HOST_RE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a host name (letters, digits, '.', '-', '_', ':', '@'; "
+            "not starting with '-')"
+        )
+    return value
+
+
+def _env_names(env: dict[str, str]) -> dict[str, str]:
+    for key in env:
+        if not _ENV_NAME_RE.fullmatch(key):
+            raise ValueError(f"{key!r} is not an environment variable name")
+    return env
+
+
+# A string that becomes one argument of a command (a program, a path, a name).
+Argument = Annotated[str, AfterValidator(_argument)]
+HostName = Annotated[str, AfterValidator(_host_name)]
 
 
 class StrictModel(BaseModel):
     # Unknown keys are errors: a typo in a suite must not silently fall back to a default.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- platforms
 
 
 class LauncherConfig(BaseModel):
-    """The common launcher settings; each launcher kind validates its own extra keys
-    (`Launcher.options_model`), so a typo is an error naming `launcher.<key>`."""
+    """The common launcher settings; the scheduler (`kind`) and the MPI starter (`starter`)
+    validate their own extra keys (`options_model`), so a typo is an error naming
+    `launcher.<key>`."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
-    kind: str = "local"
-    mpirun: str = "mpirun"
-    mpicc: str = "mpicc"
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    kind: str = "local"  # the scheduler: local, hostfile, netns, slurm (smpi: local + smpirun)
+    # The MPI starter: openmpi, mpich, srun, smpirun; "mpirun" or unset: the scheduler's own,
+    # else the one of the MPI found (Open MPI's mpirun, MPICH's mpiexec).
+    starter: str | None = None
+    mpirun: Argument = "mpirun"
+    mpicc: Argument = "mpicc"
+    # Options for mpirun/srun on purpose: they are given as they are.
     extra_args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: Annotated[dict[str, str], AfterValidator(_env_names)] = Field(default_factory=dict)
     # Allow more ranks on a node than it has cores (needed for 4 ranks on a 2-core machine).
     oversubscribe: bool = True
+    # ...but no more than this many (ranks x threads) per core: `ranks = [100000]` on two
+    # cores is a typo, not a measurement. Raised explicitly, up to a ceiling.
+    max_ranks_per_core: int = Field(8, ge=1, le=MAX_RANKS_PER_CORE)
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -73,7 +135,7 @@ class PlatformConfig(StrictModel):
     description: str = ""
     launcher: LauncherConfig = LauncherConfig()
     nodes: int = Field(1, ge=1)
-    hosts: list[str] = Field(default_factory=list)
+    hosts: list[HostName] = Field(default_factory=list)
     # "auto": the cores of this machine (only meaningful for the local launcher).
     cores_per_node: int | Literal["auto"] = "auto"
     sockets_per_node: int | None = Field(None, ge=1)
@@ -100,6 +162,29 @@ class PlatformConfig(StrictModel):
             return os.cpu_count() or 1
         return self.cores_per_node
 
+    def placement_problem(self, placement: Placement) -> str | None:
+        """Why this platform cannot hold `placement` (None if it can)."""
+        if placement.nodes > self.nodes:
+            return (
+                f"placement {placement.label()} needs {placement.nodes} nodes but platform "
+                f"{self.name!r} has {self.nodes}"
+            )
+        cores = self.resolved_cores_per_node()
+        used = placement.ranks_per_node * placement.threads_per_rank
+        if used > cores and not self.launcher.oversubscribe:
+            return (
+                f"placement {placement.label()} needs {used} cores per node but platform "
+                f"{self.name!r} has {cores} and oversubscribe = false"
+            )
+        per_core = self.launcher.max_ranks_per_core
+        if used > cores * per_core:
+            return (
+                f"placement {placement.label()} needs {used} cores per node but platform "
+                f"{self.name!r} has {cores} and allows {per_core} ranks x threads per core "
+                f"(launcher.max_ranks_per_core, at most {MAX_RANKS_PER_CORE})"
+            )
+        return None
+
 
 # --------------------------------------------------------------------------- suites
 
@@ -107,7 +192,7 @@ class PlatformConfig(StrictModel):
 class BenchmarkEntry(BaseModel):
     """One `[[benchmark]]` table: `name` picks the benchmark, which validates the rest."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
     name: str
     # The options validated by the benchmark's model when the suite was loaded (load_suite).
     _settings: BaseModel | None = PrivateAttr(None)
@@ -154,7 +239,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-_FIELD_PREFIX = re.compile(r"^([a-z_]+): (.*)$", re.S)
+FIELD_PREFIX = re.compile(r"^([a-z_]+): (.*)$", re.S)
 
 
 def validation_message(err: ValidationError) -> tuple[str, str]:
@@ -163,12 +248,14 @@ def validation_message(err: ValidationError) -> tuple[str, str]:
     msg = first["msg"].removeprefix("Value error, ")
     loc = tuple(first["loc"])
     # Cross-field validators raise "field: cause"; move the field into the location.
-    if first["type"] == "value_error" and (m := _FIELD_PREFIX.match(msg)):
+    if first["type"] == "value_error" and (m := FIELD_PREFIX.match(msg)):
         loc, msg = (*loc, m.group(1)), m.group(2)
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
     elif first["type"] == "missing":
         msg = "required field is missing"
+    elif first["type"] == "finite_number":
+        msg = f"{first['input']!r} is not a number (nan and inf are refused)"
     more = len(err.errors()) - 1
     if more:
         msg += f" (and {more} more error{'s' if more > 1 else ''})"
@@ -180,6 +267,11 @@ def read_toml(path: Path, source: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read: {e.strerror}", source=source) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"not a UTF-8 text file (byte {e.object[e.start]:#04x} at offset {e.start})",
+            source=source,
+        ) from e
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -213,65 +305,6 @@ def resolve(kind: Literal["suites", "platforms"], name_or_file: str) -> tuple[Pa
         raise UserError(f"unknown {kind[:-1]} {name_or_file!r} (shipped: {known}; or give a file)")
     with importlib.resources.as_file(shipped) as p:
         return Path(p), f"{kind}/{name_or_file}.toml"
-
-
-def load_platform(name_or_file: str) -> Loaded[PlatformConfig]:
-    path, source = resolve("platforms", name_or_file)
-    raw = read_toml(path, source)
-    try:
-        platform = PlatformConfig.model_validate(raw)
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=field) from e
-    if platform.hosts and len(platform.hosts) != platform.nodes:
-        raise ConfigError(
-            f"{len(platform.hosts)} hosts listed but nodes = {platform.nodes}",
-            source=source,
-            field="hosts",
-        )
-    from hpceval.launch import get_launcher_class
-
-    try:
-        launcher_cls = get_launcher_class(platform.launcher.kind)
-    except UserError as e:
-        raise ConfigError(str(e), source=source, field="launcher.kind") from e
-    try:
-        launcher_cls.validate_options(platform.launcher.options())
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=f"launcher.{field}") from e
-    except ValueError as e:
-        if m := _FIELD_PREFIX.match(str(e)):
-            raise ConfigError(m.group(2), source=source, field=f"launcher.{m.group(1)}") from e
-        raise ConfigError(str(e), source=source, field="launcher") from e
-    return Loaded(platform, source, raw)
-
-
-def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
-    path, source = resolve("suites", name_or_file)
-    raw = read_toml(path, source)
-    try:
-        suite = SuiteConfig.model_validate(raw)
-    except ValidationError as e:
-        field, msg = validation_message(e)
-        raise ConfigError(msg, source=source, field=field) from e
-    # Each benchmark validates its own options, so errors name the exact field.
-    from hpceval.benchmarks import get_benchmark
-
-    for i, entry in enumerate(suite.benchmark):
-        where = f"benchmark[{i}]"
-        try:
-            bench = get_benchmark(entry.name)
-        except UserError as e:
-            raise ConfigError(str(e), source=source, field=f"{where}.name") from e
-        try:
-            entry._settings = bench.parse_options(entry.options())
-        except ValidationError as e:
-            field, msg = validation_message(e)
-            raise ConfigError(msg, source=source, field=f"{where}.{field}") from e
-        except ValueError as e:
-            raise ConfigError(str(e), source=source, field=where) from e
-    return Loaded(suite, source, raw)
 
 
 # --------------------------------------------------------------------------- sizes

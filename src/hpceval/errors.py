@@ -32,3 +32,10 @@ class BenchmarkFailure(Exception):
 
     Not a UserError: the campaign records it as a failed execution and goes on.
     """
+
+
+class ImpossibleValue(BenchmarkFailure, ValueError):
+    """A figure that cannot be a measurement: inf, nan, a negative time, a rate of zero.
+
+    Raised where output becomes numbers (parsers, Measurement); the execution that printed
+    it fails with this reason, and nothing of it is stored."""

@@ -13,10 +13,13 @@ import contextlib
 import ctypes
 import os
 import queue
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO, Protocol
 
 # Seconds between SIGTERM and SIGKILL (and for a program to exit by itself once its output
@@ -60,6 +63,20 @@ class Executor(Protocol):
         ...
 
 
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def last_line(text: str) -> str:
     """The last line that says something: mpirun frames its messages with rows of dashes."""
     lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]
@@ -85,6 +102,15 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+def reaped(argv: Sequence[str]) -> list[str]:
+    """argv run under hpceval's reaper (see hpceval.reaper): whatever it starts (mpirun's
+    ranks in their own sessions, fio's workers, a daemon) dies with it, and with hpceval."""
+    return [sys.executable, "-I", "-S", str(REAPER), *argv]
+
+
 def _pump_lines(stream: IO[str], sink: queue.Queue[str | None]) -> None:
     for line in stream:
         sink.put(line)
@@ -100,9 +126,11 @@ class LocalProcess:
     """A child process group with stdout read line by line and stderr's tail kept."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
+        if shutil.which(argv[0], path={**os.environ, **env}.get("PATH")) is None:
+            raise StartFailed(f"cannot start {argv[0]}: No such file or directory")
         try:
             self.proc = subprocess.Popen(
-                list(argv),
+                reaped(argv),
                 env={**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -94,7 +94,11 @@ class ExportWriter:
         self.written = 0
 
     def __enter__(self) -> ExportWriter:
-        self._raw = self._partial.open("xb")
+        try:
+            self._raw = self._partial.open("xb")
+        except OSError as e:
+            why = f"cannot write the export ({e.strerror})"
+            raise UserError(why, source=str(self.path)) from None
         compress = self.path.name.lower().endswith(".gz")
         # mtime=0 and no file name: the same runs give the same bytes.
         self._out = (
@@ -148,8 +152,13 @@ class ExportWriter:
         text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         self._out.write(text.encode("utf-8") + b"\n")
 
-    def __exit__(self, exc_type: object, *_: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, *_: object) -> None:
         assert self._raw is not None and self._out is not None
+        if isinstance(exc, OSError):  # a full disk: one line, and no partial file left
+            with contextlib.suppress(OSError):
+                self._raw.close()
+            self._partial.unlink(missing_ok=True)
+            raise UserError(f"cannot write the export ({exc.strerror})", source=str(self.path))
         try:
             if self._out is not self._raw:
                 self._out.close()  # writes the gzip trailer, leaves the raw file open

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from hpceval.errors import ImpossibleValue
 from hpceval.units import check_unit
 
 # A parameter value must be JSON-representable and comparable: sizes, counts, names, flags.
@@ -128,8 +129,13 @@ class Measurement:
 
     def __post_init__(self) -> None:
         check_unit(self.unit)
+        # Every number of every benchmark passes here: the choke point for inf and nan.
+        where = f"{self.benchmark}.{self.metric}"
         if not math.isfinite(self.value):
-            raise ValueError(f"{self.benchmark}.{self.metric}: value {self.value} is not finite")
+            raise ImpossibleValue(f"{where}: value {self.value} is not finite")
+        # The sum first (fast in C): only an inf or a nan, or an overflow, makes it non-finite.
+        if not math.isfinite(sum(self.samples)) and not all(map(math.isfinite, self.samples)):
+            raise ImpossibleValue(f"{where}: a sample is not finite")
 
 
 @dataclass(frozen=True)

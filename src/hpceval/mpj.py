@@ -54,11 +54,6 @@ class MpjInstallation:
     def mpj_jar(self) -> Path:
         return self.home / "lib" / "mpj.jar"
 
-    def starter_argv(self) -> list[str]:
-        """`mpjrun` without its shell script: the starter class on the starter's class path."""
-        jars = [self.home / "lib" / name for name in STARTER_JARS]
-        return [self.java, "-cp", os.pathsep.join(map(str, jars)), STARTER_CLASS]
-
     def daemon_argv(self, port: int) -> list[str]:
         """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH)."""
         return [self.java, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]

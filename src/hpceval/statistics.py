@@ -14,6 +14,7 @@ import numpy as np
 # importing scipy.stats (~1 s), which every hpceval command would otherwise pay at start-up.
 from scipy.special import stdtrit
 
+from hpceval.errors import ImpossibleValue
 from hpceval.model import Statistics
 
 # pyperf's rule of thumb: a spread this large means the machine was not quiet.
@@ -33,10 +34,14 @@ def describe(
         raise ValueError("no samples to describe")
     values = np.asarray(samples, dtype=float)
     if not np.all(np.isfinite(values)):
-        raise ValueError("samples contain non-finite values")
+        raise ImpossibleValue("samples contain non-finite values")
     n = len(values)
-    mean = float(values.mean())
-    stdev = float(values.std(ddof=1)) if n > 1 else 0.0
+    with np.errstate(over="ignore"):
+        mean = float(values.mean())
+        stdev = float(values.std(ddof=1)) if n > 1 else 0.0
+    if not (math.isfinite(mean) and math.isfinite(stdev)):
+        # Samples near the largest double (1e200 µs...): no time or rate is that large.
+        raise ImpossibleValue(f"samples too large to describe (mean {mean}, stdev {stdev})")
     ci_low: float | None = None
     ci_high: float | None = None
     if n > 1:
@@ -53,6 +58,33 @@ def describe(
         ci_high=ci_high,
         confidence=confidence,
         extra=dict(extra or {}),
+    )
+
+
+def rate_statistics(
+    amount: float, times: Sequence[float], *, confidence: float = 0.95
+) -> Statistics:
+    """The statistics of a rate (bytes per second, operations per second) derived from the
+    statistics of its times: median rate = amount / median(time), mean rate = amount /
+    mean(time), the confidence interval mapped through amount / t. Never the mean of the
+    per-sample rates, which over-weights the fast samples (docs/methodology.md)."""
+    st = describe(times, confidence=confidence)
+    if st.minimum <= 0:
+        raise ValueError("a rate needs positive times")
+    rates = [amount / t for t in times]
+    mean = amount / st.mean
+    bounded = st.ci_low is not None and st.ci_low > 0
+    return Statistics(
+        count=st.count,
+        minimum=amount / st.maximum,
+        maximum=amount / st.minimum,
+        median=amount / st.median,
+        mean=mean,
+        stdev=float(np.std(rates, ddof=1)) if st.count > 1 else 0.0,
+        # A time interval reaching 0 maps to an unbounded rate: no interval then.
+        ci_low=amount / st.ci_high if bounded and st.ci_high else None,
+        ci_high=amount / st.ci_low if bounded and st.ci_low else None,
+        confidence=confidence,
     )
 
 

@@ -107,7 +107,7 @@ def export_runs(
         if on_run is not None:
             on_run(item)
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         run_ids = store.select_runs(run_names)
         if not run_ids:
             raise UserError("holds no runs to export", source=store.url)
@@ -230,7 +230,7 @@ def _open_source(spec: str) -> Iterator[_Source]:
             count = export.check()
             yield _Source(str(path), count, export.bundles)
             return
-    with open_store(spec, create=False) as store:
+    with open_store(spec, create=False, read_only=True) as store:
         run_ids = store.select_runs(None)
 
         def bundles() -> Iterator[RunBundle]:

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpceval.clusters import netns
 from hpceval.errors import ToolMissing, UserError
-from hpceval.launch import netns
-from hpceval.launch.base import running_as_root
+from hpceval.execute import running_as_root
 
 STATE_ROOT = Path("/run/hpceval-slurm")
 PARTITION = "nodes"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hpceval.errors import UserError
+from hpceval.importers.npb_checks import implausible
 
 # The five kernels hpceval implements itself, then the pseudo-applications users bring too.
 SUPPORTED_BENCHMARKS: Final = (
@@ -234,7 +235,7 @@ def parse_npb_output(text: str, source: str) -> NpbReport:
         if version_match:
             values["version"] = version_match.group(1)
     body = lines[(0 if header_index is None else header_index + 1) : banner]
-    return NpbReport(
+    report = NpbReport(
         source=source,
         benchmark=benchmark,
         header=header,
@@ -244,6 +245,9 @@ def parse_npb_output(text: str, source: str) -> NpbReport:
         other_fields=others,
         **values,
     )
+    if problem := implausible(report):
+        raise NpbOutputError(problem, source=source)
+    return report
 
 
 def _no_summary(lines: Sequence[str], source: str) -> NpbOutputError:

@@ -41,6 +41,7 @@ from hpceval.provenance.probes import (
     VOLATILE_KEYS,
     collect_environment,
     fingerprint,
+    last_level_cache,
     network_path,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "describe_interface",
     "fingerprint",
     "is_debian_like",
+    "last_level_cache",
     "network_path",
     "parse_cgroup_hints",
     "parse_cpuinfo",

@@ -29,7 +29,7 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
         current[key.strip()] = value.strip()
     first = processors[0] if processors else {}
     packages = {p["physical id"] for p in processors if "physical id" in p}
-    cores = {(p["physical id"], p["core id"]) for p in processors if "core id" in p}
+    cores = {(p.get("physical id", ""), p["core id"]) for p in processors if "core id" in p}
     flags_line = first.get("flags", first.get("Features"))
     flags: dict[str, bool | None]
     if flags_line is None:
@@ -104,7 +104,10 @@ def parse_lstopo_xml(text: str) -> dict[str, Any]:
         if level in _CACHE_KEYS and obj.get("cache_type", "0") in ("0", "1"):
             key = _CACHE_KEYS[level]
             if caches[key] is None and obj.get("cache_size"):
-                caches[key] = int(obj.get("cache_size", "0"))
+                size = int(obj.get("cache_size", "0"))
+                if size < 0:
+                    raise ValueError(f"lstopo XML: cache_size {size}")
+                caches[key] = size
     sockets = counts.get("Package", 0) + counts.get("Socket", 0)
     return {
         "model": infos.get("CPUModel"),

@@ -83,6 +83,24 @@ def _probe_cpu(host: Host, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def last_level_cache(host: Host) -> tuple[int, str] | None:
+    """The machine's last-level cache in bytes, all sockets together, and where that comes
+    from ("L3 36 MiB x 1 socket"); None when neither lstopo nor sysfs tells.
+
+    The provenance records one size per level (that of the first core's cache): a socket's
+    L3 is shared by its cores, so the machine has `sockets` of them (an L2 that is the last
+    level is per core, so `cores` of them).
+    """
+    cpu = _probe_cpu(host, [])
+    caches = cpu.get("caches") or {}
+    for level, per in (("l3", "sockets"), ("l2", "cores")):
+        size = caches.get(level)
+        if size:
+            count = int(cpu.get(per) or 1)
+            return int(size) * count, f"{level.upper()} {size} B x {count} ({per})"
+    return None
+
+
 def _sysfs_topology(host: Host, cpuinfo: Mapping[str, Any] | None) -> dict[str, Any]:
     cache_dir = "/sys/devices/system/cpu/cpu0/cache"
     entries: dict[str, dict[str, str]] = {}

@@ -15,6 +15,7 @@ The store is only read. A DIR that exists must be empty or hold a previous hpcev
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import functools
 import multiprocessing
@@ -77,7 +78,7 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
     started = time.perf_counter()
     check_output(out)
     catalogs = [load_catalog(name) for name in options.catalogs]
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         runs = store.runs()
         known = sorted({r.platform_name for r in runs})
         chosen = _chosen_platforms(known, options)
@@ -285,6 +286,7 @@ def write_report(
     )
     sections = joined_by_section(parts, built)
     figures_dir, tables_dir = _prepare(out)
+    index, partial = out / "index.html", out / ".index.html.partial"
     figures = [f for s in sections for f in s.figures]
     tables = [t for s in sections for t in s.tables]
     _check_unique([f.name for f in figures], "figure")
@@ -296,11 +298,12 @@ def write_report(
         for t in tables:
             (tables_dir / f"{t.name}.csv").write_bytes(t.csv())
         html = render_html(sections, baseline=baseline, source=source, title=title)
-        index = out / "index.html"
-        partial = out / ".index.html.partial"
         partial.write_text(html, encoding="utf-8")
         os.replace(partial, index)
     except OSError as e:
+        # A full disk leaves no half-written page behind (the previous index.html stays).
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
         raise UserError(f"{out}: cannot write the report ({e.strerror})") from None
     return ReportResult(
         index=index,

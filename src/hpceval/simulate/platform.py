@@ -25,10 +25,10 @@ from typing import Any, Literal
 from xml.sax.saxutils import quoteattr
 
 from hpceval.errors import UserError
+from hpceval.launch.starters.smpirun import SIMULATED_HOST_PREFIX, simulated_host
 from hpceval.model import Placement
 
 PLATFORM_DTD = "https://simgrid.org/simgrid.dtd"
-HOST_PREFIX = "node-"
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def platform_xml(spec: PlatformSpec) -> str:
     backbone_bw = spec.backbone_bandwidth_Bps or spec.link.bandwidth_Bps
     attributes = [
         ("id", cluster_id(spec.name)),
-        ("prefix", HOST_PREFIX),
+        ("prefix", SIMULATED_HOST_PREFIX),
         ("suffix", ""),
         ("radical", f"0-{spec.nodes - 1}"),
         ("speed", _speed(spec.speed_flops)),
@@ -154,12 +154,8 @@ def platform_xml(spec: PlatformSpec) -> str:
 
 
 def host_name(node: int) -> str:
-    return f"{HOST_PREFIX}{node}"
-
-
-def hostfile_lines(placement: Placement) -> list[str]:
-    """One line per rank, ranks numbered node by node as every hpceval launcher does."""
-    return [host_name(n) for n in range(placement.nodes) for _ in range(placement.ranks_per_node)]
+    """The hosts are named as the smpirun starter's hostfiles name them."""
+    return simulated_host(node)
 
 
 def placement_for(ranks: int, ppn: int, spec: PlatformSpec) -> Placement:

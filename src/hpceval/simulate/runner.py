@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -19,14 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpceval import __version__
 from hpceval.benchmarks import Benchmark, Case, Program, get_benchmark
 from hpceval.build import cache_root
-from hpceval.campaign import Campaign, CampaignResult, Reporter, case_description
+from hpceval.campaign import Campaign, CampaignResult, Reporter
+from hpceval.campaign.prepare import check_commands, record_run
+from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.launch import MpiRuntime
-from hpceval.launch.smpi import SmpiLauncher
-from hpceval.model import Environment, Origin, Status
+from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
+from hpceval.model import Environment, Status
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.simulate.calibrate import (
     BASE_CONFIG,
@@ -68,7 +67,7 @@ SPEED_REFERENCE_MAX_S = 30.0  # calibrate the speed on a run this long at most (
 
 def _launcher(
     spec: PlatformSpec, cfg: Mapping[str, str], workdir: Path, tools: SmpiTools, name: str
-) -> SmpiLauncher:
+) -> Launcher:
     workdir.mkdir(parents=True, exist_ok=True)
     xml = workdir / f"{name}.xml"
     xml.write_text(platform_xml(spec))
@@ -76,11 +75,16 @@ def _launcher(
         spec.name, "calibration", spec, memory_gb_per_node=None, platform_file=xml,
         workdir=workdir, cfg=cfg, tools=tools, oversubscribe=True,
     )  # fmt: skip
-    return SmpiLauncher(platform, MpiRuntime("SMPI", tools.smpirun))
+    return smpi_launcher(platform, tools)
+
+
+def smpi_launcher(platform: PlatformConfig, tools: SmpiTools) -> Launcher:
+    """The local scheduler with the smpirun starter (`kind = "smpi"`)."""
+    return get_launcher_class("smpi")(platform, MpiRuntime("SMPI", tools.smpirun))
 
 
 def run_once(
-    launcher: SmpiLauncher, bench: Benchmark[Any], program: Program, case: Case, timeout_s: float
+    launcher: Launcher, bench: Benchmark[Any], program: Program, case: Case, timeout_s: float
 ) -> list[Any]:
     """One smpirun of a case outside any run (calibration): its verified measurements."""
     command = launcher.command(case.placement, bench.command(case, program, case.points))
@@ -375,12 +379,13 @@ def execute(
         sim.target, spec, platform_file=xml, workdir=workdir, cfg=cfg, tools=sim.tools,
         oversubscribe=sim.request.oversubscribe,
     )  # fmt: skip
-    launcher = SmpiLauncher(platform, MpiRuntime("SMPI", sim.tools.smpirun))
-    for case in sim.cases:
-        launcher.command(case.placement, ["true"])
-    env = simulation_environment(sim.tools, sim.programs)
-    raw = platform.model_dump(mode="json")
-    run_id = store.create_run(
+    launcher = smpi_launcher(platform, sim.tools)
+    check_commands(launcher, sim.cases)
+    run_id = record_run(
+        store,
+        launcher,
+        simulation_environment(sim.tools, sim.programs),
+        sim.cases,
         suite_name="simulate",
         suite_config={
             "simulate": sim.request.as_dict(),
@@ -390,19 +395,12 @@ def execute(
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
                if sim.build is not None else {}),
         },
-        platform_id=store.add_platform(sim.target.name, raw),
-        environment_id=store.add_environment(env),
-        launcher=launcher.name,
-        cases=[(c.key, c.benchmark, case_description(c)) for c in sim.cases],
-        hpceval_version=__version__,
-        git_revision=(env.facts.get("hpceval") or {}).get("revision"),
-        origin=Origin.SIMULATED,
-        host=socket.gethostname(),
-        pid=os.getpid(),
+        platform_name=sim.target.name,
+        platform_raw=platform.model_dump(mode="json"),
         note=f"SimGrid SMPI {calibration.simgrid_version}, calibration {calibration.id} "
         f"({calibration.uid})"
         + (f"; NPB {sim.build.describe()}" if sim.build is not None else ""),
-    )
+    )  # fmt: skip
     campaign = Campaign(store, launcher, sim.programs, reporter)
     try:
         result = campaign.execute(run_id, [(c, list(c.points)) for c in sim.cases])

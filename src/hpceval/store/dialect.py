@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 
+from hpceval.readonly import opened_read_only
+
 # How long an SQLite writer waits for another process's write transaction before giving up.
 # Transactions here last milliseconds; the margin covers a slow disk or a WAL checkpoint.
 SQLITE_BUSY_TIMEOUT_S: Final = 30.0
@@ -88,7 +90,8 @@ class SQLite(Dialect):
             cursor = dbapi_connection.cursor()
             try:
                 cursor.execute("PRAGMA foreign_keys = ON")
-                cursor.execute("PRAGMA journal_mode = WAL")
+                if not opened_read_only(engine):  # setting WAL mode would be a write
+                    cursor.execute("PRAGMA journal_mode = WAL")
             finally:
                 cursor.close()
 

@@ -102,6 +102,7 @@ class StoreBase:
         self.url = url
         # The schema version this database had before open_store migrated it (None: it did not).
         self.upgraded_from: int | None = None
+        self.read_only = False  # an SQLite file opened read-only: writes fail
         self._engine = engine
         self._writer = write_engine(engine)
         self._clock = clock

@@ -299,6 +299,8 @@ class Writes(StoreBase):
         run's last sign of life (its latest execution or measurement), not the time it was found.
         Returns the ids of the runs marked.
         """
+        if self.read_only:
+            return []
         with self._engine.connect() as conn:
             candidates = conn.execute(
                 sa.select(runs.c.id, runs.c.pid).where(

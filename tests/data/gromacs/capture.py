@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 from hpceval.benchmarks import get_benchmark
-from hpceval.config import load_platform
+from hpceval.campaign import load_platform
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.toolchain import detect_mpi
 

@@ -39,9 +39,10 @@ from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import require_tool, single_run_measurements
 from hpceval.benchmarks.fio.parse import FioFigures, parse_fio_json
 from hpceval.benchmarks.fio.tables import configuration_tables, workload_rates
-from hpceval.config import PlatformConfig, StrictModel, parse_size
+from hpceval.config import Argument, PlatformConfig, StrictModel, parse_size
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
+from hpceval.scratch import make_scratch
 from hpceval.units import MEBIBYTE_PER_SECOND, MICROSECOND, format_bytes
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ PRESETS: Mapping[str, Preset] = {
 
 
 class FioOptions(StrictModel):
-    directory: str | None = None  # default: /var/tmp
+    directory: Argument | None = None  # default: /var/tmp
     preset: Literal["default", "csc-2016"] = "default"
     workloads: list[Workload] = Field(
         default_factory=lambda: list[Workload](["seqwrite", "seqread", "randwrite", "randread"]),
@@ -114,6 +115,14 @@ class FioOptions(StrictModel):
     def _size(cls, v: int | str | None) -> int | str | None:
         if v is not None and parse_size(v) < 4 * 2**20:
             raise ValueError(f"{v!r} is smaller than one 4 MiB block")
+        return v
+
+    @field_validator("directory")
+    @classmethod
+    def _one_directory(cls, v: str | None) -> str | None:
+        # fio reads "a:b" as two directories (its --directory separator).
+        if v is not None and ":" in v:
+            raise ValueError(f"{v!r}: fio reads ':' as a separator of directories")
         return v
 
     @field_validator("workloads")
@@ -387,7 +396,7 @@ class Fio(Benchmark[FioOptions]):
         try:
             needed = int(case.parameters["size"]) * int(case.parameters["numjobs"])
             check_directory(directory, needed)
-            scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=directory))
+            scratch = make_scratch(directory, SCRATCH_PREFIX)
         except (UserError, OSError) as e:
             raise BenchmarkFailure(str(e)) from None
         try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hpceval.errors import BenchmarkFailure
+from hpceval.errors import BenchmarkFailure, ImpossibleValue
 
 MIB = 2**20
 # The completion-latency percentiles kept, as fio names them in its JSON.
@@ -100,6 +100,13 @@ def parse_fio_json(text: str, direction: str) -> FioFigures:
     iops = _number(section, "iops", direction)
     if bandwidth <= 0 or iops <= 0:
         raise BenchmarkFailure(f"fio job {name}: {direction} bandwidth {bandwidth} MiB/s")
+    clat_mean = _number(clat, "mean", "clat_ns") / 1000.0
+    # An I/O completes in a positive time: a zero or negative latency is a broken report.
+    if clat_mean <= 0 or min(percentiles.values()) <= 0:
+        raise ImpossibleValue(
+            f"fio job {name}: {direction} completion latency mean {clat_mean} µs, "
+            f"percentiles {percentiles}"
+        )
     details: dict[str, Any] = {
         "bw_min_kib_s": section.get("bw_min"),
         "bw_max_kib_s": section.get("bw_max"),
@@ -116,7 +123,7 @@ def parse_fio_json(text: str, direction: str) -> FioFigures:
         direction=direction,
         bandwidth_mib_s=bandwidth,
         iops=iops,
-        clat_mean_us=_number(clat, "mean", "clat_ns") / 1000.0,
+        clat_mean_us=clat_mean,
         clat_percentiles_us=percentiles,
         io_bytes=io_bytes,
         total_ios=int(_number(section, "total_ios", direction)),

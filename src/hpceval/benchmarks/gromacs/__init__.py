@@ -48,7 +48,7 @@ from hpceval.benchmarks.gromacs.log import (
     parse_md_log,
 )
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig
+from hpceval.config import Argument, PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
 from hpceval.units import MILLISECOND
@@ -81,8 +81,8 @@ class GromacsOptions(RankSweepOptions):
     # "library": gmx_mpi started by the launcher, one process per rank; "thread": one gmx
     # process with thread-MPI ranks (-ntmpi), on one node.
     mpi: MpiKind = "library"
-    gmx: str = "gmx"  # input preparation (solvate, grompp) and thread-MPI runs
-    gmx_mpi: str = "gmx_mpi"  # MPI-library runs
+    gmx: Argument = "gmx"  # input preparation (solvate, grompp) and thread-MPI runs
+    gmx_mpi: Argument = "gmx_mpi"  # MPI-library runs
 
     @model_validator(mode="after")
     def _check(self) -> GromacsOptions:

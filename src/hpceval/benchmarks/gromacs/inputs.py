@@ -23,6 +23,7 @@ from typing import Final
 
 from hpceval.build import cache_root
 from hpceval.errors import BenchmarkFailure
+from hpceval.scratch import make_scratch
 
 # Bumped whenever the generated files change meaning; part of the cache key.
 GENERATOR_VERSION: Final = "1"
@@ -289,7 +290,7 @@ def stage_run_directory(parent: Path) -> Path:
     opens the links instead of renaming them away.
     """
     parent.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+    run_dir = make_scratch(parent, "run-")
     (run_dir / f"{LOG_NAME}.log").symlink_to("/dev/stdout")
     (run_dir / f"{LOG_NAME}.edr").symlink_to("/dev/null")
     return run_dir

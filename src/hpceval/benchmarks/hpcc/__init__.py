@@ -24,12 +24,11 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
@@ -48,12 +47,17 @@ from hpceval.benchmarks.hpcc.parse import (
     figures,
     hpccinf_text,
     process_grid,
+    stream_in_cache,
+    stream_working_set,
+    summary_ranks,
 )
 from hpceval.benchmarks.hpcc.tables import figure_tables, verified_figures
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
+from hpceval.provenance import SystemHost, last_level_cache
+from hpceval.scratch import make_scratch
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -89,7 +93,7 @@ class HpccOptions(StrictModel):
     n: int | None = Field(None, ge=100)  # explicit problem size (instead of memory_fraction)
     nb: int = Field(80, ge=1, le=1024)
     repeat: int = Field(1, ge=1, le=100)
-    workdir: str | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
+    workdir: Argument | None = None  # default: $HPCEVAL_CACHE/hpcc-runs
     time_limit_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
@@ -147,7 +151,7 @@ def _blas_of(hpcc: str) -> str:
 def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
     """The measurements of one checked hpccoutf.txt (HpccOutputError if it does not check)."""
     values = check_report(text)
-    procs = int(values.get("CommWorldProcs", "0"))
+    procs = summary_ranks(values)
     if procs != case.placement.ranks:
         raise BenchmarkFailure(f"hpcc ran on {procs} ranks, expected {case.placement.ranks}")
     if values.get("HPL_N") != str(case.parameters["n"]):
@@ -156,13 +160,29 @@ def measurements(text: str, case: Case) -> tuple[Measurement, ...]:
         )
     params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
     version = ".".join(values.get(k, "?") for k in ("VersionMajor", "VersionMinor", "VersionMicro"))
-    details = {
+    details: dict[str, Any] = {
         "hpcc_version": version + values.get("VersionRelease", ""),
         "blas": str(case.options.get("blas", "")),
         **{key: values[key] for key in DETAIL_KEYS if key in values},
     }
-    rows = ((metric, value, unit) for metric, (value, unit) in figures(values).items())
-    return single_run_measurements("hpcc", rows, params, details)
+    llc = case.options.get("llc_bytes")
+    working_set = stream_working_set(values, case.placement.ranks_per_node)
+    in_cache = stream_in_cache(working_set, int(llc) if llc else None)
+    details["stream_working_set_bytes"] = working_set
+    details["llc_bytes"] = llc
+    rows = [(metric, value, unit) for metric, (value, unit) in figures(values).items()]
+    out = list(single_run_measurements("hpcc", rows, params, details))
+    if in_cache is not None:
+        # A parameter, not only a detail: an in-cache STREAM figure never pairs with a memory
+        # one in `compare`, and the report's tables show the column.
+        stream_in = "cache" if in_cache else "memory"
+        out = [
+            replace(m, parameters={**m.parameters, "stream_in": stream_in})
+            if m.metric.startswith("stream_")
+            else m
+            for m in out
+        ]
+    return tuple(out)
 
 
 @register
@@ -180,6 +200,10 @@ class Hpcc(Benchmark[HpccOptions]):
         workdir = (
             Path(options.workdir).expanduser() if options.workdir else cache_root() / "hpcc-runs"
         )
+        # The node's last-level cache from the provenance probes (this machine's: right for
+        # local and namespace clusters), to flag STREAM arrays that fit in it.
+        found = last_level_cache(SystemHost())
+        llc = found[0] if found else None
         cases = []
         for ranks in options.ranks:
             for placement in rank_placements(
@@ -211,7 +235,7 @@ class Hpcc(Benchmark[HpccOptions]):
                     self.name, key_parts, placement, params,
                     repeat=options.repeat, run_estimate_s=estimate,
                     explicit_limit_s=options.time_limit_s,
-                    options={"workdir": str(workdir), "blas": blas},
+                    options={"workdir": str(workdir), "blas": blas, "llc_bytes": llc},
                     limit_floor_s=300.0, limit_factor=5,
                 ))  # fmt: skip
         return cases
@@ -225,7 +249,7 @@ class Hpcc(Benchmark[HpccOptions]):
         root = Path(str(case.options["workdir"]))
         try:
             root.mkdir(parents=True, exist_ok=True)
-            rundir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=root))
+            rundir = make_scratch(root, WORKDIR_PREFIX)
             text = hpccinf_text(
                 case.placement.ranks, int(case.parameters["n"]), int(case.parameters["nb"])
             )

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
-from hpceval.errors import BenchmarkFailure
+from hpceval.errors import BenchmarkFailure, ImpossibleValue
 from hpceval.units import GFLOPS, MEGABYTE_PER_SECOND, MICROSECOND
 
 GUPS: Final = "GUP/s"  # 10**9 updates per second (declared in benchmark.toml)
@@ -46,6 +46,10 @@ LATENCY_MESSAGE_BYTES: Final = 8
 BANDWIDTH_MESSAGE_BYTES: Final = 2_000_000
 _THOUSAND = Decimal(1000)
 _ONE = Decimal(1)
+
+
+# More processes than any machine has: a CommWorldProcs beyond it is garbage.
+MAX_RANKS: Final = 10**8
 
 
 class HpccOutputError(BenchmarkFailure):
@@ -118,6 +122,29 @@ DETAIL_KEYS: Final[tuple[str, ...]] = (
     "MPIFFT_maxErr",
     "CommWorldProcs",
 )
+
+# How hpcc's STREAM arrays are stored: three arrays of doubles per process.
+STREAM_ARRAYS = 3
+IN_CACHE_NOTE = "in cache: L3 bandwidth, not memory"
+
+
+def stream_working_set(values: Mapping[str, str], ranks_per_node: int) -> int | None:
+    """Bytes of StarSTREAM's arrays on one node: every process of the node runs STREAM at
+    once on STREAM_VectorSize doubles per array, three arrays (None if the report lacks it)."""
+    vector = values.get("STREAM_VectorSize")
+    if vector is None or not vector.strip().isdigit():
+        return None
+    return int(vector) * 8 * STREAM_ARRAYS * ranks_per_node
+
+
+def stream_in_cache(working_set: int | None, llc_bytes: int | None) -> bool | None:
+    """Whether the STREAM arrays fit in the node's last-level cache (then its "bandwidth" is
+    the cache's); None when either size is unknown. STREAM's own rule asks for arrays 4x the
+    cache; anything below the cache itself is flagged."""
+    if working_set is None or not llc_bytes:
+        return None
+    return working_set <= llc_bytes
+
 
 _RESIDUAL_RE = re.compile(r"^\|\|Ax-b\|\|_oo/\(eps.*=\s*(\S+)\s*\.+\s*(PASSED|FAILED)\s*$")
 _THRESHOLD_RE = re.compile(r"scaled residuals are less than\s+(\S+)")
@@ -208,18 +235,29 @@ def check_report(text: str) -> dict[str, str]:
     return values
 
 
+def summary_ranks(values: Mapping[str, str]) -> int:
+    """CommWorldProcs, the processes hpcc ran on: a whole number, at most MAX_RANKS."""
+    procs = summary_number(values, "CommWorldProcs")
+    if procs != procs.to_integral_value() or procs > MAX_RANKS:
+        raise HpccOutputError(f"hpcc summary: CommWorldProcs={values['CommWorldProcs']}")
+    return int(procs)
+
+
 def figures(values: Mapping[str, str]) -> dict[str, tuple[float, str]]:
     """metric -> (value, unit) for every figure of a checked summary.
 
     b_eff figures are left out on one rank (HPCC does not run them there, and prints -1);
     on more ranks every figure must be there and positive.
     """
-    ranks = int(summary_number(values, "CommWorldProcs"))
+    ranks = summary_ranks(values)
     out: dict[str, tuple[float, str]] = {}
     for fig in FIGURES:
         if fig.beff and ranks == 1:
             continue
-        out[fig.metric] = (float(summary_number(values, fig.key) * fig.scale), fig.unit)
+        value = float(summary_number(values, fig.key) * fig.scale)
+        if not math.isfinite(value):
+            raise ImpossibleValue(f"hpcc summary: {fig.key}={values[fig.key]} is not finite")
+        out[fig.metric] = (value, fig.unit)
     return out
 
 

@@ -47,7 +47,7 @@ from hpceval.benchmarks.lammps.log import (
     parse_output,
 )
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig
+from hpceval.config import Argument, PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
 from hpceval.units import SECOND
@@ -84,7 +84,7 @@ class LammpsOptions(RankSweepOptions):
     # size of LAMMPS' own bench/in.lj).
     n: list[int] = Field(default_factory=lambda: [20], min_length=1)
     steps: int = Field(100, ge=1, le=10_000_000)
-    lmp: str = "lmp"
+    lmp: Argument = "lmp"
 
     @model_validator(mode="after")
     def _check(self) -> LammpsOptions:

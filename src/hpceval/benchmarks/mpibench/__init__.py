@@ -27,7 +27,7 @@ from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
 from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
-from hpceval.statistics import describe
+from hpceval.statistics import describe, rate_statistics
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
 if TYPE_CHECKING:
@@ -280,6 +280,9 @@ def verify_output(stdout: str, points: Sequence[str], program: str) -> None:
         raise BenchmarkFailure(f"{program} output has no successful end record")
 
 
+SHORTEST_TIME_US = 1e-9
+
+
 def point_record(line: str, case: Case, program: str) -> dict[str, Any] | None:
     """The point record a line of mpibench's protocol holds, else None; an error record
     raises BenchmarkFailure with its cause, and a header is checked against the case."""
@@ -301,8 +304,13 @@ def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[floa
         raise BenchmarkFailure(
             f"point size={record.get('size')}: {key} does not hold {count} samples"
         )
-    values = tuple(float(v) for v in raw)
-    if not all(math.isfinite(v) and v > 0 for v in values):
+    try:
+        values = tuple(float(v) for v in raw)
+    except (TypeError, ValueError):
+        where = f"point size={record.get('size')}"
+        raise BenchmarkFailure(f"{where}: {key} holds non-numbers") from None
+    # Below a femtosecond is no time a timer measures (and bytes / it overflows a double).
+    if not all(math.isfinite(v) and v >= SHORTEST_TIME_US for v in values):
         raise BenchmarkFailure(f"point size={record.get('size')}: {key} has non-positive times")
     return values
 
@@ -313,7 +321,7 @@ def point_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
     try:
         size = int(record["size"])
         count = int(record["samples"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise BenchmarkFailure("point record without a valid size and sample count") from None
     if record.get("pattern") != pattern:
         raise BenchmarkFailure(f"point of pattern {record.get('pattern')!r}, expected {pattern!r}")
@@ -368,32 +376,13 @@ def bandwidth_measurement(
 ) -> Measurement:
     """Bandwidth = bytes / mean time, in MB/s (bytes per µs is exactly 10^6 B/s).
 
-    Its confidence interval is the latency's, mapped through n/t; min/max/median come from
-    the per-sample bandwidths.
+    Its statistics are those of the times mapped through n/t (`rate_statistics`): median
+    n / median(t), mean n / mean(t), the latency's confidence interval; never a mean of the
+    per-sample bandwidths.
     """
     samples = tuple(nbytes / t for t in times_us)
-    ordered = sorted(samples)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    mean_bw = nbytes / time_stats.mean
-    stdev = (
-        math.sqrt(sum((s - mean_bw) ** 2 for s in samples) / (len(samples) - 1))
-        if len(samples) > 1
-        else 0.0
-    )
-    ci_low = nbytes / time_stats.ci_high if time_stats.ci_high else None
-    ci_high = nbytes / time_stats.ci_low if time_stats.ci_low and time_stats.ci_low > 0 else None
-    stats = Statistics(
-        count=len(samples),
-        minimum=ordered[0],
-        maximum=ordered[-1],
-        median=median,
-        mean=mean_bw,
-        stdev=stdev,
-        ci_low=ci_low,
-        ci_high=ci_high if ci_low is not None else None,
-        confidence=time_stats.confidence,
-    )
+    stats = rate_statistics(nbytes, times_us, confidence=time_stats.confidence)
+    mean_bw = stats.mean
     return Measurement(
         benchmark="mpibench",
         metric="bandwidth",

@@ -43,7 +43,7 @@ from hpceval.units import MICROSECOND
 SOURCE = Path(__file__).with_name("MpiBench.java")
 MAIN_CLASS = "MpiBench"
 PROGRAM = "mpibench-java"
-# The launcher the program needs (hpceval.launch.mpj).
+# The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
 LAUNCHER = "mpj"
 
 

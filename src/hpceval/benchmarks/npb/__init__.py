@@ -1,4 +1,5 @@
-"""`npb`: hpceval's own NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (C + MPI + OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU (C + MPI
++ OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -38,13 +39,22 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent
 KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
+# The pseudo-applications (square rank counts for BT and SP, NPB 3.4's process grids for LU,
+# not powers of two): programs like the kernels, same protocol and options ("kernels" in a
+# suite names them too).
+PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp", "lu")
+PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
-NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-std=c11")
+# -fno-math-errno: math functions without C's errno, as Fortran has none (the reference NPB
+# is Fortran: with errno, gcc cannot call glibc's vector exp in FT's loops as gfortran does).
+NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-std=c11")
 # Rough seconds of one class-S/W/A/B run on one core of a current x86 machine, to weigh
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
+# Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0}  # SP class A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -57,7 +67,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -79,6 +89,29 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
+    if kernel in ("bt", "sp"):
+        # NPB's multi-partition: p^2 ranks own p^3 cells of at least 3 points per axis.
+        cells = math.isqrt(ranks)
+        if cells * cells != ranks:
+            return f"{kernel} needs a square number of ranks (1, 4, 9, 16, ...), got {ranks}"
+        n = int(problem_size(kernel, class_name)[0])
+        if n // cells < 3:
+            return f"{kernel} class {class_name} runs on at most {(n // 3) ** 2} ranks, got {ranks}"
+        return None
+    if kernel == "lu":
+        grid = lu_process_grid(ranks)
+        if grid is None:
+            return (
+                f"lu cannot run on {ranks} ranks: NPB 3.4 LU needs a count that splits into "
+                "its px x py process grid (1, 2, 4, 6, 8, 9, 12, 16, ...)"
+            )
+        n = int(problem_size("lu", class_name)[0])
+        if n // grid[0] < 3:
+            return (
+                f"lu class {class_name} ({n} points per axis) on {ranks} ranks "
+                f"({grid[0]} x {grid[1]}) leaves a rank fewer than 3 points per axis"
+            )
+        return None
     if kernel == "ep":
         # EP deals out batches of 2^16 pairs: no more ranks than batches.
         batches = 2 ** (int(problem_size("ep", class_name)[0]) - 16)
@@ -109,6 +142,31 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     return None
 
 
+def lu_process_grid(ranks: int) -> tuple[int, int] | None:
+    """NPB 3.4 LU's px x py process grid for `ranks` (proc_grid.f), None where it has none."""
+    # isqrt2: x = sqrt(ranks) for a square, else the first x above sqrt(ranks) dividing it
+    # with x <= 2 * ranks / x; proc_grid then takes the grid with y <= sqrt(ranks) closest
+    # to square and refuses it if it is narrower than that.
+    x = math.isqrt(ranks)
+    if x * x != ranks:
+        x += 1
+        y = ranks // x
+        while x * y != ranks and 2 * y >= x:
+            x += 1
+            y = ranks // x
+        if x * y != ranks or 2 * y < x:
+            return None
+    x0, y0 = x, ranks // x
+    y = math.isqrt(ranks)
+    x = ranks // y
+    while y >= y0 and x * y != ranks:
+        y -= 1
+        x = ranks // y
+    if x < x0 or y < y0 or x * y != ranks:
+        return None
+    return x, y
+
+
 def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
     """Estimated bytes one rank needs (the kernels distribute their data over the ranks)."""
     size = problem_size(kernel, class_name)
@@ -137,8 +195,26 @@ def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
         return int(3 * 8 * n**3 / ranks * 8 / 7 * 1.1 + (1 << 20))
     if kernel == "ft":
         n = int(size[0]) * int(size[1]) * int(size[2])
-        # three complex arrays and the exponent table, plus the transpose buffer
-        return int((3 * 16 + 8 + 16) * n / ranks + (1 << 20))
+        # NPB's three complex arrays and the real twiddle array (the evolve factors)
+        return int((3 * 16 + 8) * n / ranks + (1 << 20))
+    if kernel == "bt":
+        # p cells of (n/p + 4)^3 points (two ghost layers): u, rhs, forcing (5 values each),
+        # the 5x5 block lhsc and 6 derived fields, 46 doubles per point.
+        p = math.isqrt(ranks)
+        return int(p * (int(size[0]) / p + 5) ** 3 * 46 * 8 + (1 << 20))
+    if kernel == "sp":
+        # sp.c per cell: u (2 ghost layers, 5 values), 8 point-wise fields (1 ghost layer),
+        # rhs and forcing (5 each) and lhs (15), x and y extents padded to odd counts.
+        p = math.isqrt(ranks)
+        m = int(size[0]) // p + 1
+        mp = m // 2 * 2 + 1
+        doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
+        return int(8 * doubles * p * 1.05 + (8 << 20))
+    if kernel == "lu":
+        # a pencil of (n/px + 4) x (n/py + 4) x n points: u, rsd, frct, flux (5 values each)
+        px, py = lu_process_grid(ranks) or (ranks, 1)
+        n = int(size[0])
+        return int((n / px + 5) * (n / py + 5) * n * 20 * 8 + (1 << 20))
     raise ValueError(kernel)
 
 
@@ -177,7 +253,37 @@ def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
         niter = size[3]
         ln = math.log(n)
         return 1e-6 * n * (14.8157 + 7.19641 * ln + (5.23518 + 7.21113 * ln) * niter) / seconds
+    if kernel == "bt":
+        n, niter = size[0], size[1]
+        return 1e-6 * niter * (3478.8 * n**3 - 17655.7 * n**2 + 28023.7 * n) / seconds
+    if kernel == "sp":
+        n, niter = size[0], size[1]
+        return 1e-6 * niter * (881.174 * n**3 - 4683.91 * n**2 + 11484.5 * n - 19272.4) / seconds
+    if kernel == "lu":
+        n, itmax = size[0], size[1]
+        return 1e-6 * itmax * (1984.77 * n**3 - 10923.3 * n**2 + 27770.9 * n - 144010.0) / seconds
     raise ValueError(kernel)
+
+
+def compile_npb_program(
+    kernel: str,
+    *,
+    compiler: str,
+    compiler_identity: str,
+    cflags: Sequence[str],
+    cache: Path | None = None,
+) -> Path:
+    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed."""
+    return compile_program(
+        f"npb-{kernel}",
+        [HERE / f"{kernel}.c", HERE / "npb_common.c"],
+        depends=[HERE / "npb_common.h"],
+        compiler=compiler,
+        compiler_identity=compiler_identity,
+        cflags=[*cflags, f"-I{HERE}"],
+        ldflags=["-lm"],
+        cache=cache,
+    )
 
 
 class NpbOptions(RankSweepOptions):
@@ -211,7 +317,7 @@ def placements(
 @register
 class Npb(Benchmark[NpbOptions]):
     name = "npb"
-    description = "NAS Parallel Benchmark kernels EP, IS, CG, MG, FT (NPB 3.x definitions)"
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP and LU (NPB 3.x definitions)"
     points_per_execution = 1
     Options = NpbOptions
 
@@ -233,7 +339,12 @@ class Npb(Benchmark[NpbOptions]):
                                     f"{need / 1e9:.1f} GB per node, the node has "
                                     f"{available / 1e9:.1f} GB available"
                                 )
-                            estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks)
+                            estimate = (
+                                SECONDS_ESTIMATE[class_name]
+                                * ESTIMATE_FACTOR.get(kernel, 1.0)
+                                * 2
+                                / max(1, ranks)
+                            )
                             params: dict[str, ParamValue] = {"kernel": kernel, "class": class_name}
                             key_parts = [kernel, class_name, f"np={ranks}"]
                             memory = memory_per_rank(kernel, class_name, ranks)
@@ -252,17 +363,12 @@ class Npb(Benchmark[NpbOptions]):
         if is_smpi_compiler(compiler):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
-        executables = {}
-        for kernel in KERNELS:
-            executables[kernel] = compile_program(
-                f"npb-{kernel}",
-                [HERE / f"{kernel}.c", HERE / "npb_common.c"],
-                depends=[HERE / "npb_common.h"],
-                compiler=compiler,
-                compiler_identity=compiler_identity,
-                cflags=[*flags, f"-I{HERE}"],
-                ldflags=["-lm"],
+        executables = {
+            kernel: compile_npb_program(
+                kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
             )
+            for kernel in PROGRAMS
+        }
         return Program(executables["ep"].parent, compiler, flags, executables)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
@@ -341,6 +447,12 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
+    elif kernel in ("bt", "sp", "lu"):
+        for quantity in ("xcr", "xce"):
+            for m, value in enumerate(ref[quantity][class_name], start=1):
+                out[f"{quantity}{m}"] = (value, ref["tolerance"])
+        if kernel == "lu":
+            out["xci"] = (ref["xci"][class_name], ref["tolerance"])
     return out
 
 
@@ -399,6 +511,14 @@ def not_checked_reason(record: Mapping[str, Any], case: Case) -> str:
     return " and ".join(reasons)
 
 
+def _quantity(row: Mapping[str, Any], key: str, name: str) -> float:
+    """A number of a verification row (BenchmarkFailure if it is missing or not a number)."""
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BenchmarkFailure(f"verification of {name}: {key} is {value!r}, not a number")
+    return float(value)
+
+
 def check_verification(record: Mapping[str, Any], case: Case) -> bool:
     """The program's verdict, and its reference values against the official ones.
 
@@ -417,12 +537,12 @@ def check_verification(record: Mapping[str, Any], case: Case) -> bool:
         q = rows.get(name)
         if q is None:
             raise BenchmarkFailure(f"{kernel} class {class_name}: quantity {name} was not verified")
-        if not math.isclose(float(q["reference"]), ref, rel_tol=1e-13):
+        if not math.isclose(_quantity(q, "reference", name), ref, rel_tol=1e-13):
             raise BenchmarkFailure(
                 f"{kernel} class {class_name}: the program's reference for {name} "
                 f"({q['reference']!r}) is not the official {ref!r}"
             )
-        computed = float(q["computed"])
+        computed = _quantity(q, "computed", name)
         if not (math.isfinite(computed) and abs(computed - ref) <= tol * abs(ref)):
             raise BenchmarkFailure(
                 f"{kernel} class {class_name} failed verification: {name}: computed "

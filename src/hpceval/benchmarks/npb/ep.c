@@ -7,18 +7,16 @@
  * against the official values) and counts the pairs in the square annuli
  * l <= max(|X|, |Y|) < l + 1, l = 0..9 (q, reported without an official reference).
  *
- * The numbers come in 2^(m-16) batches of 2^16 pairs; batch k starts from the seed jumped
- * 2^17 * k steps from the origin, so the batches are independent. They are split in
- * contiguous blocks over the ranks (any count up to the number of batches; the first
- * `batches % ranks` ranks take one more) and, inside a rank, over the OpenMP threads. The
- * timed section ends with one MPI_Allreduce of (sx, sy, q).
- *
- * Speed: the generator recurrence is a serial chain (each number needs the previous one), so
- * a batch is produced by EP_LANES interleaved sub-sequences: lane l holds x_{j+l} and steps
- * by a^EP_LANES, giving exactly the reference numbers in the reference order with
- * independent, vectorizable multiplications (in 64-bit integers, see ep_gen_fill). Numbers
- * are made and consumed in small chunks that stay in the L1 cache. The Gaussian pairs are
- * computed branch-free (see ep_pairs). */
+ * Computed the way NPB 3.4's EP computes it, so that its cost is NPB's: the numbers come in
+ * 2^(m-16) batches of 2^16 pairs; for batch k the starting seed is found by NPB's binary
+ * method (the seed times a^(2^17) squared along the bits of k, with randlc), the batch's
+ * 2^17 numbers are drawn into an array by vranlc (one serial 64-bit integer multiplication
+ * per number, as NPB's recommended randi8 build), then one scalar loop over the pairs tests
+ * acceptance and, for the accepted ones, takes the log, square root, the sums and the
+ * annulus count (kept in doubles, as NPB). Batches are split in contiguous blocks over the
+ * ranks (the first `batches % ranks` ranks take one more, as NPB) and, inside a rank, over
+ * the OpenMP threads. The timed section ends with the reduction of (sx, sy, q) over the
+ * ranks, as NPB's. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -35,8 +33,6 @@
 #define EP_NK (1 << EP_MK)           /* pairs per batch */
 #define EP_NQ 10                     /* annuli */
 #define EP_SEED 271828183.0          /* EP's own seed (NPB: s) */
-#define EP_LANES 64                  /* interleaved generator lanes */
-#define EP_CHUNK_PAIRS 1024          /* pairs made and consumed at a time (16 KiB of numbers) */
 #define EP_TOLERANCE 1e-8
 
 struct ep_class {
@@ -55,85 +51,47 @@ static const struct ep_class ep_classes[] = {
     {'D', 36, 1.982481200946593e5, -1.020596636361769e5},
 };
 
-/* The generator in 64-bit integers (as NPB's own randi8 variant of randlc does): the seeds
- * are integers below 2^46 and x_{k+1} = a x_k mod 2^46 is the low 46 bits of the 64-bit
- * product, exactly the numbers of the double-precision randlc. One integer multiplication
- * and a mask per number, vectorizable across lanes. */
-#define EP_M46 ((UINT64_C(1) << 46) - 1)
-static const double R46 = 1.0 / 70368744177664.0; /* 2^-46 */
-
-/* The state of one batch's generator: lane l holds the seed of the next number at offset l. */
-struct ep_gen {
-    uint64_t lane[EP_LANES];
-    uint64_t step; /* a^EP_LANES mod 2^46 */
-};
-
-/* Positions the generator at batch `k`: the first number of the batch is x_1 = a * s_k with
- * s_k = s * a^(2 * EP_NK * k), as vranlc would produce it from seed s_k. */
-static void ep_gen_start(struct ep_gen *g, long long k)
-{
-    double x = EP_SEED;
-    randlc(&x, npb_jump_multiplier(NPB_A, 2LL * EP_NK * k));
-    for (int l = 0; l < EP_LANES; ++l) {
-        randlc(&x, NPB_A);
-        g->lane[l] = (uint64_t)x;
-    }
-    g->step = (uint64_t)npb_jump_multiplier(NPB_A, EP_LANES);
-}
-
-/* The next n numbers (n a multiple of EP_LANES) of the batch, in the reference order. */
-static void ep_gen_fill(struct ep_gen *restrict g, int n, double *restrict y)
-{
-    uint64_t *restrict lane = g->lane;
-    const uint64_t a = g->step;
-    for (int j = 0; j < n; j += EP_LANES) {
-        for (int l = 0; l < EP_LANES; ++l) {
-            y[j + l] = R46 * (double)(int64_t)lane[l];
-            lane[l] = (lane[l] * a) & EP_M46;
-        }
-    }
-}
-
 struct ep_sums {
     double sx, sy;
-    long long q[EP_NQ];
+    double q[EP_NQ];
 };
 
-/* Gaussian pairs of one chunk of uniform numbers (2 * npairs of them, npairs at most
- * EP_CHUNK_PAIRS), accumulated in s in the reference order. The acceptance test is ~79 %
- * true at random, a branch that the processor would often mispredict, and each accepted
- * pair needs a long chain (log, division, square root): so the accepted pairs are first
- * gathered without branches, their logarithms taken in a tight loop, and the rest done in
- * a branch-free loop whose iterations overlap. The annulus is max((int)|X|, (int)|Y|), the
- * same as (int)max(|X|, |Y|), in integers so that it compiles to a conditional move. */
-static void ep_pairs(const double *restrict y, int npairs, struct ep_sums *restrict s)
+/* The seed of batch kk (0-based), as NPB finds it: t1 = s * an^kk with an = a^(2 * EP_NK),
+ * by squaring an along the bits of kk. */
+static double ep_batch_seed(long long kk, double an)
 {
-    double px[EP_CHUNK_PAIRS], py[EP_CHUNK_PAIRS], pt[EP_CHUNK_PAIRS], lg[EP_CHUNK_PAIRS];
-    int n = 0;
-    for (int i = 0; i < npairs; ++i) {
-        double x1 = 2.0 * y[2 * i] - 1.0;
-        double x2 = 2.0 * y[2 * i + 1] - 1.0;
+    double t1 = EP_SEED, t2 = an;
+    for (int i = 0; i < 100; ++i) {
+        long long ik = kk / 2;
+        if (2 * ik != kk) (void)randlc(&t1, t2);
+        if (ik == 0) break;
+        (void)randlc(&t2, t2);
+        kk = ik;
+    }
+    return t1;
+}
+
+/* One batch: 2 * EP_NK numbers into x, then the pairs, as NPB's loop (with its branch). */
+static void ep_batch(long long kk, double an, double *restrict x, struct ep_sums *restrict s)
+{
+    double t1 = ep_batch_seed(kk, an);
+    vranlc(2 * EP_NK, &t1, NPB_A, x);
+    for (int i = 0; i < EP_NK; ++i) {
+        double x1 = 2.0 * x[2 * i] - 1.0;
+        double x2 = 2.0 * x[2 * i + 1] - 1.0;
         double t = x1 * x1 + x2 * x2;
-        px[n] = x1;
-        py[n] = x2;
-        pt[n] = t;
-        n += (t <= 1.0);
+        if (t <= 1.0) {
+            double f = sqrt(-2.0 * log(t) / t);
+            double g1 = x1 * f, g2 = x2 * f;
+            /* NPB's l = max(|X|, |Y|) truncated, which gfortran computes without a branch
+             * (maxsd); the same in integers here, so that gcc does not branch either. */
+            int l1 = (int)fabs(g1), l2 = (int)fabs(g2);
+            int l = l1 > l2 ? l1 : l2;
+            s->q[l] += 1.0;
+            s->sx += g1;
+            s->sy += g2;
+        }
     }
-    for (int i = 0; i < n; ++i) lg[i] = log(pt[i]);
-    double sx = s->sx, sy = s->sy;
-    long long q[EP_NQ];
-    memcpy(q, s->q, sizeof q);
-    for (int i = 0; i < n; ++i) {
-        double f = sqrt(-2.0 * lg[i] / pt[i]);
-        double g1 = px[i] * f, g2 = py[i] * f;
-        int l1 = (int)fabs(g1), l2 = (int)fabs(g2);
-        q[l1 > l2 ? l1 : l2] += 1;
-        sx += g1;
-        sy += g2;
-    }
-    memcpy(s->q, q, sizeof q);
-    s->sx = sx;
-    s->sy = sy;
 }
 
 int main(int argc, char **argv)
@@ -169,9 +127,20 @@ int main(int argc, char **argv)
     int nthreads = npb_threads();
     struct ep_sums *thread_sums = npb_alloc(sizeof(struct ep_sums) * (size_t)nthreads,
                                             "per-thread sums");
+    /* NPB's x array (2 * EP_NK numbers, 1 MiB), one per thread, touched before timing as NPB
+     * does. */
+    double **xs = npb_alloc(sizeof(double *) * (size_t)nthreads, "batch arrays");
+    for (int t = 0; t < nthreads; ++t) {
+        xs[t] = npb_alloc(sizeof(double) * 2 * EP_NK, "batch of random numbers");
+        for (int i = 0; i < 2 * EP_NK; ++i) xs[t][i] = -1.0e99;
+    }
 
     NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     double t0 = MPI_Wtime();
+
+    /* an = a^(2 * EP_NK): EP_MK + 1 squarings of a, as NPB. */
+    double an = NPB_A;
+    for (int i = 0; i < EP_MK + 1; ++i) (void)randlc(&an, an);
 
 #pragma omp parallel num_threads(nthreads)
     {
@@ -181,8 +150,7 @@ int main(int argc, char **argv)
 #endif
         struct ep_sums s;
         memset(&s, 0, sizeof s);
-        double y[2 * EP_CHUNK_PAIRS] __attribute__((aligned(64)));
-        struct ep_gen g;
+        double *x = xs[tid];
 #ifdef HPCEVAL_SMPI_SAMPLE
         /* Simulated with sampling: the first batches of this rank run for real, the rest
          * are injected at their mean duration (every batch does the same work). */
@@ -193,11 +161,7 @@ int main(int argc, char **argv)
         for (long long b = 0; b < my_count; ++b)
 #endif
         {
-            ep_gen_start(&g, my_first + b);
-            for (int c = 0; c < EP_NK; c += EP_CHUNK_PAIRS) {
-                ep_gen_fill(&g, 2 * EP_CHUNK_PAIRS, y);
-                ep_pairs(y, EP_CHUNK_PAIRS, &s);
-            }
+            ep_batch(my_first + b, an, x, &s);
         }
         thread_sums[tid] = s;
     }
@@ -207,12 +171,14 @@ int main(int argc, char **argv)
     for (int t = 0; t < nthreads; ++t) {
         local[0] += thread_sums[t].sx;
         local[1] += thread_sums[t].sy;
-        for (int l = 0; l < EP_NQ; ++l) local[2 + l] += (double)thread_sums[t].q[l];
+        for (int l = 0; l < EP_NQ; ++l) local[2 + l] += thread_sums[t].q[l];
     }
     NPB_CHECK_MPI(MPI_Allreduce(local, global, 2 + EP_NQ, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     double elapsed = MPI_Wtime() - t0, tmax;
     NPB_CHECK_MPI(MPI_Allreduce(&elapsed, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     free(thread_sums);
+    for (int t = 0; t < nthreads; ++t) free(xs[t]);
+    free(xs);
 
     struct npb_result result;
     memset(&result, 0, sizeof result);

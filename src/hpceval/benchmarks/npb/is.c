@@ -40,7 +40,6 @@
 #define IS_ITERATIONS 10
 #define IS_TESTS 5
 #define IS_MAX_THREADS 1024
-#define IS_PREFETCH_AHEAD 16 /* keys: one 64-byte line */
 
 typedef int is_key; /* keys are below 2^27 (class D) */
 
@@ -173,12 +172,10 @@ static int lower_bucket(const is_key *a, int n, int b, int shift)
     return lo;
 }
 
-/* The keys received from rank p, ordered by bucket (this rank's own block is read in place
- * in its send buffer). */
+/* The keys received from rank p, ordered by bucket. */
 static const is_key *is_block(const struct is_state *st, int p, int *n)
 {
     *n = st->recv_count[p];
-    if (p == st->rank) return st->send + st->send_displ[p];
     return st->recv + st->recv_displ[p];
 }
 
@@ -268,37 +265,24 @@ static void is_rank(struct is_state *st, int it)
         is_key *restrict send = st->send;
         for (int i = lo; i < hi; ++i) {
             is_key k = keys[i];
-            int at = ptr[k >> shift]++;
-            /* 1024 interleaved output streams defeat the hardware prefetcher and every new
-             * line would stall the stores on its read-for-ownership: ask for the line that
-             * this bucket fills next, 16 keys (one line) ahead. */
-            __builtin_prefetch(send + at + IS_PREFETCH_AHEAD, 1, 3);
-            send[at] = k;
+            send[ptr[k >> shift]++] = k;
         }
     }
 
-    /* The key exchange. The block a rank keeps for itself stays in its send buffer (the
-     * ranking reads it there): it is left out of the MPI_Alltoallv, which would only copy it
-     * locally. */
-    const int me = st->rank;
+    /* The key exchange, as NPB: every block through MPI_Alltoallv, this rank's own too. */
     NPB_CHECK_MPI(MPI_Alltoall(st->send_count, 1, MPI_INT, st->recv_count, 1, MPI_INT,
                                MPI_COMM_WORLD));
-    long long nrecv = 0, nother = 0;
+    long long nrecv = 0;
     for (int p = 0; p < P; ++p) {
-        st->recv_displ[p] = (int)nother;
-        if (p != me) nother += st->recv_count[p];
+        st->recv_displ[p] = (int)nrecv;
         nrecv += st->recv_count[p];
     }
     if (nrecv > 0x7fffffffLL) npb_fail("rank %d would receive %lld keys (more than 2^31 - 1)",
                                        st->rank, nrecv);
-    st->recv = grow(st->recv, &st->recv_capacity, (size_t)nother, sizeof(is_key),
+    st->recv = grow(st->recv, &st->recv_capacity, (size_t)nrecv, sizeof(is_key),
                     "received keys");
-    const int kept_send = st->send_count[me], kept_recv = st->recv_count[me];
-    st->send_count[me] = st->recv_count[me] = 0;
     NPB_CHECK_MPI(MPI_Alltoallv(st->send, st->send_count, st->send_displ, MPI_INT, st->recv,
                                 st->recv_count, st->recv_displ, MPI_INT, MPI_COMM_WORLD));
-    st->send_count[me] = kept_send;
-    st->recv_count[me] = kept_recv;
     st->nrecv = (int)nrecv;
 
     /* Ranking of the received keys over this rank's value range. */
@@ -463,8 +447,7 @@ int main(int argc, char **argv)
 
     const int B = st.nbuckets, P = st.nranks, T = st.nthreads;
     st.keys = npb_alloc(sizeof(is_key) * (size_t)st.nkeys, "keys");
-    /* (padded so that the prefetch addresses stay inside the buffer) */
-    st.send = npb_alloc(sizeof(is_key) * ((size_t)st.nkeys + IS_PREFETCH_AHEAD), "send buffer");
+    st.send = npb_alloc(sizeof(is_key) * (size_t)st.nkeys, "send buffer");
     st.tcount = npb_alloc(sizeof(int) * (size_t)B * (size_t)T, "per-thread bucket counts");
     st.bucket_local = npb_alloc(sizeof(int) * (size_t)(B + IS_TESTS), "bucket counts");
     st.bucket_total = npb_alloc(sizeof(int) * (size_t)(B + IS_TESTS), "bucket totals");

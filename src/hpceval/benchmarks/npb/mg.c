@@ -63,6 +63,8 @@ static double *r_full, *u_full;
 static double *face_send[2], *face_recv[2];
 static double *gather_send, *gather_recv;
 static double *plane_sums; /* one partial sum per plane: norms independent of threads */
+static double *c1p_buff[4]; /* NPB's comm1p buffers (one rank), nm2 values each */
+static size_t c1p_len;      /* NPB's nm2 = 2 nm^2, nm = 2 + the finest grid's extent */
 
 #define IDX(L, i1, i2, i3)                                                                   \
     ((size_t)(i1) + (size_t)(L)->m[0] * ((size_t)(i2) + (size_t)(L)->m[1] * (size_t)(i3)))
@@ -153,8 +155,8 @@ static void setup(void)
         gather_recv = npb_alloc(block * (size_t)nranks * sizeof(double), "gather buffer");
     }
     const struct level *T = &lev[lt];
-    size_t face = 0; /* the packed faces: x and y (z planes travel in place) */
-    for (int ax = 0; ax < 2; ++ax) {
+    size_t face = 0; /* the packed faces, z planes too (as NPB's give3/take3) */
+    for (int ax = 0; ax < 3; ++ax) {
         size_t f = T->size / (size_t)T->m[ax];
         if (f > face) face = f;
     }
@@ -163,6 +165,13 @@ static void setup(void)
         face_recv[d] = npb_alloc(face * sizeof(double), "halo buffer");
     }
     plane_sums = npb_alloc((size_t)(T->n[2] + 2) * sizeof(double), "plane sums");
+    if (nranks == 1) {
+        c1p_len = 2 * (size_t)T->m[0] * T->m[0];
+        for (int b = 0; b < 4; ++b) {
+            c1p_buff[b] = npb_alloc(c1p_len * sizeof(double), "comm1p buffer");
+            memset(c1p_buff[b], 0, c1p_len * sizeof(double));
+        }
+    }
 }
 
 static void release(void)
@@ -181,6 +190,7 @@ static void release(void)
         free(face_recv[d]);
     }
     free(plane_sums);
+    for (int b = 0; b < 4; ++b) free(c1p_buff[b]);
 }
 
 /* ------------------------------------------------------------------ comm3 -- */
@@ -247,43 +257,54 @@ static void periodic_copy(const struct level *L, double *x, int ax)
 
 enum { TAG_TO_LOWER = 100, TAG_TO_UPPER = 200 };
 
-/* Ghost exchange with the two neighbours along `ax`: the first interior plane goes to the
- * lower neighbour (its upper ghost), the last to the upper neighbour (its lower ghost).
- * z planes are contiguous and travel straight from and into the array; x and y faces are
- * packed. */
+/* Ghost exchange with the two neighbours along `ax`, as NPB's give3/take3: the first
+ * interior plane goes to the lower neighbour (its upper ghost), the last to the upper
+ * neighbour (its lower ghost), every face packed into a buffer and unpacked from one. */
 static void exchange(const struct level *L, double *x, int ax)
 {
     MPI_Request req[4];
     const int count = (int)face_count(L, ax);
     const int lower = neighbour[ax][0], upper = neighbour[ax][1];
-    const int direct = ax == 2;
-    double *recv_lower = direct ? x + IDX(L, 0, 0, 0) : face_recv[0];
-    double *recv_upper = direct ? x + IDX(L, 0, 0, L->n[2] + 1) : face_recv[1];
-    double *send_lower = direct ? x + IDX(L, 0, 0, 1) : face_send[0];
-    double *send_upper = direct ? x + IDX(L, 0, 0, L->n[2]) : face_send[1];
-    NPB_CHECK_MPI(MPI_Irecv(recv_lower, count, MPI_DOUBLE, lower, TAG_TO_UPPER + ax,
+    NPB_CHECK_MPI(MPI_Irecv(face_recv[0], count, MPI_DOUBLE, lower, TAG_TO_UPPER + ax,
                             MPI_COMM_WORLD, &req[0]));
-    NPB_CHECK_MPI(MPI_Irecv(recv_upper, count, MPI_DOUBLE, upper, TAG_TO_LOWER + ax,
+    NPB_CHECK_MPI(MPI_Irecv(face_recv[1], count, MPI_DOUBLE, upper, TAG_TO_LOWER + ax,
                             MPI_COMM_WORLD, &req[1]));
-    if (!direct) {
-        face_copy(L, x, ax, 1, send_lower, 0);
-        face_copy(L, x, ax, L->n[ax], send_upper, 0);
-    }
-    NPB_CHECK_MPI(MPI_Isend(send_lower, count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
+    face_copy(L, x, ax, 1, face_send[0], 0);
+    face_copy(L, x, ax, L->n[ax], face_send[1], 0);
+    NPB_CHECK_MPI(MPI_Isend(face_send[0], count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
                             MPI_COMM_WORLD, &req[2]));
-    NPB_CHECK_MPI(MPI_Isend(send_upper, count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
+    NPB_CHECK_MPI(MPI_Isend(face_send[1], count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
                             MPI_COMM_WORLD, &req[3]));
     NPB_CHECK_MPI(MPI_Waitall(4, req, MPI_STATUSES_IGNORE));
-    if (!direct) {
-        face_copy(L, x, ax, 0, recv_lower, 1);
-        face_copy(L, x, ax, L->n[ax] + 1, recv_upper, 1);
-    }
+    face_copy(L, x, ax, 0, face_recv[0], 1);
+    face_copy(L, x, ax, L->n[ax] + 1, face_recv[1], 1);
 }
 
+/* The periodic update of NPB's single-rank path (comm1p), with its memory traffic: the two
+ * receive buffers zeroed, the two faces packed, both buffers copied whole (NPB's "send"),
+ * the faces unpacked into the opposite ghost planes. */
+static void comm1p(const struct level *L, double *x, int ax)
+{
+    memset(c1p_buff[1], 0, c1p_len * sizeof(double));
+    memset(c1p_buff[3], 0, c1p_len * sizeof(double));
+    face_copy(L, x, ax, L->n[ax], c1p_buff[2], 0);
+    face_copy(L, x, ax, 1, c1p_buff[0], 0);
+    for (size_t i = 0; i < c1p_len; ++i) {
+        c1p_buff[3][i] = c1p_buff[2][i];
+        c1p_buff[1][i] = c1p_buff[0][i];
+    }
+    face_copy(L, x, ax, L->n[ax] + 1, c1p_buff[1], 1);
+    face_copy(L, x, ax, 0, c1p_buff[3], 1);
+}
+
+/* Ghost update as NPB's comm3: on one rank comm1p; on more, messages along every axis,
+ * an axis of one rank included (the rank is its own neighbour, as in NPB). Whole-grid
+ * coarse levels (below l0, on every rank) are updated in place. */
 static void comm3(const struct level *L, double *x)
 {
     for (int ax = 0; ax < 3; ++ax) {
-        if (!L->distributed || pi_grid[ax] == 1) periodic_copy(L, x, ax);
+        if (!L->distributed) periodic_copy(L, x, ax);
+        else if (nranks == 1) comm1p(L, x, ax);
         else exchange(L, x, ax);
     }
 }

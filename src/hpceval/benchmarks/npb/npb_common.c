@@ -3,6 +3,7 @@
 #include "npb_common.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,20 +151,29 @@ static double mul_mod_2_46(double a, double x)
     return sum - two_46 * sum_hi;
 }
 
+/* randlc and vranlc as NPB's recommended build computes them (RAND = randi8, the default of
+ * its make.def template): the seed and multiplier, integers below 2^46, are multiplied in
+ * 64-bit integers and the low 46 bits kept. The numbers are those of the double-precision
+ * form above (mul_mod_2_46, kept for the jumps); the cost per number, one serial integer
+ * multiplication and a mask, is that of the reference build, which EP and FT time. */
+#define NPB_MASK46 ((UINT64_C(1) << 46) - 1)
+
 double randlc(double *x, double a)
 {
-    *x = mul_mod_2_46(a, *x);
-    return two_m46 * *x;
+    uint64_t lx = ((uint64_t)*x * (uint64_t)a) & NPB_MASK46;
+    *x = (double)lx;
+    return two_m46 * (double)lx;
 }
 
 void vranlc(int n, double *x, double a, double *y)
 {
-    double seed = *x;
+    uint64_t lx = (uint64_t)*x;
+    const uint64_t la = (uint64_t)a;
     for (int i = 0; i < n; ++i) {
-        seed = mul_mod_2_46(a, seed);
-        y[i] = two_m46 * seed;
+        lx = (lx * la) & NPB_MASK46;
+        y[i] = two_m46 * (double)lx;
     }
-    *x = seed;
+    *x = (double)lx;
 }
 
 double npb_jump_multiplier(double a, long long exponent)
@@ -233,6 +243,17 @@ void npb_add_quantity(struct npb_result *result, const char *name, double comput
     q->computed = computed;
     q->reference = reference;
     q->tolerance = tolerance;
+}
+
+void npb_add_quantities(struct npb_result *result, const char *prefix, int n,
+                        const double *computed, const double *reference,
+                        double reference_scale, double tolerance)
+{
+    for (int m = 0; m < n; ++m) {
+        char name[sizeof result->quantities[0].name];
+        snprintf(name, sizeof name, "%s%d", prefix, m + 1);
+        npb_add_quantity(result, name, computed[m], reference[m] * reference_scale, tolerance);
+    }
 }
 
 static double relative_error(const struct npb_quantity *q)

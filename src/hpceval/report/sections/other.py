@@ -38,6 +38,11 @@ def other_section(ctx: Context) -> Section:
     if sub.empty:
         section.empty = "No other benchmark (storage, applications) in the data."
         return section
+    if "stream_in" in sub.columns and (sub["stream_in"].astype(str) == "cache").any():
+        section.notes.append(
+            "HPCC STREAM figures with stream_in = cache: its arrays fit in the last-level "
+            "cache (in cache: L3 bandwidth, not memory); the `stream` benchmark measures memory."
+        )
     benchmarks = sorted(set(sub["benchmark"].astype(str)))
     if len(benchmarks) > MAX_OTHER_BENCHMARKS:
         section.notes.append(

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import field_validator, model_validator
 
 from hpceval.clusters import slurm_netns as cluster_mod
 from hpceval.errors import UserError
-from hpceval.launch import register
-from hpceval.launch.base import Command
-from hpceval.launch.local import OPEN_MPI_YIELD_ENV
-from hpceval.launch.netns import MPICH_EMULATED_ENV, machine_cores
-from hpceval.launch.slurm import SlurmLauncher, SlurmOptions
+from hpceval.launch.schedulers import register
+from hpceval.launch.schedulers.netns import emulated_rank_env, machine_cores
+from hpceval.launch.schedulers.slurm import SlurmScheduler
+from hpceval.launch.schedulers.slurm_client import SlurmOptions
+from hpceval.launch.starters.base import StartRequest
 from hpceval.model import Origin, Placement
 
 
@@ -50,9 +50,9 @@ class SlurmNetnsOptions(SlurmOptions):
 
 
 @register
-class SlurmNetnsLauncher(SlurmLauncher):
+class SlurmNetnsScheduler(SlurmScheduler):
     name = "slurm-netns"
-    origin: ClassVar[Origin] = Origin.EMULATED
+    origin = Origin.EMULATED
     options_model = SlurmNetnsOptions
 
     def preflight(self) -> None:
@@ -73,15 +73,13 @@ class SlurmNetnsLauncher(SlurmLauncher):
         used = placement.ranks * placement.threads_per_rank
         return super().oversubscribed(placement) or used > machine_cores()
 
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
-        command = super().command(placement, program)
-        if self.runtime.implementation == "Open MPI":
-            # Ranks of all nodes share the cores with the veths' traffic: busy-polling ranks
-            # starve it (see the netns launcher), so they yield, as there.
-            return replace(command, env={**OPEN_MPI_YIELD_ENV, **command.env})
-        if self.runtime.implementation != "MPICH":
-            return command
-        # As on the netns launcher: UCX would find the nodes on one machine and bypass the
-        # links with shared memory, Hydra's proxies (starter mpirun) would not find mpiexec.
-        # The job script exports the variables to every rank.
-        return replace(command, env={**MPICH_EMULATED_ENV, **command.env})
+    def start_request(self, placement: Placement, program: Sequence[str]) -> StartRequest:
+        request = super().start_request(placement, program)
+        # Ranks of all nodes share the cores with the veths' traffic: busy-polling ranks
+        # starve it (see the netns scheduler), so they yield, as there. MPICH's ranks and
+        # proxies need to be pointed at the emulated links, as there.
+        return replace(
+            request,
+            yield_when_idle=True,
+            rank_env={**emulated_rank_env(self.runtime.implementation), **request.rank_env},
+        )

@@ -43,6 +43,8 @@ def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Cas
         except UserError as e:
             raise ConfigError(str(e), source=suite.source, field=f"benchmark[{i}]") from e
         for case in entry_cases:
+            if problem := platform.placement_problem(case.placement):
+                raise ConfigError(problem, source=suite.source, field=f"benchmark[{i}]")
             case = replace(case, entry_options=entry.options())
             if case.key in seen:
                 raise ConfigError(
@@ -140,6 +142,12 @@ class SilentReporter:
 
 
 # --------------------------------------------------------------------------- execution
+
+
+def unreadable_output(error: Exception) -> str:
+    """The reason of an execution whose output a parser could not turn into numbers (a
+    parser should raise BenchmarkFailure; this keeps one that does not from ending the run)."""
+    return f"unreadable output: {type(error).__name__}: {error}"
 
 
 class Interrupted(Exception):
@@ -348,6 +356,8 @@ class Campaign:
                 bench.verify(stdout, effective, points)
             except BenchmarkFailure as e:
                 status, error = ExecutionStatus.FAILED, str(e)
+            except (ValueError, ArithmeticError) as e:
+                status, error = ExecutionStatus.FAILED, unreadable_output(e)
             else:
                 # Stored only once the whole output passed its checks.
                 for parsed in collected:
@@ -400,7 +410,7 @@ class Campaign:
     ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""
         try:
-            running = self.launcher.executor(case.time_limit_s).start(command.argv, command.env)
+            running = self.launcher.submit(command, case.time_limit_s)
         except StartFailed as e:
             return ExecutionStatus.FAILED, str(e), None, [], "", 0
         stdout_lines: list[str] = []
@@ -433,6 +443,8 @@ class Campaign:
                 done += 1
         except BenchmarkFailure as e:
             status, error = ExecutionStatus.FAILED, str(e)
+        except (ValueError, ArithmeticError) as e:
+            status, error = ExecutionStatus.FAILED, unreadable_output(e)
         finally:
             # Output ended: give the program the grace period to exit by itself.
             exit_code = running.wait(timeout=KILL_GRACE_S) if status is ExecutionStatus.OK else None

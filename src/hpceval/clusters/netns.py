@@ -1,25 +1,18 @@
-"""`netns`: an emulated cluster on this machine, one Linux network namespace per node.
+"""Emulated clusters on this machine: one Linux network namespace per node.
 
 Node I of cluster X is the network namespace `hpceX-nI`. Its interface `eth0` (address
 10.213.X.(I+1)/24) is one end of a veth pair whose other end, `hpceXnI`, is a port of the
 bridge `hpceXbr` in the root namespace (the bridge has no address: nothing outside the
 cluster's namespaces is reachable from them, nor they from outside). A link profile ("1GbE",
 "10GbE", or a rate such as "100mbit") shapes both ends of every veth with `tc tbf`, so each
-node sends and receives at most at that rate.
+node sends and receives at most at that rate. The rsh agent `netns-rsh` runs a command line
+in a node's namespace as sshd would on a real host.
 
-mpirun runs inside node 0 and starts one Open MPI daemon in every node through the rsh agent
-`netns-rsh`, which runs the daemon's command line in the node's namespace as sshd would on a
-real host. Ranks on different nodes talk TCP over the veths, ranks of one node shared memory.
-The nodes share this machine's cores, so ranks of a multi-node placement are not bound
-(Open MPI in each namespace would bind them to the same cores) and ranks yield when idle:
-busy-polling ranks starve the veth traffic (0-byte PingPong between two nodes of 2 ranks
-each on 2 cores: 14-20 ms without yielding, 14-24 µs with it). Every measurement taken
-through this launcher is labelled emulated.
-
-The namespaces exist only inside `session()`: created on entry, removed on every exit. Each
-cluster is recorded in /run/hpceval-netns/hpceX.json with its owner's pid and start time. A
-cluster whose owner is gone (killed with kill -9) is removed at the next session's start;
-`cleanup_netns()` (`hpceval netns cleanup`) removes every cluster without a living owner.
+Each cluster is recorded in /run/hpceval-netns/hpceX.json with its owner's pid and start
+time. A cluster whose owner is gone (killed with kill -9) is removed at the next session's
+start; `cleanup_netns()` (`hpceval netns cleanup`) removes every cluster without a living
+owner. The `netns` scheduler (hpceval.launch.schedulers.netns) runs campaigns on such a
+cluster; the emulated Slurm cluster (hpceval.clusters.slurm_netns) runs its daemons in one.
 """
 
 from __future__ import annotations
@@ -30,32 +23,19 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field, field_validator
 
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import StrictModel
 from hpceval.errors import ToolMissing, UserError
-from hpceval.execute import KILL_GRACE_S, last_line
-from hpceval.launch import register
-from hpceval.launch.base import (
-    Command,
-    Launcher,
-    MpiRuntime,
-    running_as_root,
-    thread_environment,
-)
-from hpceval.launch.local import environment_args, mpich_args
-from hpceval.model import Origin, Placement
-from hpceval.toolchain import run_as_root_requirements
+from hpceval.execute import KILL_GRACE_S, last_line, running_as_root
 
 IP = "ip"
 TC = "tc"
@@ -194,7 +174,7 @@ def setup_commands(layout: ClusterLayout, options: NetnsOptions) -> list[list[st
     return cmds
 
 
-def _run(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_tool(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         proc = subprocess.run(
             list(argv), capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
@@ -269,7 +249,7 @@ class _Cluster:
 
 
 def _namespaces() -> list[str]:
-    out = _run([IP, "netns", "list"]).stdout
+    out = run_tool([IP, "netns", "list"]).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
@@ -317,7 +297,7 @@ def _running(pid: int) -> bool:
 
 def _kill_processes_in(namespace: str) -> None:
     """Stop what still runs in a node (daemons or ranks of an interrupted execution)."""
-    proc = _run([IP, "netns", "pids", namespace], check=False)
+    proc = run_tool([IP, "netns", "pids", namespace], check=False)
     mine = {os.getpid(), os.getppid()}
     pids = [int(p) for p in proc.stdout.split() if p.isdigit() and int(p) not in mine]
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -342,11 +322,11 @@ def _remove_cluster(index: int) -> list[str]:
     for ns in cluster.namespaces:
         _kill_processes_in(ns)
     for ns in cluster.namespaces:
-        _run([IP, "netns", "delete", ns], check=False)
+        run_tool([IP, "netns", "delete", ns], check=False)
     # Deleting a namespace deletes its veth pair; delete what is left, the bridge last.
     for link in sorted(cluster.links, key=lambda name: name.endswith("br")):
         if Path("/sys/class/net", link).exists():
-            _run([IP, "link", "delete", link], check=False)
+            run_tool([IP, "link", "delete", link], check=False)
     deadline = time.monotonic() + VETH_REMOVAL_S
     while (left := _survey().get(index, _Cluster(index)).names()) and time.monotonic() < deadline:
         time.sleep(0.05)  # the kernel dismantles a namespace's veths asynchronously
@@ -386,7 +366,7 @@ def _allocate(nodes: int) -> ClusterLayout:
 
 def _install_agent(layout: ClusterLayout) -> None:
     """The rsh agent, copied beside the state file (no spaces in its path, always executable)."""
-    text = (importlib.resources.files("hpceval.launch") / AGENT_RESOURCE).read_text()
+    text = (importlib.resources.files(__package__) / AGENT_RESOURCE).read_text()
     tmp = layout.agent.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.chmod(0o755)
@@ -400,7 +380,7 @@ def build_cluster(nodes: int, options: NetnsOptions) -> ClusterLayout:
     try:
         _install_agent(layout)
         for argv in setup_commands(layout, options):
-            _run(argv)
+            run_tool(argv)
     except BaseException:
         _remove_cluster(layout.index)
         raise
@@ -420,11 +400,6 @@ def hand_over(layout: ClusterLayout, pid: int) -> None:
     draft = layout.state_file.with_suffix(".tmp")
     draft.write_text(json.dumps(record))
     draft.replace(layout.state_file)
-
-
-def machine_cores() -> int:
-    """The cores all emulated nodes share."""
-    return os.cpu_count() or 1
 
 
 def require_root() -> None:
@@ -472,156 +447,3 @@ def cleanup_netns() -> list[str]:
             f"netns: could not remove {', '.join(failed)} (removed: {', '.join(removed) or 'none'})"
         )
     return removed
-
-
-def _stderr(line: str) -> None:
-    print(f"hpceval: {line}", file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------- the launcher
-
-# MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would
-# use its shared-memory transports between them, bypassing the veths (1 MiB ping-pong in
-# 50 us on a 100mbit link); TCP on eth0 only takes the emulated link. Ranks of one node still
-# use MPICH's own shared memory. HYDRA_IFACE: Hydra's proxies reach mpiexec at its eth0
-# address (the node names resolve nowhere), also when Slurm starts them.
-MPICH_EMULATED_ENV = {
-    "UCX_TLS": "self,tcp",
-    "UCX_NET_DEVICES": NODE_INTERFACE,
-    "HYDRA_IFACE": NODE_INTERFACE,
-}
-
-
-def mpich_argv(
-    mpiexec: str,
-    layout: ClusterLayout,
-    placement: Placement,
-    hosts: str,
-    rank_env: Mapping[str, str],
-    *,
-    unbound: bool,
-) -> list[str]:
-    """MPICH's Hydra in node 0, its proxies started in each node by the rsh agent; the
-    proxies reach mpiexec at node 0's address (-iface eth0)."""
-    mapping, _ = mpich_args(placement, unbound)
-    return [
-        IP, "netns", "exec", layout.namespace(0),
-        mpiexec, "-n", str(placement.ranks), "-hosts", hosts,
-        "-launcher", "rsh", "-launcher-exec", str(layout.agent), "-iface", NODE_INTERFACE,
-        *mapping,
-        *environment_args("MPICH", {**MPICH_EMULATED_ENV, **rank_env}),
-    ]  # fmt: skip
-
-
-@register
-class NetnsLauncher(Launcher):
-    name = "netns"
-    origin: ClassVar[Origin] = Origin.EMULATED
-    options_model = NetnsOptions
-
-    def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
-        super().__init__(platform, runtime)
-        self.layout: ClusterLayout | None = None  # the cluster while a session is open
-        self.report: Callable[[str], None] = _stderr
-
-    def _check_platform(self) -> None:
-        if self.runtime.implementation not in ("Open MPI", "MPICH"):
-            raise UserError(
-                "the netns launcher starts ranks through the rsh agent of Open MPI or MPICH; "
-                f"{self.runtime.mpirun} is {self.runtime.implementation}"
-            )
-        if self.platform.nodes > MAX_NODES:
-            raise UserError(
-                f"platform {self.platform.name!r}: nodes: the netns launcher emulates at most "
-                f"{MAX_NODES} nodes"
-            )
-
-    def preflight(self) -> None:
-        require_root()
-        self._check_platform()
-        _run([IP, "netns", "list"])
-        if shutil.which("unshare") is None:
-            raise ToolMissing("unshare not found: the netns launcher needs util-linux")
-        if link_rate(self.options().link) is not None:
-            _run([TC, "-V"])
-
-    def session(self) -> contextlib.AbstractContextManager[None]:
-        return self._session()
-
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
-        require_root()
-        self._check_platform()
-        options: NetnsOptions = self.options()
-        with signals_deferred():
-            reap_leftovers(self.report)
-            layout = build_cluster(self.platform.nodes, options)
-        self.layout = layout
-        try:
-            yield
-        finally:
-            self.layout = None
-            with signals_deferred():
-                _remove_cluster(layout.index)
-
-    def oversubscribed(self, placement: Placement) -> bool:
-        # The emulated nodes share this machine's cores.
-        used = placement.ranks * placement.threads_per_rank
-        return super().oversubscribed(placement) or used > machine_cores()
-
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
-        """mpirun in node 0, a daemon in each node. Outside a session the argv names cluster 0
-        (it is only checked then, never run)."""
-        self._check_platform()
-        self.check_placement(placement)
-        options: NetnsOptions = self.options()
-        layout = self.layout or ClusterLayout(0, self.platform.nodes)
-        oversubscribed = self.oversubscribed(placement)
-        ppn = placement.ranks_per_node
-        notes: list[str] = []
-        if placement.nodes == 1 and not oversubscribed:
-            mapping = ["--map-by", f"ppr:{ppn}:node", "--bind-to", placement.binding]
-            if placement.threads_per_rank > 1 and placement.binding != "none":
-                mapping[1] += f":PE={placement.threads_per_rank}"
-            if placement.binding == "hwthread":
-                mapping.append("--use-hwthread-cpus")
-            effective = placement
-        else:
-            mapping = ["--map-by", f"ppr:{ppn}:node", "--bind-to", "none"]
-            effective = replace(placement, binding="none")
-            if oversubscribed:
-                notes.append("oversubscribed: binding disabled, ranks yield when idle")
-            else:
-                notes.append("emulated nodes share this machine's cores: binding disabled")
-        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
-        rank_env.update(self.platform.launcher.env)
-        launcher_env: dict[str, str] = {}
-        if running_as_root():
-            launcher_env.update(run_as_root_requirements(self.runtime.implementation).env)
-        hosts = ",".join(f"{layout.namespace(n)}:{ppn}" for n in range(placement.nodes))
-        if self.runtime.implementation == "MPICH":
-            argv = mpich_argv(
-                self.runtime.mpirun, layout, placement, hosts, rank_env,
-                unbound=effective.binding == "none",
-            )  # fmt: skip
-            argv += [*self.platform.launcher.extra_args, *program]
-            return Command(tuple(argv), rank_env, effective, oversubscribed, tuple(notes))
-        argv = [
-            IP, "netns", "exec", layout.namespace(0),
-            self.runtime.mpirun, "-np", str(placement.ranks), "--host", hosts, *mapping,
-            "--mca", "plm_rsh_agent", str(layout.agent),
-            "--mca", "btl", "self,vader,tcp",
-            "--mca", "btl_tcp_if_include", layout.subnet,
-            "--mca", "oob_tcp_if_include", layout.subnet,
-            *(["--mca", "mpi_yield_when_idle", "1"] if options.yield_when_idle else []),
-            *environment_args(self.runtime.implementation, rank_env),
-            *self.platform.launcher.extra_args,
-            *program,
-        ]  # fmt: skip
-        return Command(
-            tuple(argv),
-            {**launcher_env, **rank_env},
-            effective,
-            oversubscribed,
-            tuple(notes),
-        )

@@ -1,8 +1,9 @@
 """`hostfile`: mpirun over SSH on the platform's hosts, with a generated hostfile.
 
 The hostfile lists the first `nodes` hosts of the placement with `ranks_per_node` slots
-each, and ranks are mapped node by node (rank r on node r // ranks_per_node, as the
-benchmarks' pair cases expect). Binding and oversubscription follow the local launcher.
+each (in the starter's syntax), and ranks are mapped node by node (rank r on node
+r // ranks_per_node, as the benchmarks' pair cases expect). The starter (Open MPI's mpirun or
+MPICH's mpiexec) starts its daemons on the hosts through `ssh`.
 
 mpirun starts the benchmark by the path it was built at, on every host: the build cache
 must be on a file system the hosts share at the same path (set HPCEVAL_CACHE to one).
@@ -12,7 +13,6 @@ password and sees the build cache, and names the hosts that do not.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import shutil
@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -29,20 +29,14 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from hpceval.build import cache_root
-from hpceval.config import PlatformConfig, StrictModel
+from hpceval.config import Argument, PlatformConfig, StrictModel
 from hpceval.errors import UserError
 from hpceval.execute import last_line
-from hpceval.launch import register
-from hpceval.launch.base import (
-    Command,
-    Launcher,
-    MpiRuntime,
-    running_as_root,
-    thread_environment,
-)
-from hpceval.launch.local import OPEN_MPI_YIELD_ENV, environment_args, mpich_args
+from hpceval.launch.command import MpiRuntime
+from hpceval.launch.schedulers import register
+from hpceval.launch.schedulers.base import Scheduler, write_if_changed
+from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
 from hpceval.model import Placement
-from hpceval.toolchain import run_as_root_requirements
 
 MAX_PARALLEL_PROBES = 32
 PROBE_GRACE_S = 5  # beyond ConnectTimeout: login and `true` on the host
@@ -51,10 +45,10 @@ PROBE_GRACE_S = 5  # beyond ConnectTimeout: login and `true` on the host
 class HostfileOptions(StrictModel):
     """The hostfile launcher's keys in the platform's [launcher] table."""
 
-    ssh: str = "ssh"  # the remote shell mpirun starts its daemons with
+    ssh: Argument = "ssh"  # the remote shell mpirun starts its daemons with
     ssh_args: list[str] = Field(default_factory=list)  # options of that remote shell
-    interface: str | None = None  # MPI TCP traffic only here: "eth0" or "10.0.0.0/24"
-    workdir: str | None = None  # working directory of the ranks on the hosts
+    interface: Argument | None = None  # MPI TCP traffic only here: "eth0" or "10.0.0.0/24"
+    workdir: Argument | None = None  # working directory of the ranks on the hosts
     connect_timeout_s: int = Field(5, ge=1, le=300)
     check_shared_cache: bool = True
 
@@ -67,29 +61,6 @@ class HostfileOptions(StrictModel):
                     f"{arg!r}: one option per item, without spaces (mpirun splits them on spaces)"
                 )
         return v
-
-
-def hostfile_text(hosts: Sequence[str], slots: int, implementation: str) -> str:
-    """One line per host: Open MPI's `HOST slots=N`, MPICH hydra's `HOST:N`."""
-    if implementation == "Open MPI":
-        return "".join(f"{h} slots={slots}\n" for h in hosts)
-    return "".join(f"{h}:{slots}\n" for h in hosts)
-
-
-def open_mpi_mapping(placement: Placement, oversubscribed: bool) -> tuple[list[str], Placement]:
-    """Ranks node by node (ppr), bound as the local launcher binds them."""
-    ppr = f"ppr:{placement.ranks_per_node}:node"
-    if oversubscribed:
-        return ["--map-by", ppr, "--oversubscribe", "--bind-to", "none"], replace(
-            placement, binding="none"
-        )
-    if placement.threads_per_rank > 1 and placement.binding != "none":
-        # PE=n reserves n cores per rank so each rank's threads get their own cores.
-        ppr += f":PE={placement.threads_per_rank}"
-    args = ["--map-by", ppr, "--bind-to", placement.binding]
-    if placement.binding == "hwthread":
-        args.append("--use-hwthread-cpus")
-    return args, placement
 
 
 def _this_machine() -> set[str]:
@@ -130,7 +101,7 @@ def _probe_all(
 
 
 @register
-class HostfileLauncher(Launcher):
+class HostfileScheduler(Scheduler):
     name = "hostfile"
     options_model = HostfileOptions
 
@@ -158,29 +129,22 @@ class HostfileLauncher(Launcher):
 
     def hostfile(self, placement: Placement) -> Path:
         """The hostfile of a placement (written once, reused by every command using it)."""
-        hosts = self.hosts()[: placement.nodes]
-        path = self._hostfile_dir() / f"hosts-{placement.nodes}x{placement.ranks_per_node}"
-        text = hostfile_text(hosts, placement.ranks_per_node, self.runtime.implementation)
-        if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
+        path = self.hostfile_path(placement)
+        text = self.starter.hostfile_text(self.hosts()[: placement.nodes], placement.ranks_per_node)
+        write_if_changed(path, text)
         return path
 
-    def session(self) -> contextlib.AbstractContextManager[None]:
-        return self._session()
+    def hostfile_path(self, placement: Placement) -> Path:
+        return self._hostfile_dir() / f"hosts-{placement.nodes}x{placement.ranks_per_node}"
 
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
-        try:
-            yield
-        finally:
-            if self._cleanup is not None:
-                self._cleanup()
-            self._dir = None
+    def close(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()
+        self._dir = None
 
     # ----------------------------------------------------------------- command
 
-    def command(self, placement: Placement, program: Sequence[str]) -> Command:
-        self.check_placement(placement)
+    def start_request(self, placement: Placement, program: Sequence[str]) -> StartRequest:
         options: HostfileOptions = self.options()
         hosts = self.hosts()
         if placement.nodes > len(hosts):
@@ -188,49 +152,16 @@ class HostfileLauncher(Launcher):
                 f"placement {placement.label()} needs {placement.nodes} hosts but platform "
                 f"{self.platform.name!r} lists {len(hosts)}"
             )
-        oversubscribed = self.oversubscribed(placement)
-        impl = self.runtime.implementation
-        hostfile = str(self.hostfile(placement))
-        rank_env = thread_environment(placement.threads_per_rank, oversubscribed=oversubscribed)
-        launcher_env: dict[str, str] = {}
-        argv = [self.runtime.mpirun]
-        if impl == "Open MPI":
-            mapping, effective = open_mpi_mapping(placement, oversubscribed)
-            if running_as_root():
-                launcher_env.update(run_as_root_requirements(impl).env)
-            if oversubscribed:
-                rank_env.update(OPEN_MPI_YIELD_ENV)
-            argv += ["-np", str(placement.ranks), "--hostfile", hostfile, *mapping]
-            argv += ["--mca", "plm_rsh_agent", options.ssh]
-            if options.ssh_args:
-                argv += ["--mca", "plm_rsh_args", " ".join(options.ssh_args)]
-            if options.interface:
-                argv += ["--mca", "btl_tcp_if_include", options.interface]
-                argv += ["--mca", "oob_tcp_if_include", options.interface]
-            if options.workdir:
-                argv += ["--wdir", options.workdir]
-        else:
-            if options.ssh_args:
-                raise UserError(
-                    f"platform {self.platform.name!r}: launcher.ssh_args: {impl}'s mpiexec "
-                    "passes no options to ssh; put them in ~/.ssh/config instead"
-                )
-            mapping, effective = mpich_args(placement, oversubscribed)
-            argv += ["-n", str(placement.ranks), "-f", hostfile]
-            argv += ["-ppn", str(placement.ranks_per_node)]
-            argv += ["-launcher", "ssh", "-launcher-exec", options.ssh, *mapping]
-            if options.interface:
-                argv += ["-iface", options.interface]
-            if options.workdir:
-                argv += ["-wdir", options.workdir]
-        rank_env.update(self.platform.launcher.env)
-        argv += environment_args(impl, rank_env)
-        argv += self.platform.launcher.extra_args
-        argv += list(program)
-        notes = (
-            ("oversubscribed: binding disabled, ranks yield when idle",) if oversubscribed else ()
+        return replace(
+            super().start_request(placement, program),
+            nodes=Nodes(
+                hosts=tuple(hosts[: placement.nodes]),
+                hostfile=str(self.hostfile_path(placement)),
+            ),
+            remote_shell=RemoteShell(options.ssh, tuple(options.ssh_args)),
+            interface=options.interface,
+            workdir=options.workdir,
         )
-        return Command(tuple(argv), {**launcher_env, **rank_env}, effective, oversubscribed, notes)
 
     # ----------------------------------------------------------------- preflight
 
@@ -240,7 +171,7 @@ class HostfileLauncher(Launcher):
         return [
             options.ssh, *options.ssh_args,
             "-o", "BatchMode=yes", "-o", f"ConnectTimeout={options.connect_timeout_s}",
-            host, *remote,
+            "--", host, *remote,
         ]  # fmt: skip
 
     def preflight(self) -> None:

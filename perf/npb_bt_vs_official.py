@@ -1,0 +1,284 @@
+"""NPB BT: hpceval's bt.c against the official NPB 3.4-MPI BT, same compiler and flags.
+
+Builds the official Fortran BT outside the repository (a copy of the NPB3.4-MPI tree under
+--build-dir, `OMPI_FC=gfortran`, FFLAGS `-O3 -march=native -fallow-argument-mismatch`) and
+hpceval's bt.c with hpceval's NPB flags (`-O3 -march=native -fopenmp -std=c11`, run with one
+OpenMP thread), then runs both interleaved: every round runs each (class, ranks) pair once
+per program, the order within a pair alternating between rounds, so that a slow spell of this
+shared machine hits both. Only verified runs count (the official "Verification = SUCCESSFUL",
+hpceval's JSON result "verified": true).
+
+Printed per (class, ranks): the median Mop/s of each program, the median of the per-round
+ratios own/official with a 95 % t-interval on the log ratios, the coefficient of variation of
+each side (how noisy the machine was), and the peak resident memory of the largest process
+(GNU time's %M over mpirun and its ranks, i.e. the biggest rank). BT needs a square rank
+count (1, 4, 9...): the pairs are np 1 and 4, 4 oversubscribing a 2-core machine.
+Optionally the time of class C at --class-c-ranks ranks, once per program. `--summarize LOG`
+prints the summary again from the run lines of a log (of an interrupted run too: the rounds
+in which both programs ran).
+
+Usage: .venv/bin/python perf/npb_bt_vs_official.py [--classes A,B] [--ranks 1,4]
+           [--rounds 3] [--class-c-ranks 4] [--build-dir /work/ref/build-npb-bt/bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy.stats import t as student_t
+
+from hpceval.benchmarks.npb import NPB_CFLAGS, compile_npb_program
+from hpceval.toolchain import MpiToolchain, detect_mpi
+
+NPB_SOURCE = Path("/work/ref/llnl-npb/NPB3.4/NPB3.4-MPI")
+OFFICIAL_FFLAGS = "-O3 -march=native -fallow-argument-mismatch"
+RUN_TIMEOUT_S = 3600
+CONFIDENCE = 0.95
+
+MAKE_DEF = f"""MPIFC = mpif90
+FLINK = $(MPIFC)
+FMPI_LIB =
+FMPI_INC =
+FFLAGS = {OFFICIAL_FFLAGS}
+FLINKFLAGS = $(FFLAGS)
+MPICC = mpicc
+CLINK = $(MPICC)
+CMPI_LIB =
+CMPI_INC =
+CFLAGS = -O3 -march=native
+CLINKFLAGS = $(CFLAGS)
+CC = gcc
+BINDIR = ../bin
+CONVERTFLAG = -DFORTRAN_REC_SIZE=1
+RAND = randi8
+"""
+
+OFFICIAL_TIME = re.compile(r"Time in seconds\s*=\s*(\S+)")
+OFFICIAL_MOPS = re.compile(r"Mop/s total\s*=\s*(\S+)")
+OFFICIAL_VERIFIED = re.compile(r"Verification\s*=\s*SUCCESSFUL")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    time_s: float
+    mops: float
+    peak_rss_mib: float
+    load: float  # 1-minute load average when the run ended
+
+
+def build_official(source: Path, build_dir: Path, classes: list[str]) -> dict[str, Path]:
+    if shutil.which("gfortran") is None:
+        sys.exit("gfortran is missing: apt-get install -y gfortran")
+    tree = build_dir / "NPB3.4-MPI"
+    if not tree.is_dir():
+        shutil.copytree(source, tree)
+    (tree / "config" / "make.def").write_text(MAKE_DEF)
+    (tree / "bin").mkdir(exist_ok=True)
+    env = {**os.environ, "OMPI_FC": "gfortran"}
+    exes = {}
+    for class_name in classes:
+        exe = tree / "bin" / f"bt.{class_name}.x"
+        if not exe.is_file():
+            proc = subprocess.run(
+                ["make", "bt", f"CLASS={class_name}"],
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0 or not exe.is_file():
+                sys.exit(f"building official BT class {class_name} failed:\n{proc.stdout[-3000:]}")
+        exes[class_name] = exe
+    return exes
+
+
+def build_own(toolchain: MpiToolchain, build_dir: Path) -> Path:
+    return compile_npb_program(
+        "bt",
+        compiler=toolchain.mpicc,
+        compiler_identity=toolchain.identity(),
+        cflags=NPB_CFLAGS,
+        cache=build_dir / "own",
+    )
+
+
+def launch(
+    toolchain: MpiToolchain, ranks: int, program: list[str], work: Path
+) -> tuple[str, float]:
+    """Runs program on `ranks` ranks; returns its stdout and the peak RSS (MiB) of the
+    largest process of the tree."""
+    rss_file = work / "rss.txt"
+    root = toolchain.run_as_root().mpirun_args if os.geteuid() == 0 else ()
+    argv = [
+        "/usr/bin/time", "-f", "%M", "-o", str(rss_file),
+        toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        argv, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{program[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return proc.stdout, int(rss_file.read_text().split()[-1]) / 1024.0
+
+
+def run_own(
+    toolchain: MpiToolchain, exe: Path, class_name: str, ranks: int, work: Path
+) -> RunResult:
+    out, rss = launch(toolchain, ranks, [str(exe), "--class", class_name], work)
+    result = next(
+        r for r in (json.loads(x) for x in out.splitlines() if x.startswith("{"))
+        if r["record"] == "result"
+    )  # fmt: skip
+    if result["verified"] is not True:
+        raise RuntimeError(f"hpceval bt class {class_name} np {ranks} did not verify: {result}")
+    return RunResult(result["time_s"], result["mops_total"], rss, os.getloadavg()[0])
+
+
+def run_official(toolchain: MpiToolchain, exe: Path, ranks: int, work: Path) -> RunResult:
+    out, rss = launch(toolchain, ranks, [str(exe)], work)
+    time_match, mops_match = OFFICIAL_TIME.search(out), OFFICIAL_MOPS.search(out)
+    if not (OFFICIAL_VERIFIED.search(out) and time_match and mops_match):
+        raise RuntimeError(f"official {exe.name} np {ranks} did not verify:\n{out[-2000:]}")
+    return RunResult(
+        float(time_match.group(1)), float(mops_match.group(1)), rss, os.getloadavg()[0]
+    )
+
+
+def log_ratio_interval(ratios: list[float]) -> tuple[float, float]:
+    """95 % t-interval of the geometric mean ratio (log ratios are close to symmetric)."""
+    logs = [math.log(r) for r in ratios]
+    if len(logs) < 2:
+        return math.nan, math.nan
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    half = float(student_t.ppf(0.5 + CONFIDENCE / 2, len(logs) - 1)) * sd / math.sqrt(len(logs))
+    return math.exp(mean - half), math.exp(mean + half)
+
+
+def cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
+
+
+Runs = dict[tuple[str, int], list[RunResult]]
+
+
+def print_summary(own_runs: Runs, off_runs: Runs) -> None:
+    """One row per (class, ranks) over the rounds in which both programs ran."""
+    print()
+    print(
+        "class ranks rounds  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95          own_CV  off_CV"
+        "  own_MiB  off_MiB"
+    )
+    for key in own_runs:
+        mine, theirs = own_runs[key], off_runs.get(key, [])
+        rounds = min(len(mine), len(theirs))
+        if rounds == 0:
+            continue
+        mine, theirs = mine[:rounds], theirs[:rounds]
+        ratios = [a.mops / b.mops for a, b in zip(mine, theirs, strict=True)]
+        low, high = log_ratio_interval(ratios)
+        print(
+            f"{key[0]:>5} {key[1]:>5} {rounds:>6} {statistics.median(r.mops for r in mine):>10.1f} "
+            f"{statistics.median(r.mops for r in theirs):>10.1f} "
+            f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
+            f"{cv([r.mops for r in mine]):>7.1%} {cv([r.mops for r in theirs]):>7.1%} "
+            f"{statistics.median(r.peak_rss_mib for r in mine):>8.1f} "
+            f"{statistics.median(r.peak_rss_mib for r in theirs):>8.1f}",
+            flush=True,
+        )
+
+
+RUN_LINE = re.compile(
+    r"^\s*(\d+)\s+([SWABCD])\s+(\d+)\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"
+)
+
+
+def summarize_log(text: str) -> None:
+    """The summary of the run lines this script printed (e.g. of an interrupted run)."""
+    runs: dict[str, Runs] = {"own": {}, "official": {}}
+    for line in text.splitlines():
+        if match := RUN_LINE.match(line):
+            _, class_name, ranks, which, time_s, mops, rss, load = match.groups()
+            result = RunResult(float(time_s), float(mops), float(rss), float(load))
+            runs[which].setdefault((class_name, int(ranks)), []).append(result)
+    print_summary(runs["own"], runs["official"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--classes", default="A,B")
+    parser.add_argument("--ranks", default="1,4")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--class-c-ranks", type=int, default=0, help="0: skip class C")
+    parser.add_argument("--npb-source", type=Path, default=NPB_SOURCE)
+    parser.add_argument("--build-dir", type=Path, default=Path("/work/ref/build-npb-bt/bench"))
+    parser.add_argument(
+        "--summarize", type=Path, help="only print the summary of a log of this script"
+    )
+    opts = parser.parse_args()
+    if opts.summarize:
+        summarize_log(opts.summarize.read_text())
+        return 0
+    classes = opts.classes.split(",")
+    ranks = [int(r) for r in opts.ranks.split(",")]
+    for r in [*ranks, opts.class_c_ranks or 1]:
+        if math.isqrt(r) ** 2 != r:
+            sys.exit(f"--ranks: BT needs square rank counts (1, 4, 9...), got {r}")
+    toolchain = detect_mpi()
+    opts.build_dir.mkdir(parents=True, exist_ok=True)
+    official = build_official(
+        opts.npb_source, opts.build_dir, sorted({*classes, *(["C"] if opts.class_c_ranks else [])})
+    )
+    own = build_own(toolchain, opts.build_dir)
+    print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS=1)")
+    print(f"# official: {opts.build_dir / 'NPB3.4-MPI'} (gfortran {OFFICIAL_FFLAGS})")
+    print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
+    print("round class ranks program   time_s     Mop/s  peak_MiB  load1")
+    pairs = [(c, r) for c in classes for r in ranks]
+    own_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
+    off_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
+    with tempfile.TemporaryDirectory(prefix="npb-bt-bench-") as tmp:
+        work = Path(tmp)
+        for round_no in range(1, opts.rounds + 1):
+            for class_name, n in pairs:
+                order = ["own", "official"] if round_no % 2 else ["official", "own"]
+                for which in order:
+                    if which == "own":
+                        res = run_own(toolchain, own, class_name, n, work)
+                        own_runs[(class_name, n)].append(res)
+                    else:
+                        res = run_official(toolchain, official[class_name], n, work)
+                        off_runs[(class_name, n)].append(res)
+                    print(
+                        f"{round_no:>5} {class_name:>5} {n:>5} {which:<8} {res.time_s:>8.2f} "
+                        f"{res.mops:>9.1f} {res.peak_rss_mib:>9.1f} {res.load:>6.2f}",
+                        flush=True,
+                    )
+        print_summary(own_runs, off_runs)
+        if opts.class_c_ranks:
+            n = opts.class_c_ranks
+            mine_c = run_own(toolchain, own, "C", n, work)
+            theirs_c = run_official(toolchain, official["C"], n, work)
+            print(
+                f"\nclass C np {n}: own {mine_c.time_s:.1f} s ({mine_c.mops:.1f} Mop/s, "
+                f"{mine_c.peak_rss_mib:.0f} MiB), official {theirs_c.time_s:.1f} s "
+                f"({theirs_c.mops:.1f} Mop/s, {theirs_c.peak_rss_mib:.0f} MiB), "
+                f"ratio {mine_c.mops / theirs_c.mops:.3f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""`smpirun`: a program built with smpicc, run on a simulated platform (SimGrid's SMPI).
+
+    smpirun -np N -platform PLATFORM.xml -hostfile F --cfg=KEY:VALUE... EXTRA PROGRAM
+
+Every rank runs inside one smpirun process on this machine; time, hosts and the network
+are SimGrid's, and measurements are labelled **simulated**. The platform file and the SMPI
+settings (`cfg`: calibrated network factors, host speed) come from `hpceval simulate`
+(hpceval.simulate), which writes a platform whose `[launcher]` is:
+
+    kind = "smpi"                          # the local scheduler with this starter
+    mpirun = "smpirun"
+    mpicc = "smpicc"
+    platform_file = "/path/platform.xml"   # SimGrid platform (XML v4.1)
+    workdir = "/path"                      # hostfiles are written here
+    cfg = { "smpi/host-speed" = "1e9f" }   # each becomes --cfg=KEY:VALUE
+
+Ranks are numbered node by node: the hostfile lists `node-0` ranks_per_node times, then
+`node-1`, ... (the simulated hosts, named by `simulated_host`). smpirun is a shell script that
+takes the first word it does not know as the program: it has no `--`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from hpceval.config import Argument, StrictModel
+from hpceval.errors import UserError
+from hpceval.launch.command import Command, thread_environment
+from hpceval.launch.starters import register
+from hpceval.launch.starters.base import Starter, StartRequest
+from hpceval.model import Origin, Placement
+
+SIMULATED_HOST_PREFIX = "node-"
+SHARED_CORES_NOTE = "more ranks than simulated cores: they share them"
+
+
+class SmpirunOptions(StrictModel):
+    platform_file: Argument
+    workdir: Argument
+    cfg: dict[str, str] = Field(default_factory=dict)
+
+
+def simulated_host(node: int) -> str:
+    """The name of simulated node `node` in the platform files hpceval writes."""
+    return f"{SIMULATED_HOST_PREFIX}{node}"
+
+
+def hostfile_lines(placement: Placement) -> list[str]:
+    """One line per rank, ranks numbered node by node as every hpceval launcher does."""
+    return [
+        simulated_host(n) for n in range(placement.nodes) for _ in range(placement.ranks_per_node)
+    ]
+
+
+def hostfile_path(options: SmpirunOptions, placement: Placement) -> Path:
+    return Path(options.workdir) / f"hosts-{placement.nodes}x{placement.ranks_per_node}.txt"
+
+
+def cfg_args(cfg: dict[str, str]) -> list[str]:
+    """`--cfg=KEY:VALUE` per setting, sorted; smpirun splits on blanks, so none may hold one."""
+    args = []
+    for key in sorted(cfg):
+        value = cfg[key]
+        if any(c.isspace() for c in key + value):
+            raise UserError(f"launcher.cfg.{key}: SMPI settings cannot contain blanks")
+        args.append(f"--cfg={key}:{value}")
+    return args
+
+
+@register
+class SmpirunStarter(Starter):
+    name = "smpirun"
+    implementations = frozenset({"SMPI"})
+    origin = Origin.SIMULATED
+    options_model = SmpirunOptions
+
+    def command(self, request: StartRequest) -> Command:
+        placement = request.placement
+        if placement.threads_per_rank != 1:
+            raise UserError(
+                f"placement {placement.label()}: SMPI simulates one thread per rank "
+                f"(threads_per_rank {placement.threads_per_rank})"
+            )
+        options: SmpirunOptions = request.options
+        hostfile = hostfile_path(options, placement)
+        argv = [
+            request.executable,
+            "-np", str(placement.ranks),
+            "-platform", options.platform_file,
+            "-hostfile", str(hostfile),
+            *cfg_args(options.cfg),
+            *request.extra_args,
+            *request.program,
+        ]  # fmt: skip
+        env = {**thread_environment(1), **request.rank_env}
+        notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
+        if request.oversubscribed:
+            notes += (SHARED_CORES_NOTE,)
+        files = {str(hostfile): "\n".join(hostfile_lines(placement)) + "\n"}
+        return Command(tuple(argv), env, placement, request.oversubscribed, notes, files)
