@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from hpceval.doctor import Check, exit_code, render, run_checks
@@ -78,6 +79,8 @@ def test_captured_machine() -> None:
         "fio": ("optional-missing", "", "apt-get install -y fio"),
         "gmx": ("optional-missing", "", "apt-get install -y gromacs"),
         "lmp": ("optional-missing", "", "apt-get install -y lammps"),
+        "javac": ("optional-missing", "", "apt-get install -y default-jdk-headless"),
+        "mpj-express": ("optional-missing", "", "apt-get install -y libmpj-java"),
         "smpicc": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),
         "smpirun": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),
         "sbatch": ("optional-missing", "", "apt-get install -y slurm-client"),
@@ -103,6 +106,25 @@ def test_captured_machine() -> None:
     assert "hpceval sets" in root.needed_for
     assert all(check.needed_for for check in checks)
     assert exit_code(checks) == 0  # only optional tools (fio, SimGrid, Slurm...) are missing
+
+
+def test_java_and_mpj_express_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MPJ_HOME", raising=False)
+    java_out = 'openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment\n'
+    host = Variant(
+        paths={"java": "/usr/bin/java", "javac": "/usr/bin/javac"},
+        outputs={
+            ("/usr/bin/java", "-version"): CommandOutput(0, java_out),
+        },
+        files={"/usr/share/mpj/conf/mpjexpress.conf": "# ports\nmpjexpress.version=0.44\n"},
+        existing=["/usr/share/mpj/lib/mpj.jar"],
+    )
+    checks = by_name(run_checks(host=host))
+    assert checks["javac"].found == "/usr/bin/javac"
+    assert checks["mpj-express"].found == (
+        "MPJ Express 0.44 (/usr/share/mpj), JVM openjdk 17.0.15 (/usr/bin/java)"
+    )
+    assert checks["mpj-express"].status == "ok"
 
 
 def test_missing_mpi_is_required() -> None:

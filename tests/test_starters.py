@@ -3,6 +3,7 @@ its starter (`[launcher] starter`, or the default of its scheduler and MPI)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ from hpceval.campaign import load_platform
 from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
+from hpceval.launch.command import Command
 from hpceval.launch.starters import get_starter_class, starter_names
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
+from hpceval.launch.starters.mpjrun import MpjrunOptions, MpjStartRequest
 from hpceval.model import Origin, Placement
 
 from .conftest import write
@@ -38,7 +41,7 @@ def mpich(placement: Placement, **fields: object) -> list[str]:
 
 
 def test_registry() -> None:
-    assert starter_names() == ["mpich", "openmpi", "smpirun", "srun"]
+    assert starter_names() == ["mpich", "mpjrun", "openmpi", "smpirun", "srun"]
     with pytest.raises(UserError, match="unknown starter 'x'"):
         get_starter_class("x")
 
@@ -259,3 +262,80 @@ def test_a_platform_names_its_starter(tmp_path: Path) -> None:
     assert load_platform(str(write(tmp_path / "s.toml", sim.format("smpi")))).config
     with pytest.raises(ConfigError, match=r"launcher\.platform_file: unknown field"):
         load_platform(str(write(tmp_path / "l.toml", sim.format("local"))))
+
+
+# --------------------------------------------------------------------------- MPJ Express
+
+
+def mpjrun(placement: Placement, device: str, **fields: object) -> Command:
+    request = MpjStartRequest(
+        placement=placement, program=("/c/mb.jar", "--pattern=barrier"),
+        implementation="Open MPI", executable="/usr/bin/java",
+        options=MpjrunOptions.model_validate({"device": device}), mpj_home="/m", **fields,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return get_starter_class("mpjrun")().command(request)
+
+
+MPJ_CLASS_PATH = "/m/lib/starter.jar:/m/lib/runtimecommon.jar:/m/lib/log4j-1.2.jar"
+
+
+@pytest.mark.parametrize(
+    ("placement", "device", "fields", "middle"),
+    [
+        (Placement(1, 2, 1, "core"), "multicore", {}, ["-np", "2", "-dev", "multicore"]),
+        (
+            Placement(1, 4, 1, "none"),
+            "multicore",
+            {"extra_args": ("-Xmx1g",)},
+            ["-np", "4", "-dev", "multicore", "-Xmx1g"],
+        ),
+        (
+            Placement(1, 2, 1, "none"),
+            "niodev",
+            {"nodes": Nodes(hosts=("localhost",), hostfile="/w/machines")},
+            ["-np", "2", "-dev", "niodev", "-machinesfile", "/w/machines"],
+        ),
+    ],
+)
+def test_mpjrun_argv(
+    placement: Placement, device: str, fields: dict[str, object], middle: list[str]
+) -> None:
+    cmd = mpjrun(placement, device, **fields)
+    assert list(cmd.argv) == [
+        "/usr/bin/java", "-cp", MPJ_CLASS_PATH, "runtime.starter.MPJRun", *middle,
+        "-jar", "/c/mb.jar", "--pattern=barrier",
+    ]  # fmt: skip
+    assert cmd.env["MPJ_HOME"] == "/m" and cmd.placement.binding == "none" and not cmd.files
+
+
+@pytest.mark.parametrize(
+    ("placement", "device", "fields", "cause"),
+    [
+        (Placement(1, 2), "hybdev", {}, "launcher.device hybdev: not supported"),
+        (Placement(1, 2), "niodev", {}, "no machines file"),
+        (Placement(1, 2, 2), "multicore", {}, "one thread per rank"),
+        (
+            Placement(1, 2),
+            "multicore",
+            {"program": ("/c/mb.jar", "-np", "3")},
+            "'-np' does not start with '--'",
+        ),
+        (Placement(1, 2), "multicore", {"program": ("/usr/bin/mpibench",)}, "a .jar"),
+    ],
+)
+def test_mpjrun_refuses(
+    placement: Placement, device: str, fields: dict[str, object], cause: str
+) -> None:
+    program = fields.pop("program", ("/c/mb.jar",))
+    mpj_request = MpjStartRequest(
+        placement=placement, program=program, implementation="Open MPI",  # type: ignore[arg-type]
+        executable="java", options=MpjrunOptions.model_validate({"device": device}),
+        mpj_home="/m", **fields,  # type: ignore[arg-type]
+    )  # fmt: skip
+    with pytest.raises(UserError, match=re.escape(cause)):
+        get_starter_class("mpjrun")().command(mpj_request)
+
+
+def test_mpjrun_needs_the_mpj_scheduler() -> None:
+    with pytest.raises(UserError, match='launcher kind = "mpj"'):
+        get_starter_class("mpjrun")().command(request(Placement(1, 2), "Open MPI"))

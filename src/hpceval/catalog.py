@@ -117,9 +117,15 @@ def parse_declaration(name: str, text: str, source: str) -> Declaration:
     )
 
 
+def benchmark_of_package(package: str) -> str:
+    """The benchmark a built-in package holds: its name, '_' read as '-' (a Python package
+    name cannot hold the '-' of `mpibench-java`)."""
+    return package.replace("_", "-")
+
+
 def _builtin_files() -> Iterator[tuple[str, Path]]:
     for path in sorted(BUILTIN_DIR.glob(f"*/{DECLARATION_FILE}")):
-        yield path.parent.name, path
+        yield benchmark_of_package(path.parent.name), path
 
 
 def plugin_entry_points() -> list[importlib.metadata.EntryPoint]:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hpceval.errors import ToolMissing
+from hpceval.mpj import parse_java_version, parse_mpj_version, system_mpj_home
 from hpceval.provenance import Host, SystemHost, is_debian_like, parse_os_release
 from hpceval.toolchain import (
     OPEN_MPI,
@@ -277,6 +278,23 @@ def _compiler_check(host: Host, toolchain: MpiToolchain | None, debian: bool) ->
     return Check(f"C compiler ({command})", "ok", found, needed, "")
 
 
+def _mpj_check(host: Host, debian: bool) -> Check:
+    """MPJ Express: its version from its configuration file (MPJ has no version command)."""
+    home = system_mpj_home()
+    needed = "the Java benchmarks (mpibench-java); without it their cases are skipped"
+    conf = host.read_text(str(home / "conf" / "mpjexpress.conf"))
+    if conf is None or not host.exists(str(home / "lib" / "mpj.jar")):
+        package = _Package("libmpj-java", "MPJ Express (mpj.jar, mpjrun)")
+        return Check("mpj-express", "optional-missing", "", needed, _remedy(package, debian))
+    version = parse_mpj_version(conf) or "unknown version"
+    found = f"MPJ Express {version} ({home})"
+    java = host.which("java")
+    result = host.run([java, "-version"]) if java else None
+    jvm = parse_java_version(result.output) if result is not None else None
+    found += f", JVM {jvm} ({java})" if jvm else ", no JVM (java) on PATH"
+    return Check("mpj-express", "ok", found, needed, "")
+
+
 def _python_check(version_info: Sequence[int]) -> Check:
     found = ".".join(str(part) for part in version_info[:3])
     wanted = ".".join(str(part) for part in MINIMUM_PYTHON)
@@ -314,6 +332,7 @@ def run_checks(
         *(t for t in _TOOLS if not t.required),
     ]
     checks.extend(_check_tool(host, tool, debian) for tool in tools)
+    checks.append(_mpj_check(host, debian))
     checks.append(_python_check(python_version or tuple(sys.version_info[:3])))
     checks.append(_root_check(host.euid(), toolchain))
     return checks

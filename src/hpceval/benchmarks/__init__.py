@@ -13,7 +13,7 @@ import pkgutil
 from typing import Any
 
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
-from hpceval.catalog import plugin_entry_points
+from hpceval.catalog import benchmark_of_package, plugin_entry_points
 from hpceval.errors import UserError
 
 _REGISTRY: dict[str, Benchmark[Any]] = {}
@@ -49,7 +49,7 @@ def _import_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         if info.ispkg:
             importlib.import_module(f"{__name__}.{info.name}")
-            if info.name not in _REGISTRY:
+            if benchmark_of_package(info.name) not in _REGISTRY:
                 raise RuntimeError(f"benchmark package {info.name!r} registers no benchmark")
     for entry in plugin_entry_points():
         cls = entry.load()

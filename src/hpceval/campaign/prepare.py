@@ -20,6 +20,7 @@ from hpceval.config import Loaded, PlatformConfig, SuiteConfig
 from hpceval.errors import UserError
 from hpceval.execute import is_alive
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
+from hpceval.launch.command import PLACEMENT_PROBE
 from hpceval.model import Environment, Status
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
@@ -72,7 +73,7 @@ def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Envir
 def check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
     """Every placement must be launchable before the first case runs."""
     for case in cases:
-        launcher.command(case.placement, ["true"])
+        launcher.command(case.placement, PLACEMENT_PROBE)
 
 
 

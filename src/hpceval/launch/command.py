@@ -14,6 +14,11 @@ from hpceval.model import Placement
 
 OVERSUBSCRIBED_NOTE = "oversubscribed: binding disabled, ranks yield when idle"
 
+# The program `hpceval run` asks a launcher to start for each placement before anything is
+# built, to refuse an impossible placement early; starters check the program's own form
+# (the mpjrun starter: a jar) only on real programs.
+PLACEMENT_PROBE: tuple[str, ...] = ("true",)
+
 
 @dataclass(frozen=True)
 class Command:

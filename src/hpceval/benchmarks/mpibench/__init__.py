@@ -246,36 +246,11 @@ class Mpibench(Benchmark[MpibenchOptions]):
         return argv
 
     def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
-        record = decode_record(line)
-        if record is None:
-            return None
-        kind = record.get("record")
-        if kind == "error":
-            raise BenchmarkFailure(f"mpibench: {record.get('message', 'unknown error')}")
-        if kind == "header":
-            check_header(record, case)
-            return None
-        if kind != "point":
-            return None
-        return point_measurements(record, case)
+        record = point_record(line, case, self.name)
+        return point_measurements(record, case) if record is not None else None
 
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
-        records = [r for r in map(decode_record, stdout.splitlines()) if r is not None]
-        errors = [r for r in records if r.get("record") == "error"]
-        if errors:
-            raise BenchmarkFailure(f"mpibench: {errors[0].get('message', 'unknown error')}")
-        if not any(r.get("record") == "header" for r in records):
-            raise BenchmarkFailure("mpibench printed no header record")
-        seen = [point_key(int(r["size"])) for r in records if r.get("record") == "point"]
-        if seen != list(points):
-            missing = [p for p in points if p not in seen]
-            raise BenchmarkFailure(
-                f"mpibench measured {len(seen)} of {len(points)} points"
-                + (f"; missing {', '.join(missing[:3])}" if missing else "; unexpected points")
-            )
-        ends = [r for r in records if r.get("record") == "end"]
-        if not ends or ends[-1].get("status") != "ok":
-            raise BenchmarkFailure("mpibench output has no successful end record")
+        verify_output(stdout, points, self.name)
 
     def headline(self, measurements: Sequence[Measurement]) -> str:
         return smallest_and_best(measurements)
@@ -284,15 +259,43 @@ class Mpibench(Benchmark[MpibenchOptions]):
         return point_to_point_tables(measurements) + collective_tables(measurements)
 
 
+def verify_output(stdout: str, points: Sequence[str], program: str) -> None:
+    """A whole output of mpibench (or of a program with its protocol, mpibench-java): no error
+    record, a header, every point in order, and a successful end record."""
+    found = [r for r in (records.decode_record(ln, program) for ln in stdout.splitlines()) if r]
+    errors = [r for r in found if r.get("record") == "error"]
+    if errors:
+        raise BenchmarkFailure(f"{program}: {errors[0].get('message', 'unknown error')}")
+    if not any(r.get("record") == "header" for r in found):
+        raise BenchmarkFailure(f"{program} printed no header record")
+    seen = [point_key(int(r["size"])) for r in found if r.get("record") == "point"]
+    if seen != list(points):
+        missing = [p for p in points if p not in seen]
+        raise BenchmarkFailure(
+            f"{program} measured {len(seen)} of {len(points)} points"
+            + (f"; missing {', '.join(missing[:3])}" if missing else "; unexpected points")
+        )
+    ends = [r for r in found if r.get("record") == "end"]
+    if not ends or ends[-1].get("status") != "ok":
+        raise BenchmarkFailure(f"{program} output has no successful end record")
+
+
 SHORTEST_TIME_US = 1e-9
 
 
-def decode_record(line: str) -> dict[str, Any] | None:
-    return records.decode_record(line, "mpibench")
-
-
-def check_header(record: Mapping[str, Any], case: Case) -> None:
-    records.check_program_header(record, "mpibench", PROTOCOL_VERSION, case.placement)
+def point_record(line: str, case: Case, program: str) -> dict[str, Any] | None:
+    """The point record a line of mpibench's protocol holds, else None; an error record
+    raises BenchmarkFailure with its cause, and a header is checked against the case."""
+    record = records.decode_record(line, program)
+    if record is None:
+        return None
+    kind = record.get("record")
+    if kind == "error":
+        raise BenchmarkFailure(f"{program}: {record.get('message', 'unknown error')}")
+    if kind == "header":
+        records.check_program_header(record, program, PROTOCOL_VERSION, case.placement)
+        return None
+    return record if kind == "point" else None
 
 
 def _sample_array(record: Mapping[str, Any], key: str, count: int) -> tuple[float, ...]:

@@ -1,0 +1,212 @@
+"""Java (MpiBench.java on MPJ Express, multicore device) vs C (mpibench.c on Open MPI) here.
+
+Both programs are built and started exactly as `hpceval run` does (the benchmarks' build and
+command, the `local` and `mpj` launchers' argv), with the same placement: one node, ranks
+unbound (MPJ's multicore ranks are threads of one JVM that MPJ does not pin, so the C ranks
+run with binding none too). Measured, C and Java interleaved `--repeat` times (the order
+alternates from one repeat to the next):
+
+- PingPong latency at 0 B, 8 B, 1 KiB and bandwidth at 64 KiB, 1 MiB, 4 MiB (2 ranks);
+- Allreduce at 8 B and 1 MiB on 2 and 4 ranks (4 oversubscribe this 2-core machine);
+- start-up cost per run: the wall time of the whole command (launcher, JVM or MPI start,
+  MPI.Init) minus the time the program itself reports (its end record's elapsed_s).
+
+Per run and point the median over the samples is kept (JIT-warm figures for Java; the
+first-iteration figure of the fresh JVM is reported beside it). The report gives the median
+over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by repeat
+(adjacent in time) with its bootstrap CI. The machine is shared: medians, not means.
+
+Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from hpceval.benchmarks import get_benchmark
+from hpceval.benchmarks.base import Case
+from hpceval.campaign import load_platform
+from hpceval.launch import MpiRuntime, get_launcher_class
+from hpceval.model import Placement
+from hpceval.toolchain import detect_mpi
+
+PINGPONG_SIZES = (0, 8, 1024, 65536, 1 << 20, 4 << 20)
+BANDWIDTH_FROM = 65536
+ALLREDUCE_SIZES = (8, 1 << 20)
+
+
+def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget: float) -> Case:
+    options: dict[str, Any] = {
+        "target_rci": 0.02,
+        "budget_s": budget,
+        "min_samples": 10,
+        "max_samples": 1000,
+        "warmup_s": 0.05,
+        "sample_s": 0.001,
+        "seed": 1,
+        "jit_warmup_s": 0.5,
+    }
+    params: dict[str, Any] = {"pattern": pattern}
+    if pattern == "pingpong":
+        options["pair"] = [0, 1]
+        params["pair"] = "intra-node"
+    return Case(
+        key=f"{benchmark}:{pattern}:{ranks}",
+        benchmark=benchmark,
+        placement=Placement(1, ranks, 1, "none"),
+        parameters=params,
+        points=tuple(f"size={s}" for s in sizes),
+        time_limit_s=600,
+        options=options,
+    )
+
+
+class Side:
+    """One implementation: its program and launcher, as `hpceval run` builds them."""
+
+    def __init__(
+        self, benchmark: str, platform_name: str, extra_env: dict[str, str] | None = None
+    ) -> None:
+        self.extra_env = extra_env or {}
+        self.bench = get_benchmark(benchmark)
+        platform = load_platform(platform_name).config
+        toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
+        self.program = self.bench.build(
+            compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=["-O2"]
+        )
+        runtime = MpiRuntime(toolchain.implementation, toolchain.mpirun)
+        self.launcher = get_launcher_class(platform.launcher.kind)(platform, runtime)
+        self.name = benchmark
+
+    def run(self, c: Case) -> tuple[dict[int, dict[str, float]], float]:
+        """Per size: median sample and first-iteration (µs); and the start-up cost (s)."""
+        c = Case(**{**c.__dict__, "benchmark": self.name})
+        command = self.launcher.command(c.placement, self.bench.command(c, self.program, c.points))
+        start = time.monotonic()
+        proc = subprocess.run(
+            list(command.argv),
+            env={**os.environ, **command.env, **self.extra_env},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        wall = time.monotonic() - start
+        self.bench.verify(proc.stdout, c, c.points)
+        out: dict[int, dict[str, float]] = {}
+        elapsed = 0.0
+        for line in proc.stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            if record["record"] == "point":
+                point = {"median": float(np.median(record["t_max_us"]))}
+                if "first_iteration_us" in record:
+                    point["first"] = float(record["first_iteration_us"])
+                out[int(record["size"])] = point
+            elif record["record"] == "end":
+                elapsed = float(record["elapsed_s"])
+        return out, wall - elapsed
+
+
+def median_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    data = np.asarray(values, dtype=float)
+    if len(data) < 3 or np.all(data == data[0]):
+        return float(np.median(data)), float(data.min()), float(data.max())
+    ci = stats.bootstrap(
+        (data,), np.median, confidence_level=0.95, n_resamples=2000, random_state=0
+    ).confidence_interval
+    return float(np.median(data)), float(ci.low), float(ci.high)
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """Ratios a/b repeat by repeat (the two runs were adjacent in time)."""
+    n = min(len(a), len(b))
+    return [x / y for x, y in zip(a[:n], b[:n], strict=True)]
+
+
+def fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
+    m, lo, hi = median_ci([v * scale for v in values])
+    return f"{m:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--budget", type=float, default=0.3)
+    args = parser.parse_args(argv)
+    # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets
+    # on an oversubscribed node): on this shared, loaded machine a busy-polling rank loses its
+    # core to other work, while MPJ's multicore ranks block in Object.wait.
+    sides = {
+        "C": Side("mpibench", "local"),
+        "C yield": Side("mpibench", "local", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
+        "Java": Side("mpibench-java", "local-mpj"),
+    }
+    experiments = [("pingpong", 2, PINGPONG_SIZES)] + [
+        ("allreduce", r, ALLREDUCE_SIZES) for r in (2, 4)
+    ]
+    # (experiment, side, size) -> per-repeat medians; first-iteration; start-up per run
+    points: dict[tuple[str, int, str, int], list[float]] = {}
+    firsts: dict[tuple[str, int, int], list[float]] = {}
+    startup: dict[str, list[float]] = {name: [] for name in sides}
+    load = os.getloadavg()[0]
+    for rep in range(args.repeat):
+        order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+        for pattern, ranks, sizes in experiments:
+            for side in order:
+                c = case(sides[side].name, pattern, ranks, sizes, args.budget)
+                result, startup_s = sides[side].run(c)
+                startup[side].append(startup_s)
+                for size, point in result.items():
+                    points.setdefault((pattern, ranks, side, size), []).append(point["median"])
+                    if "first" in point:
+                        firsts.setdefault((pattern, ranks, size), []).append(point["first"])
+        print(f"repeat {rep + 1}/{args.repeat} done", file=sys.stderr)
+    load = max(load, os.getloadavg()[0])
+
+    print(f"# Java (MPJ Express 0.44 multicore, OpenJDK) vs C (Open MPI), {args.repeat} repeats")
+    print(
+        f"# medians over repeats of per-run medians, [95 % bootstrap CI]; load avg up to {load:.1f}"
+    )
+    print(
+        "| pattern | ranks | size | figure | C | C yield | Java | Java/C | Java/C yield "
+        "| Java first iteration µs |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for pattern, ranks, sizes in experiments:
+        for size in sizes:
+            series = {name: points[(pattern, ranks, name, size)] for name in sides}
+            bandwidth = pattern == "pingpong" and size >= BANDWIDTH_FROM
+            if bandwidth:  # MB/s = bytes / µs
+                series = {k: [size / t for t in v] for k, v in series.items()}
+                figure = "bandwidth MB/s"
+            else:
+                figure = "latency µs" if pattern == "pingpong" else "time µs"
+            first = fmt(firsts.get((pattern, ranks, size), [float("nan")]))
+            print(
+                f"| {pattern} | {ranks} | {size} | {figure} | {fmt(series['C'])} "
+                f"| {fmt(series['C yield'])} | {fmt(series['Java'])} "
+                f"| {fmt(paired(series['Java'], series['C']))} "
+                f"| {fmt(paired(series['Java'], series['C yield']))} | {first} |"
+            )
+    print(
+        f"| start-up | - | - | s per run | {fmt(startup['C'])} | {fmt(startup['C yield'])} "
+        f"| {fmt(startup['Java'])} | {fmt(paired(startup['Java'], startup['C']))} "
+        f"| {fmt(paired(startup['Java'], startup['C yield']))} | |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""`mpibench-java`: mpibench's patterns in Java on MPJ Express (MpiBench.java).
+
+The program has mpibench's command line, patterns, sample loop and JSON-lines records
+(docs/mpibench.md), so the cases and the point parsing are mpibench's. What differs
+(docs/java.md): it runs on a platform whose launcher is `mpj`; the header names the JVM and
+MPJ's version and device; every point also carries the time of its first iteration in the
+fresh JVM (`first_iteration_us`, before any JIT compilation), stored as its own metric
+(`first_iteration_latency` / `first_iteration_time`), while the samples are taken after a JIT
+warm-up (`jit_warmup_s`).
+
+Its measurements are stored under benchmark "mpibench", with the implementation in their
+details: the same suite run on `local` (C, Open MPI) and on `local-mpj` (Java) gives points
+that `hpceval compare` pairs one to one, the platform telling the implementations apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from hpceval.benchmarks import register
+from hpceval.benchmarks.base import Case, ParsedPoint, Program, Tool
+from hpceval.benchmarks.mpibench import (
+    TIME_DIVISOR,
+    Mpibench,
+    MpibenchOptions,
+    point_measurements,
+    point_record,
+    size_of,
+    verify_output,
+)
+from hpceval.config import PlatformConfig
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.model import Measurement
+from hpceval.mpj import compile_java_program, installation, missing_java_tools
+from hpceval.statistics import describe
+from hpceval.units import MICROSECOND
+
+SOURCE = Path(__file__).with_name("MpiBench.java")
+MAIN_CLASS = "MpiBench"
+PROGRAM = "mpibench-java"
+# The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
+LAUNCHER = "mpj"
+
+
+DEFAULT_JIT_WARMUP_S = 0.5
+
+
+class MpibenchJavaOptions(MpibenchOptions):
+    # Seconds of JIT warm-up (every size in turn) before the first point's own warm-up.
+    jit_warmup_s: float = Field(DEFAULT_JIT_WARMUP_S, ge=0)
+
+
+def first_iteration_measurement(
+    record: Mapping[str, Any], parsed: ParsedPoint, details: Mapping[str, Any]
+) -> Measurement | None:
+    """The point's first iteration in the fresh JVM (interpreted code), one sample in µs."""
+    raw = record.get("first_iteration_us")
+    if raw is None:
+        return None
+    # Rings report per message (half an iteration), like their samples.
+    value = float(raw) / TIME_DIVISOR.get(str(record.get("pattern")), 1)
+    if not value > 0:
+        raise BenchmarkFailure(f"point size={record.get('size')}: first_iteration_us {raw!r}")
+    timed = parsed.measurements[0]
+    return Measurement(
+        benchmark=timed.benchmark,
+        metric=f"first_iteration_{timed.metric}",
+        value=value,
+        unit=MICROSECOND,
+        parameters=timed.parameters,
+        samples=(value,),
+        statistics=describe((value,)),
+        details=dict(details),
+    )
+
+
+# The JDK (javac compiles the program, its java runs MPJ); doctor shows the JVM's version
+# beside MPJ Express's (hpceval.doctor), without a second JVM start-up here.
+JAVA_TOOLS = (
+    Tool(
+        "javac",
+        "default-jdk-headless",
+        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj): javac and "
+        "java; without them their cases are skipped",
+        "a Java development kit (java, javac)",
+        version_args=None,
+    ),
+)
+
+
+@register
+class MpibenchJava(Mpibench):
+    name = PROGRAM
+    description = "mpibench's patterns in Java on MPJ Express (JIT-warm and first-iteration)"
+    Options = MpibenchJavaOptions
+    tools = JAVA_TOOLS
+
+    def unavailable(self, options: MpibenchOptions, platform: PlatformConfig) -> str | None:
+        return super().unavailable(options, platform) or missing_java_tools()
+
+    def cases(
+        self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
+    ) -> list[Case]:
+        if platform.launcher.kind != LAUNCHER:
+            raise UserError(
+                f"benchmark {PROGRAM} runs on a platform whose launcher is {LAUNCHER} "
+                f"(e.g. local-mpj); platform {platform.name!r} uses {platform.launcher.kind}"
+            )
+        jit_warmup_s = getattr(options, "jit_warmup_s", DEFAULT_JIT_WARMUP_S)
+        cases = []
+        # mpibench's cases, keyed and labelled by this benchmark's name (self.name).
+        for case in super().cases(options, platform, entry_index):
+            run_options = {**case.options, "jit_warmup_s": jit_warmup_s}
+            estimate = case.estimate_s + jit_warmup_s
+            cases.append(replace(case, options=run_options, estimate_s=estimate))
+        return cases
+
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        # javac, not the platform's C compiler: the C flags do not apply to Java.
+        mpj = installation()
+        jar = compile_java_program(PROGRAM, [SOURCE], MAIN_CLASS, mpj)
+        return Program(jar, "javac", ())
+
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        # `--name=value` only: the mpj launcher passes no argument MPJRun could read as its own.
+        o = case.options
+        argv = [
+            str(program.path),
+            f"--pattern={case.parameters['pattern']}",
+            "--sizes=" + ",".join(str(size_of(p)) for p in points),
+            f"--target-rci={o['target_rci']!r}",
+            f"--budget={o['budget_s']!r}",
+            f"--min-samples={o['min_samples']}",
+            f"--max-samples={o['max_samples']}",
+            f"--warmup-s={o['warmup_s']!r}",
+            f"--sample-s={o['sample_s']!r}",
+            f"--jit-warmup-s={o['jit_warmup_s']!r}",
+            f"--seed={o['seed']}",
+        ]
+        if "pair" in o:
+            argv.append("--pair=" + ",".join(str(r) for r in o["pair"]))
+        return argv
+
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        return parse_java_line(line, case)
+
+    def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
+        # MPJRun exits 0 even when every rank threw: the end record is the only proof.
+        verify_output(stdout, points, PROGRAM)
+
+
+def implementation_details(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What ran a point: MPJ Express's version and device, the JVM (the point record's)."""
+    return {
+        "implementation": f"java/mpj-express {record.get('mpj_version', 'unknown')}",
+        "jvm": record.get("jvm"),
+        "mpj_device": record.get("device"),
+    }
+
+
+def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
+    """One line of MpiBench.java's output (pure)."""
+    record = point_record(line, case, PROGRAM)
+    if record is None:
+        return None
+    details = implementation_details(record)
+    parsed = point_measurements(record, case)
+    measurements = [replace(m, details={**m.details, **details}) for m in parsed.measurements]
+    cold = first_iteration_measurement(record, parsed, details)
+    if cold is not None:
+        measurements.append(cold)
+    return ParsedPoint(parsed.point_key, tuple(measurements))
+
+
+__all__ = ["MpibenchJava", "parse_java_line"]

@@ -1,0 +1,409 @@
+"""mpibench-java: MpiBench.java on MPJ Express through the `mpj` launcher.
+
+Parser tests read real outputs captured on this machine (tests/data/mpibench_java: MPJ
+Express 0.44's multicore device, OpenJDK 17); the launcher's argv and its refusals are
+checked exactly; real runs go through `hpceval run` on platform local-mpj, and a run
+stopped by SIGTERM leaves no JVM behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpceval.benchmarks import get_benchmark
+from hpceval.benchmarks.base import Case
+from hpceval.campaign import load_platform, load_suite
+from hpceval.config import LauncherConfig, PlatformConfig
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.launch.command import MpiRuntime
+from hpceval.launch.schedulers.mpj import MpjScheduler, port_is_free
+from hpceval.launch.starters import get_starter_class
+from hpceval.launch.starters.base import Nodes
+from hpceval.launch.starters.mpjrun import MpjrunOptions, MpjStartRequest, check_java_program
+from hpceval.model import Placement
+from hpceval.mpj import (
+    DEFAULT_DAEMON_PORT,
+    STARTER_JARS,
+    missing_java_tools,
+    parse_java_version,
+    parse_mpj_version,
+)
+from hpceval.store import open_store
+
+from .conftest import requires_mpi, write
+from .test_cli import hpceval, one_line_error
+
+DATA = Path(__file__).parent / "data" / "mpibench_java"
+
+requires_mpj = pytest.mark.skipif(
+    missing_java_tools() is not None,
+    reason=f"{missing_java_tools()} (./setup.sh installs default-jdk-headless libmpj-java)",
+)
+
+STARTER = [
+    "java", "-cp", os.pathsep.join(f"/m/lib/{j}" for j in STARTER_JARS), "runtime.starter.MPJRun"
+]  # fmt: skip
+
+
+def mpjrun_argv(
+    device: str, ranks: int, extra: list[str], program: list[str], machines: str | None = None
+) -> list[str]:
+    """The mpjrun starter's argv, as the mpj scheduler asks for it (MPJ_HOME /m)."""
+    request = MpjStartRequest(
+        placement=Placement(1, ranks, 1, "none"), program=tuple(program),
+        implementation="Open MPI", executable="java", extra_args=tuple(extra),
+        options=MpjrunOptions.model_validate({"device": device}),
+        nodes=Nodes(hosts=("localhost",), hostfile=machines) if machines else Nodes(),
+        mpj_home="/m",
+    )  # fmt: skip
+    return list(get_starter_class("mpjrun")().command(request).argv)
+
+
+def case_for(pattern: str, ranks: int, sizes: list[int]) -> Case:
+    params: dict[str, str | int | float | bool] = {"pattern": pattern}
+    if pattern == "pingpong":
+        params["pair"] = "intra-node"
+    return Case(
+        key=f"mpibench-java/{pattern}",
+        benchmark="mpibench-java",
+        placement=Placement(1, ranks, 1, "none"),
+        parameters=params,
+        points=tuple(f"size={s}" for s in sizes),
+        time_limit_s=60,
+    )
+
+
+# ------------------------------------------------------------------ parsing --
+
+
+def test_pingpong_capture_parses_into_warm_and_first_iteration_points() -> None:
+    bench = get_benchmark("mpibench-java")
+    case = case_for("pingpong", 2, [0, 8, 1024, 65536])
+    stdout = (DATA / "pingpong_np2.out").read_text()
+    bench.verify(stdout, case, case.points)
+    points = bench.parse(stdout, case)
+    assert [p.point_key for p in points] == list(case.points)
+    for point in points:
+        by_metric = {m.metric: m for m in point.measurements}
+        latency, cold = by_metric["latency"], by_metric["first_iteration_latency"]
+        # Stored as mpibench's points (compare pairs them with the C ones), Java recorded.
+        assert latency.benchmark == cold.benchmark == "mpibench"
+        assert latency.details["implementation"] == "java/mpj-express 0.44"
+        assert latency.details["mpj_device"] == "smpdev"
+        assert str(latency.details["jvm"]).startswith("OpenJDK")
+        assert len(latency.samples) >= 2 and cold.samples == (cold.value,)
+        assert latency.parameters == cold.parameters
+        # The first iteration runs interpreted code: slower than the JIT-warm median.
+        assert cold.value > latency.statistics.median
+        if point.point_key != "size=0":
+            assert by_metric["bandwidth"].value > 0
+
+
+def test_allreduce_capture_on_four_ranks() -> None:
+    bench = get_benchmark("mpibench-java")
+    case = case_for("allreduce", 4, [8, 1024])
+    stdout = (DATA / "allreduce_np4.out").read_text()
+    bench.verify(stdout, case, case.points)
+    metrics = {(p.point_key, m.metric) for p in bench.parse(stdout, case) for m in p.measurements}
+    assert metrics == {(k, m) for k in case.points for m in ("time", "first_iteration_time")}
+
+
+def test_error_record_fails_with_its_cause() -> None:
+    bench = get_benchmark("mpibench-java")
+    case = case_for("allreduce", 2, [7])
+    stdout = (DATA / "error_size.out").read_text()
+    with pytest.raises(BenchmarkFailure, match="size 7 is not a multiple of 4"):
+        bench.parse(stdout, case)
+    with pytest.raises(BenchmarkFailure, match="size 7 is not a multiple of 4"):
+        bench.verify(stdout, case, case.points)
+
+
+def test_output_without_end_record_fails_verification() -> None:
+    # MPJRun exits 0 even when the ranks threw: only the end record proves the run whole.
+    bench = get_benchmark("mpibench-java")
+    case = case_for("pingpong", 2, [0, 8, 1024, 65536])
+    lines = (DATA / "pingpong_np2.out").read_text().splitlines()
+    cut = "\n".join(ln for ln in lines if '"record":"end"' not in ln)
+    with pytest.raises(BenchmarkFailure, match="no successful end record"):
+        bench.verify(cut, case, case.points)
+
+
+def test_header_from_another_program_is_refused() -> None:
+    bench = get_benchmark("mpibench-java")
+    case = case_for("pingpong", 2, [0])
+    header = (DATA / "pingpong_np2.out").read_text().splitlines()[1]
+    with pytest.raises(BenchmarkFailure, match="unexpected program"):
+        bench.parse_line(header.replace('"mpibench-java"', '"mpibench"'), case)
+
+
+def test_version_parsers() -> None:
+    assert parse_mpj_version("# c\nmpjexpress.version=0.44\n") == "0.44"
+    assert parse_mpj_version("nothing") is None
+    out = 'openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment\n'
+    assert parse_java_version(out) == "openjdk 17.0.15"
+
+
+# ---------------------------------------------------------------- launcher --
+
+
+def test_mpjrun_argv_exact() -> None:
+    argv = mpjrun_argv("multicore", 4, ["-Xmx1g"], ["/c/mb.jar", "--pattern=barrier"])
+    assert argv == [
+        *STARTER, "-np", "4", "-dev", "multicore", "-Xmx1g", "-jar", "/c/mb.jar",
+        "--pattern=barrier",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("program", "cause"),
+    [
+        (["/usr/bin/mpibench", "--pattern=x"], "starts Java programs (a .jar)"),
+        (["/c/mb.jar", "-np", "3"], "'-np' does not start with '--'"),
+        (["/c/mb.jar", "--sizes", "-1"], "'-1' does not start with '--'"),
+    ],
+)
+def test_programs_mpjrun_must_not_see(program: list[str], cause: str) -> None:
+    with pytest.raises(UserError, match=re.escape(cause)):
+        check_java_program(program)
+
+
+def test_hybdev_is_refused_in_one_line() -> None:
+    with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
+        mpjrun_argv("hybdev", 2, [], ["/c/mb.jar"])
+
+
+def test_niodev_argv_names_the_machines_file() -> None:
+    argv = mpjrun_argv("niodev", 2, [], ["/c/mb.jar"], "/w/machines")
+    assert argv == [
+        *STARTER, "-np", "2", "-dev", "niodev", "-machinesfile", "/w/machines", "-jar",
+        "/c/mb.jar",
+    ]  # fmt: skip
+
+
+def platform(**launcher: object) -> PlatformConfig:
+    return PlatformConfig(
+        name="t-mpj",
+        nodes=1,
+        cores_per_node=2,
+        launcher=LauncherConfig.model_validate({"kind": "mpj", **launcher}),
+    )
+
+
+@requires_mpj
+def test_launcher_command_sets_mpj_home_and_records_no_binding() -> None:
+    launcher = MpjScheduler(platform(), MpiRuntime("Open MPI", "mpirun"))
+    command = launcher.command(Placement(1, 2, 1, "core"), ["/c/mb.jar", "--pattern=barrier"])
+    home = Path(command.env["MPJ_HOME"])
+    assert (home / "lib" / "mpj.jar").is_file() and (home / "lib" / "log4j-1.2.jar").is_file()
+    assert command.argv[1:4] == (
+        "-cp",
+        os.pathsep.join(
+            str(home / "lib" / j) for j in ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
+        ),
+        "runtime.starter.MPJRun",
+    )
+    assert command.argv[4:] == (
+        "-np",
+        "2",
+        "-dev",
+        "multicore",
+        "-jar",
+        "/c/mb.jar",
+        "--pattern=barrier",
+    )
+    assert command.placement.binding == "none" and not command.oversubscribed
+    with pytest.raises(UserError, match="runs on one node"):
+        launcher.command(Placement(2, 1, 1, "none"), ["/c/mb.jar"])
+
+
+def test_missing_jvm_is_a_reason_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    reason = missing_java_tools()
+    assert reason is not None and reason.startswith("java not found on PATH")
+    assert "default-jdk-headless" in reason
+
+
+# -------------------------------------------------------------- real runs --
+
+SUITE = """
+name = "java-test"
+[[benchmark]]
+name = "mpibench-java"
+patterns = ["pingpong", "allreduce"]
+sizes = [8, 1024]
+ranks = [2]
+binding = "none"
+budget_s = 0.1
+warmup_s = 0.01
+min_samples = 3
+jit_warmup_s = 0.1
+"""
+
+
+@requires_mpj
+def test_run_on_local_mpj_stores_verified_java_points(tmp_path: Path) -> None:
+    suite = write(tmp_path / "suite.toml", SUITE)
+    db = tmp_path / "r.db"
+    hpceval("run", "-p", "local-mpj", "-s", str(suite), "--db", str(db), cwd=tmp_path, check=True)
+    store = open_store(str(db))
+    rows = store.measurements()
+    got = {(r.case_key.split(":")[0], r.point_key, r.measurement.metric) for r in rows}
+    for point in ("size=8", "size=1024"):
+        assert ("mpibench-java", point, "latency") in got
+        assert ("mpibench-java", point, "bandwidth") in got
+        assert ("mpibench-java", point, "first_iteration_latency") in got
+        assert ("mpibench-java", point, "time") in got
+        assert ("mpibench-java", point, "first_iteration_time") in got
+    for r in rows:
+        m = r.measurement
+        assert m.benchmark == "mpibench" and m.value > 0
+        assert m.parameters["binding"] == "none"
+        if not m.metric.startswith("first_iteration") and m.metric != "bandwidth":
+            assert m.details["implementation"] == "java/mpj-express 0.44"
+            assert len(m.samples) >= 3
+
+
+def test_mpibench_java_on_a_native_platform_is_a_one_line_error(tmp_path: Path) -> None:
+    suite = write(tmp_path / "suite.toml", SUITE)
+    proc = hpceval(
+        "run", "-p", "local", "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
+    )
+    assert "runs on a platform whose launcher is mpj" in one_line_error(proc)
+
+
+def test_hybdev_platform_is_a_one_line_error(tmp_path: Path) -> None:
+    suite = write(tmp_path / "suite.toml", SUITE)
+    plat = write(
+        tmp_path / "p.toml",
+        'name = "hyb"\nnodes = 1\n[launcher]\nkind = "mpj"\ndevice = "hybdev"\n',
+    )
+    proc = hpceval(
+        "run", "-p", str(plat), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
+    )
+    assert "launcher.device hybdev" in one_line_error(proc)
+
+
+def _daemon_port_open() -> bool:
+    return not port_is_free(DEFAULT_DAEMON_PORT)
+
+
+@requires_mpj
+def test_niodev_run_starts_and_stops_its_daemon(tmp_path: Path) -> None:
+    if _daemon_port_open():
+        pytest.skip(f"port {DEFAULT_DAEMON_PORT} is taken by another MPJ daemon")
+    suite = write(tmp_path / "suite.toml", SUITE)
+    db = tmp_path / "r.db"
+    hpceval(
+        "run", "-p", "local-mpj-niodev", "-s", str(suite), "--db", str(db), cwd=tmp_path, check=True
+    )
+    rows = open_store(str(db)).measurements()
+    devices = {r.measurement.details.get("mpj_device") for r in rows}
+    assert devices == {"niodev"}
+    assert {r.measurement.metric for r in rows} >= {"latency", "time", "first_iteration_time"}
+    assert not _daemon_port_open()  # the daemon (and the ranks it started) are gone
+
+
+@requires_mpj
+def test_niodev_with_its_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
+    if _daemon_port_open():
+        pytest.skip(f"port {DEFAULT_DAEMON_PORT} is taken by another MPJ daemon")
+    suite = write(tmp_path / "suite.toml", SUITE)
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", DEFAULT_DAEMON_PORT))
+        taken.listen()
+        proc = hpceval(
+            "run", "-p", "local-mpj-niodev", "-s", str(suite), "--db", str(tmp_path / "r.db"),
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert f"port {DEFAULT_DAEMON_PORT} is in use" in one_line_error(proc)
+
+
+def _jvms_of(marker: str) -> list[str]:
+    ps = subprocess.run(
+        ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
+    )
+    return [ln for ln in ps.stdout.splitlines() if "runtime.starter" in ln and marker in ln]
+
+
+@requires_mpj
+def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
+    # A point that cannot reach its CI target samples for its whole 30 s budget.
+    long_points = "budget_s = 30\ntarget_rci = 0.00001\nmax_samples = 10000000"
+    suite = write(tmp_path / "suite.toml", SUITE.replace("budget_s = 0.1", long_points))
+    cache = tmp_path / "cache"  # the JVMs' class path names it: they can be told apart
+    env = {**os.environ, "HPCEVAL_CACHE": str(cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hpceval", "run", "-p", "local-mpj", "-s", str(suite),
+         "--db", str(tmp_path / "r.db")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while len(_jvms_of(str(cache))) < 2:  # the starter and the ranks' JVM
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the JVMs never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert "interrupted by SIGTERM" in err or proc.returncode != 0
+        deadline = time.monotonic() + 10
+        while _jvms_of(str(cache)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _jvms_of(str(cache)) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_java_quick_suite_plans_p2p_and_collectives_on_local_mpj() -> None:
+    suite = load_suite("java-quick").config
+    target = load_platform("local-mpj").config
+    bench = get_benchmark("mpibench-java")
+    cases = [
+        c
+        for i, entry in enumerate(suite.benchmark)
+        for c in bench.cases(bench.parse_options(entry.options()), target, i)
+    ]
+    patterns = {(c.parameters["pattern"], c.placement.ranks) for c in cases}
+    assert {("pingpong", 2), ("exchange", 2), ("allreduce", 4), ("barrier", 2)} <= patterns
+    assert len(cases) == 4 + 5 * 2
+    assert all(c.key.startswith("mpibench-java:") and c.options["jit_warmup_s"] > 0 for c in cases)
+
+
+@requires_mpj
+@requires_mpi
+def test_compare_pairs_java_points_with_the_c_points(tmp_path: Path) -> None:
+    """The same entries, C on `local` and Java on `local-mpj`: compare pairs every point."""
+    entry = SUITE.split("[[benchmark]]")[1].replace("budget_s = 0.1", "budget_s = 0.05")
+    java = write(tmp_path / "java.toml", f'name = "j"\n[[benchmark]]{entry}')
+    native = write(
+        tmp_path / "c.toml",
+        f'name = "c"\n[[benchmark]]{entry}'.replace('"mpibench-java"', '"mpibench"').replace(
+            "jit_warmup_s = 0.1\n", ""
+        ),
+    )
+    db = str(tmp_path / "r.db")
+    hpceval("run", "-p", "local", "-s", str(native), "--db", db, cwd=tmp_path, check=True)
+    hpceval("run", "-p", "local-mpj", "-s", str(java), "--db", db, cwd=tmp_path, check=True)
+    out = tmp_path / "cmp.json"
+    hpceval("compare", "-b", "local", "--db", db, "--json", str(out), cwd=tmp_path, check=True)
+    rows = json.loads(out.read_text())
+    paired = {(r["metric"], r["size"]) for r in rows}
+    for size in (8, 1024):
+        assert ("latency", size) in paired and ("time", size) in paired
+    assert all(r["platform"] == "local-mpj" for r in rows)
