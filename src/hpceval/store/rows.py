@@ -138,7 +138,7 @@ class DatabaseState:
 def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measurement:
     """The Measurement of a stored measurements row (checks unit, value and statistics)."""
     statistics = values["statistics"]
-    return Measurement(
+    return Measurement.from_stored(
         benchmark=values["benchmark"],
         metric=values["metric"],
         value=values["value"],
