@@ -134,7 +134,7 @@ def test_as_root_mpirun_is_allowed_to_start(monkeypatch: pytest.MonkeyPatch) -> 
 def test_setup_commands_with_a_shaped_link() -> None:
     layout = cluster_mod.ClusterLayout(3, 2)
     options = cluster_mod.NetnsOptions(link="100mbit", mtu=9000)
-    tbf = ["tbf", "rate", "100000000bit", "burst", "16384", "latency", "20ms"]
+    tbf = ["tbf", "rate", "100000000bit", "burst", "25000", "latency", "20ms"]  # 2 ms
     expected = [
         ["ip", "link", "add", "hpce3br", "mtu", "9000", "type", "bridge"],
         ["ip", "link", "set", "hpce3br", "up"],
@@ -162,7 +162,11 @@ def test_link_profiles() -> None:
     assert cluster_mod.link_rate("1GbE") == 10**9
     assert cluster_mod.link_rate("10GbE") == 10**10
     assert cluster_mod.link_rate("2.5gbit") == 2_500_000_000
-    assert cluster_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
+    assert cluster_mod.NetnsOptions(link="10GbE").burst_bytes() == 2_500_000  # 2 ms
+    assert cluster_mod.NetnsOptions(link="100kbit").burst_bytes() == 3028  # two frames
+    assert cluster_mod.NetnsOptions(link="none").burst_bytes() is None
+    with pytest.raises(ValueError, match="two frames"):
+        cluster_mod.NetnsOptions(link="1GbE", burst=1000)
     with pytest.raises(ValueError, match="unknown link profile 'fast'"):
         cluster_mod.link_rate("fast")
 

@@ -40,7 +40,6 @@ app = typer.Typer(
 out = console()
 
 
-
 @app.command()
 @user_errors
 def run(
@@ -83,7 +82,10 @@ def run(
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
-        cases = plan_cases(suite_loaded, platform_loaded.config)
+        left_out: list[str] = []
+        cases = plan_cases(suite_loaded, platform_loaded.config, left_out)
+        for line in left_out:
+            err.print(line, style="yellow", highlight=False, markup=False)
         prepared = prepare_run(platform_loaded.config, cases)
         store = open_store(db)
     launcher = prepared.launcher
@@ -100,7 +102,9 @@ def run(
                 )
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-                run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                run_id = start_new_run(
+                    prepared, store, suite_loaded, platform_loaded, cases, note="; ".join(left_out)
+                )
                 err.print(
                     f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
                     f"{platform_loaded.config.name!r}: {len(cases)} cases, "

@@ -71,8 +71,6 @@ CurrencyOption = Annotated[
 ]
 
 
-
-
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
     """Add compare, cost, recommend and fit to `app`; they print their tables on `out`."""
     _Consoles.out = out
@@ -229,20 +227,33 @@ def compare_command(
     top: Annotated[
         int, typer.Option("--top", min=0, help="Significant differences to show.")
     ] = TOP_DEFAULT,
+    placement: Annotated[
+        str,
+        typer.Option(
+            "--placement",
+            help="Which placements are paired: default (each platform as a user would run "
+            "it), best (each platform's best measured placement), same (like for like).",
+        ),
+    ] = "default",
     csv: CsvOption = None,
     json: JsonOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
-    """Compare platforms with a baseline: ratios with confidence intervals, verdicts and
-    overhead summaries per category."""
+    """Compare platforms with a baseline by workload: ratios with confidence intervals,
+    verdicts and overhead summaries per category."""
     from hpceval.analysis.compare import compare
+    from hpceval.analysis.matching import MODE_QUESTIONS, parse_mode
 
+    mode = parse_mode(placement)
     frame = _load(db, benchmark=benchmark, metric=metric, cache=not no_cache)
+    context = _platform_context(db)
     result = compare(
         frame,
         baseline,
         platforms=platforms or None,
         allow_cross_origin=allow_cross_origin,
+        placement=mode,
+        platform_configs=context.configs,
     )
     out = _Consoles.out
     table = result.table
@@ -253,9 +264,9 @@ def compare_command(
         )
     level = f"{result.confidence:.0%}"
     summary = Table(
-        title=f"overhead against {baseline} ({result.baseline_origin.value}): geometric mean "
-        f"of the performance ratio (> 1: better than the baseline), {level} CI by "
-        f"{result.method}",
+        title=f"overhead against {baseline} ({result.baseline_origin.value}), "
+        f"{MODE_QUESTIONS[mode]}: geometric mean of the performance ratio (> 1: better than "
+        f"the baseline), {level} CI by {result.method}",
         title_justify="left",
     )
     for col in ("platform", "category", "points", "geomean", "overhead", "GSD", "min", "max"):
@@ -290,25 +301,65 @@ def compare_command(
             f"{len(significant)}",
             title_justify="left",
         )
+        # Key numbers first; the placements last (long, and the first thing cut).
         for col in ("platform", "benchmark", "metric", "point", "ratio", "CI", "verdict"):
             points.add_column(col, justify="right" if col in ("ratio", "CI") else "left")
+        points.add_column("placement (platform / baseline)", overflow="fold")
         for record in chosen.to_dict("records"):
             points.add_row(
                 str(record["platform"]),
                 str(record["benchmark"]),
                 str(record["metric"]),
-                _parameters(record, result.parameters),
+                _parameters(record, _workload(result.parameters)),
                 _num(record["ratio"]),
                 f"[{_num(record['ratio_low'])}, {_num(record['ratio_high'])}]",
                 str(record["verdict"]),
+                f"{record['placement']} / {record['baseline_placement']}",
             )
         out.print(points)
     else:
         out.print("no significant difference at any point", highlight=False)
-    for name, count in sorted(result.unmatched.items()):
-        if count:
-            out.print(f"{name}: {count} point(s) without a baseline counterpart", highlight=False)
+    _print_unmatched(result.unmatched_points)
+    for line in context.caveat_lines([*result.platforms, baseline]):
+        out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
     _export(table, csv, json)
+
+
+UNMATCHED_SHOWN = 40
+
+
+def _print_unmatched(listed: pd.DataFrame) -> None:
+    """The points without counterpart, with the reason (the first UNMATCHED_SHOWN)."""
+    if listed.empty:
+        return
+    t = Table(
+        title=f"{len(listed)} point(s) without counterpart",
+        title_justify="left",
+    )
+    columns = ("platform", "side", "benchmark", "metric", "workload", "placement", "reason")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for record in listed.head(UNMATCHED_SHOWN).to_dict("records"):
+        t.add_row(*(str(record[c]) for c in columns))
+    _Consoles.out.print(t)
+    if len(listed) > UNMATCHED_SHOWN:
+        _Consoles.out.print(f"... and {len(listed) - UNMATCHED_SHOWN} more", highlight=False)
+
+
+def _workload(parameters: Sequence[str]) -> list[str]:
+    """The parameters that say what was computed (the placement has its own column)."""
+    from hpceval.labels import PLACEMENT_FACETS
+
+    return [p for p in parameters if p.removeprefix("parameter.") not in PLACEMENT_FACETS]
+
+
+def _platform_context(db: str | None) -> Any:
+    """The platform files and caveats of the database's runs (analysis.platforms)."""
+    from hpceval.analysis.platforms import platform_context
+    from hpceval.store import open_store
+
+    with open_store(db, create=False, read_only=True) as store:
+        return platform_context(store)
 
 
 # --------------------------------------------------------------------------- cost

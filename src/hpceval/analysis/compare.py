@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
@@ -71,6 +71,12 @@ from hpceval.analysis.frame import (
     pool_by_codes,
     present,
 )
+from hpceval.analysis.matching import (
+    UNMATCHED_COLUMNS,
+    PlacementMode,
+    match_groups,
+    parse_mode,
+)
 from hpceval.analysis.ratios import (
     DEFAULT_RESAMPLES,
     CiMethod,
@@ -79,7 +85,9 @@ from hpceval.analysis.ratios import (
 )
 from hpceval.catalog import SUMMARY_METRICS as SUMMARY_METRICS  # the report reads it here
 from hpceval.catalog import BenchmarkCategory, declaration
+from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
+from hpceval.labels import PLACEMENT_FACETS, placement_label
 from hpceval.model import Origin, ParamValue
 from hpceval.patterns import COLLECTIVES
 
@@ -196,6 +204,11 @@ class Comparison:
     unmatched: Mapping[str, int]
     baseline_only: Mapping[str, int]
     summaries: tuple[CategorySummary, ...]
+    placement_mode: PlacementMode = PlacementMode.DEFAULT
+    # One row per point without counterpart, with the reason (matching.UNMATCHED_COLUMNS).
+    unmatched_points: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(UNMATCHED_COLUMNS))
+    )
 
     def points(self) -> Iterator[PointComparison]:
         """The rows of `table` as values (for small tables: this is a Python loop)."""
@@ -220,9 +233,14 @@ def compare(
     method: CiMethod = "auto",
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    placement: PlacementMode | str = PlacementMode.DEFAULT,
+    platform_configs: Mapping[str, PlatformConfig] | None = None,
 ) -> Comparison:
-    """Compare `platforms` (default: every other platform of the frame) with `baseline`."""
+    """Compare `platforms` (default: every other platform of the frame) with `baseline`,
+    pairing their points by workload as `placement` says (hpceval.analysis.matching; the
+    default placements come from `platform_configs`, the platform files of the runs)."""
     check_frame(frame)
+    mode = placement if isinstance(placement, PlacementMode) else parse_mode(placement)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence {confidence} is not between 0 and 1")
     if resamples < 100:
@@ -285,29 +303,35 @@ def compare(
     rows = rows.astype(np.int64).reshape(len(sub))
     pooled = pool_by_codes(sub, rows, first.astype(np.int64), ["platform", "origin", *pcols])
     g_side = side_code[first]
-    g_point = point_code[first]
 
-    is_base = g_side == base_side
-    base_of_point = np.full(max(n_points, 1), -1, dtype=np.int64)
-    base_of_point[g_point[is_base]] = np.flatnonzero(is_base)
-    others = np.flatnonzero(~is_base)
-    partner = base_of_point[g_point[others]]
-    matched = partner >= 0
-    unmatched: dict[str, int] = {}
-    baseline_only: dict[str, int] = {}
-    n_base = int(is_base.sum())
-    for s in compared:
-        name = side_platform[s] + (
-            f" ({side_origin[s]})" if side_origin[s] != b_origin.value else ""
-        )
-        in_side = g_side[others] == s
-        unmatched[name] = int((in_side & ~matched).sum())
-        baseline_only[name] = n_base - int((in_side & matched).sum())
-    ga = others[matched]
-    gb = partner[matched]
+    side_labels = [
+        side_platform[i] + (f" ({side_origin[i]})" if side_origin[i] != b_origin.value else "")
+        for i in range(len(side_first))
+    ]
+    matched = match_groups(
+        pooled.keys,
+        pooled.mean,
+        pooled.count,
+        g_side,
+        base_side,
+        compared,
+        side_labels,
+        side_platform,
+        mode,
+        platform_configs or {},
+    )
+    ga, gb = matched.platform_groups, matched.baseline_groups
+    unpaired = matched.unmatched
+
+    def count_listed(s: int, side: str) -> int:
+        return int(((unpaired["platform"] == side_labels[s]) & (unpaired["side"] == side)).sum())
+
+    unmatched = {side_labels[s]: count_listed(s, "platform") for s in compared}
+    baseline_only = {side_labels[s]: count_listed(s, "baseline") for s in compared}
 
     table, used = ratio_columns(pooled, ga, gb, confidence, method, resamples, seed)
     keys = pooled.keys.iloc[ga].reset_index(drop=True)
+    base_keys = pooled.keys.iloc[gb].reset_index(drop=True)
     columns: dict[str, Any] = {
         "platform": _categorical(keys["platform"]),
         "origin": _categorical(keys["origin"]),
@@ -324,6 +348,8 @@ def compare(
         columns[f"parameter.{column}" if column in taken else column] = keys[column]
     params = tuple(f"parameter.{c}" if c in taken else c for c in params)
     columns.update(table)
+    columns["placement"] = _labels(keys)
+    columns["baseline_placement"] = _labels(base_keys)
     out = pd.DataFrame(columns)
     summaries = summarize(out, baseline=baseline)
     return Comparison(
@@ -339,6 +365,8 @@ def compare(
         unmatched=unmatched,
         baseline_only=baseline_only,
         summaries=summaries,
+        placement_mode=mode,
+        unmatched_points=unpaired,
     )
 
 
@@ -423,6 +451,20 @@ def _is_in(table: pd.DataFrame, column: str, values: Collection[str]) -> npt.NDA
         hits = np.append(np.isin(series.cat.categories.astype(object), list(values)), False)
         return np.asarray(hits[np.asarray(series.cat.codes, dtype=np.int64)], dtype=bool)
     return np.asarray(series.isin(list(values)).to_numpy(), dtype=bool)
+
+
+def _labels(keys: pd.DataFrame) -> pd.Categorical[Any]:
+    """The placement label of each row (hpceval.labels), computed once per distinct one."""
+    facets = [c for c in ("ranks", "threads_per_rank", *PLACEMENT_FACETS) if c in keys.columns]
+    if not facets or keys.empty:
+        return pd.Categorical([""] * len(keys))
+    codes, first = group_codes(keys, facets)
+    names = [placement_label(_record(keys, int(i), facets)) for i in first]
+    return pd.Categorical(np.asarray(names, dtype=object)[codes])
+
+
+def _record(keys: pd.DataFrame, row: int, columns: Sequence[str]) -> dict[str, Any]:
+    return {c: keys[c].iloc[row] for c in columns}
 
 
 def _categorical(series: pd.Series[Any]) -> pd.Categorical:

@@ -87,8 +87,10 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
             store, platforms=chosen if options.platforms else None, cache=options.cache
         )
         if frame.empty:
-            raise UserError(f"{store.url}: no measurements" + (
-                f" of {', '.join(chosen)}" if options.platforms else ""))
+            raise UserError(
+                f"{store.url}: no measurements"
+                + (f" of {', '.join(chosen)}" if options.platforms else "")
+            )
         selected = [r for r in runs if r.platform_name in set(chosen)]
         provenance = provenance_table(store, selected)
         file_prices = prices_from_store(store)
@@ -148,8 +150,9 @@ def price_sources(
     for platform, entry in options.instances.items():
         if not any(entry in c.names() for c in catalogs):
             listed = ", ".join(c.name for c in catalogs) or "none given"
-            raise UserError(f"--instance {platform}={entry}: no such entry in the catalogs "
-                            f"({listed})")
+            raise UserError(
+                f"--instance {platform}={entry}: no such entry in the catalogs ({listed})"
+            )
     for catalog in catalogs:
         priced: dict[str, list[HourlyPrice]] = {}
         for platform in platforms:
@@ -173,8 +176,13 @@ def price_sources(
             )
             continue
         sources.append(
-            PriceSource(label, priced, options.currency or catalog.currency, catalog.rates,
-                        short=catalog.name)
+            PriceSource(
+                label,
+                priced,
+                options.currency or catalog.currency,
+                catalog.rates,
+                short=catalog.name,
+            )
         )
     return sources, notes
 
@@ -397,8 +405,14 @@ def _environment() -> jinja2.Environment:
 
 def _figure_view(f: RenderedFigure) -> dict[str, Any]:
     uri = "data:image/svg+xml;base64," + base64.b64encode(f.svg).decode("ascii")
-    return {"name": f.name, "title": f.title, "caption": f.caption, "uri": uri,
-            "width": f.width, "height": f.height}
+    return {
+        "name": f.name,
+        "title": f.title,
+        "caption": f.caption,
+        "uri": uri,
+        "width": f.width,
+        "height": f.height,
+    }
 
 
 def _table_view(t: ReportTable) -> dict[str, Any]:
