@@ -63,17 +63,17 @@ def run_study(db: Path, cluster: str, repeat: int) -> None:
 def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]]:
     """Per category: geometric mean of local/cluster performance from per-run values, with
     a bootstrap interval over runs (resampling each platform's runs)."""
+    import pandas as pd
+
     from hpceval.analysis.compare import Category, categorize
     from hpceval.campaign import load_platform
     from hpceval.catalog import SUMMARY_METRICS
     from hpceval.store import open_store
     from hpceval.units import HIGHER_IS_BETTER
 
-    import pandas as pd
-
     store = open_store(str(db), create=False, read_only=True)
     defaults = {p: load_platform(p).config for p in ("local", cluster)}
-    values: dict[tuple[str, tuple[object, ...]], dict[int, float]] = defaultdict(dict)
+    values: dict[tuple[str, tuple[object, ...]], dict[int, list[float]]] = defaultdict(dict)
     meta: dict[tuple[object, ...], dict[str, object]] = {}
     for run in store.runs():
         config = defaults[run.platform_name]
@@ -85,24 +85,20 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
             want = config.default_placement(int(p["ranks"]), int(p.get("threads_per_rank", 1)))
             if (p.get("nodes"), p.get("ranks_per_node")) != (want.nodes, want.ranks_per_node):
                 continue
-            if m.benchmark == "mpibench" and m.parameters.get("pattern") == "pingpong":
-                if p.get("pair") != ("inter-node" if want.nodes > 1 else "intra-node"):
-                    continue
-            work = (m.benchmark, m.metric, m.unit) + tuple(
-                sorted(
-                    (k, v)
-                    for k, v in p.items()
-                    if k not in ("nodes", "ranks_per_node", "binding", "oversubscribed", "pair",
-                                 "rep")
-                )
-            )  # fmt: skip
+            implied = "inter-node" if want.nodes > 1 else "intra-node"
+            if p.get("pattern") == "pingpong" and p.get("pair") != implied:
+                continue
+            facets = ("nodes", "ranks_per_node", "binding", "oversubscribed", "pair")
+            work = (m.benchmark, m.metric, m.unit,
+                    *sorted((k, v) for k, v in p.items() if k not in facets))  # fmt: skip
             # NPB: one measurement per repetition point; a run's value is their mean.
-            values[(run.platform_name, work)].setdefault(run.id, [])  # type: ignore[arg-type]
-            values[(run.platform_name, work)][run.id].append(m.value)  # type: ignore[attr-defined]
+            values[(run.platform_name, work)].setdefault(run.id, []).append(m.value)
             meta[work] = {"benchmark": m.benchmark, "metric": m.metric, **p}
     works = [w for w in meta if ("local", w) in values and (cluster, w) in values]
     frame = pd.DataFrame([meta[w] for w in works])
-    cats = np.asarray(list(Category))[categorize(frame)] if works else []
+    cats: list[str] = (
+        [str(c) for c in np.asarray(list(Category))[categorize(frame)]] if works else []
+    )
     out: dict[str, tuple[float, float, float, int]] = {}
     rng = np.random.default_rng(0)
     for category in sorted({str(c) for c in cats}):
@@ -113,7 +109,7 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
         }
         higher = [HIGHER_IS_BETTER[str(w[2])] for w in chosen]
 
-        def geomean(pick: dict[str, list[np.ndarray]]) -> float:
+        def geomean(pick: dict[str, list[np.ndarray]], higher: list[bool] = higher) -> float:
             logs = []
             for i, hib in enumerate(higher):
                 ratio = pick[cluster][i].mean() / pick["local"][i].mean()
@@ -152,9 +148,9 @@ def link_bandwidth(db: Path, cluster: str) -> None:
         for sm in store.measurements(run.id):
             m = sm.measurement
             p = m.parameters
-            if p.get("pattern") == "pingpong" and p.get("pair") == "inter-node":
-                if m.metric == "bandwidth" and int(str(p["size"])) >= 4096:
-                    per_size[int(str(p["size"]))].append(m.value)
+            inter = p.get("pattern") == "pingpong" and p.get("pair") == "inter-node"
+            if inter and m.metric == "bandwidth" and int(str(p["size"])) >= 4096:
+                per_size[int(str(p["size"]))].append(m.value)
     print(f"\nshaped link of {cluster}: PingPong bandwidth / configured {limit:.0f} MB/s")
     for size in sorted(per_size):
         v = per_size[size]
@@ -220,7 +216,7 @@ def main() -> None:
     print(f"  {'category':<26} {'points':>6} {'performance':>11}  95% CI over runs")
     for category, (point, low, high, n) in by_hand(db, args.cluster).items():
         print(f"  {category:<26} {n:>6} {point:>11.4f}  [{low:.4f}, {high:.4f}]")
-    from hpceval.report.findings import findings_text
+    from hpceval.report.builder import findings_text
 
     print("\nreport findings summary:")
     print(findings_text(str(db), "local"))

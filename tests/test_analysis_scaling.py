@@ -94,12 +94,21 @@ def test_best_placement_per_core_count_and_placement_sweep() -> None:
     frame = build_frame(entries)
     (curve,) = scaling(frame)
     best8 = curve.points[1]
-    assert best8.label() == "8x1x1" and best8.speedup == pytest.approx(5.0)
+    assert (
+        best8.label() == "8 nodes × 1 rank × 1 thread, inter-node"
+        and best8.speedup == pytest.approx(5.0)
+    )
     (sweep,) = placement_sweeps(frame)
     assert sweep.cores == 8
-    assert sweep.full_node.label() == "1x8x1"
+    assert sweep.full_node.label() == "1 node × 8 ranks × 1 thread, intra-node"
     gains = {c.point.label(): c.gain for c in sweep.choices}
-    assert gains == pytest.approx({"1x8x1": 1.0, "8x1x1": 20 / 16, "4x1x2": 20 / 25})
-    assert sweep.best.point.label() == "8x1x1"
+    assert gains == pytest.approx(
+        {
+            "1 node × 8 ranks × 1 thread, intra-node": 1.0,
+            "8 nodes × 1 rank × 1 thread, inter-node": 20 / 16,
+            "4 nodes × 1 rank × 2 threads, inter-node": 20 / 25,
+        }
+    )
+    assert sweep.best.point.label() == "8 nodes × 1 rank × 1 thread, inter-node"
     assert sweep.best.extra_nodes == 8
     assert [c.full_node for c in sweep.choices] == [False, True, False]

@@ -120,7 +120,13 @@ def test_quick_suite_plan() -> None:
     # communication first, then a little of everything
     assert cases[0].benchmark == "mpibench"
     assert {c.benchmark for c in cases} == {
-        "mpibench", "npb", "stream", "fio", "hpcc", "gromacs", "lammps"
+        "mpibench",
+        "npb",
+        "stream",
+        "fio",
+        "hpcc",
+        "gromacs",
+        "lammps",
     }
     # The quick suite must stay quick: the planned budget is a few minutes.
     assert sum(c.estimate_s for c in cases) < 240

@@ -180,6 +180,8 @@ def show(
     head = Table.grid(padding=(0, 2))
     head.add_row("run", f"{row.id} ({row.status})")
     head.add_row("suite / platform", f"{row.suite_name} / {row.platform_name}")
+    if row.note:
+        head.add_row("note", row.note)
     for key, value in summarize(facts):
         head.add_row(key, value)
     out.print(head)

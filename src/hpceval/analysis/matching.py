@@ -189,9 +189,16 @@ def _representatives(
     known = ~(np.isnan(nodes) | np.isnan(per_node) | np.isnan(ranks))
     t = np.where(np.isnan(threads), 1, threads)
     combos: dict[tuple[int, int, int], tuple[float, float, str]] = {}
+    # A platform file that cannot hold what was measured (fewer nodes: not the file the
+    # runs describe) says nothing of the default: then any measured placement may be it.
+    usable: dict[int, PlatformConfig | None] = {}
+    for side in np.unique(g_side).tolist():
+        config = configs.get(side_platforms[side])
+        most = np.nanmax(np.where(g_side == side, nodes, np.nan), initial=0.0)
+        usable[side] = config if config is not None and not most > config.nodes else None
     for g in np.flatnonzero(known).tolist():
         side = int(g_side[g])
-        config = configs.get(side_platforms[side])
+        config = usable[side]
         if config is None:
             continue  # no platform file: any measured placement is a candidate
         combo = (side, int(ranks[g]), int(t[g]))

@@ -36,9 +36,10 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
     def order(key: tuple[str, str, str]) -> tuple[int, str, str]:
         return (PATTERNS.index(key[0]) if key[0] in PATTERNS else len(PATTERNS), key[1], key[2])
 
-    for (pattern, pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
+    for (pattern, _pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
         kind = "HPCC ring" if pattern in RINGS else "point-to-point"
-        title = f"{pattern} ({kind}{', ' + pair if pair else ''}, {placement})"
+        # The placement notation names the pair kind (intra-node, inter-node) itself.
+        title = f"{pattern} ({kind}, {placement})"
         t = Table(title=title, title_justify="left", min_width=70)
         t.add_column("size", justify="right")
         t.add_column("latency µs", justify="right")
