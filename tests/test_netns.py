@@ -179,6 +179,29 @@ def test_a_bad_link_profile_names_the_field(tmp_path: Path) -> None:
         load_platform(str(bad))
 
 
+def test_shipped_emulated_platforms_come_in_pairs_and_place_as_named() -> None:
+    """Each shaped cluster has an unshaped twin that differs in the link only; the default
+    placement follows the name (4x1: one rank per node, 2x2: two)."""
+    for shaped, plain in (("netns-4x1-1gbe", "netns-4x1"), ("netns-2x2-1gbe", "netns-2x2")):
+        a, b = load_platform(shaped).config, load_platform(plain).config
+        assert a.launcher.options()["link"] == "1GbE" and b.launcher.options()["link"] == "none"
+        same = {
+            k: v
+            for k, v in a.model_dump().items()
+            if k not in ("name", "description", "interconnect", "launcher")
+        }
+        assert same == {k: v for k, v in b.model_dump().items() if k in same}  # fmt: skip
+        assert {k: v for k, v in a.launcher.options().items() if k != "link"} == {
+            k: v for k, v in b.launcher.options().items() if k != "link"
+        }
+    four = load_platform("netns-4x1-1gbe").config
+    assert [four.default_placement(r).label() for r in (1, 2, 4)] == ["1x1x1", "2x1x1", "4x1x1"]
+    two = load_platform("netns-2x2").config
+    assert [two.default_placement(r).label() for r in (2, 4)] == ["1x2x1", "2x2x1"]
+    limits = cluster_mod.emulation_facts(4, cluster_mod.NetnsOptions(link="1GbE"))["limits"]
+    assert any("250000 B bucket" in line for line in limits), limits
+
+
 def test_shipped_netns_platforms_load() -> None:
     two = load_platform("netns-2x2").config
     assert (two.nodes, two.launcher.kind, two.launcher.options()["link"]) == (2, "netns", "none")
@@ -261,6 +284,8 @@ def test_a_session_builds_the_cluster_and_removes_it(quiet_reports: list[str]) -
             ["tc", "qdisc", "show", "dev", layout.host_link(0)], capture_output=True, text=True
         ).stdout
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+        # The bucket is sized to the link: 2 ms at 1 Gbit/s, not the old 62.5 KB.
+        assert "burst 250000b" in qdisc, qdisc
         assert "tbf" in run_in(layout.namespace(0), "tc", "qdisc", "show", "dev", "eth0")
         assert layout.state_file.is_file() and os.access(layout.agent, os.X_OK)
         # The agent runs a command line in a node, under the node's host name, like ssh.
@@ -437,6 +462,12 @@ def test_pingpong_on_the_shipped_emulated_cluster(tmp_path: Path) -> None:
         "mpibench:pingpong:np=4:2x2x1:pair=inter-node:bind=core",
     }
     assert all(sm.measurement.parameters["binding"] == "none" for sm in ms)
+    # The emulation's limits are part of the run's provenance (and of show's head).
+    limits = store.environment(run.environment_id)["emulation"]["limits"]
+    assert any("share this machine's" in line for line in limits)
+    assert any(line.startswith("no latency added") for line in limits)
+    shown = hpceval("show", cwd=tmp_path)
+    assert "Emulation" in shown.stdout and "no latency added" in shown.stdout
     # Ranks are placed node by node, each node under its own host name.
     hosts = {e.case_key: header(e.stdout_tail)["hosts"]
              for e in store.executions(run.id)}  # fmt: skip
