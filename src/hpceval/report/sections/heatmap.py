@@ -79,7 +79,7 @@ def heatmap_section(ctx: Context) -> Section:
         ctx.baseline,
         platforms=names,
         baseline_origin=base_origin,
-        allow_cross_origin=True,
+        allow_mixed_origins=True,
     )
     table = result.table
     if table.empty:
@@ -106,7 +106,7 @@ def heatmap_section(ctx: Context) -> Section:
             "faster": (verdict == "faster").astype(int),
             "slower": (verdict == "slower").astype(int),
             "not_significant": (verdict == "no significant difference").astype(int),
-            "undetermined": (verdict == "undetermined").astype(int),
+            "undetermined": verdict.isin(["undetermined", "too few repetitions"]).astype(int),
         }
     )
     grouped = (
