@@ -28,6 +28,7 @@ name = "test-prices"
 source = "made up for the tests"
 date = "2024-01"
 currency = "USD"
+billing = "per-second"
 [rates]
 EUR = 0.5
 [[entry]]

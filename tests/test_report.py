@@ -37,6 +37,7 @@ name = "test-cloud"
 source = "made up for the tests"
 date = "2024-01"
 currency = "USD"
+billing = "per-second"
 [[entry]]
 name = "cloud"
 [entry.hourly]

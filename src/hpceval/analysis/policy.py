@@ -100,9 +100,7 @@ def policy_from_environment(
         try:
             min_repetitions = int(text) if text else DEFAULT_MIN_REPETITIONS
         except ValueError:
-            raise UserError(
-                f"${MIN_REPETITIONS_VARIABLE} {text!r}: not a whole number"
-            ) from None
+            raise UserError(f"${MIN_REPETITIONS_VARIABLE} {text!r}: not a whole number") from None
     return StatisticPolicy(statistic=name, min_repetitions=min_repetitions)  # type: ignore[arg-type]
 
 
@@ -168,9 +166,7 @@ def summarize_groups(
 
     stats: dict[str, FloatArray] = {}
     for name, row_values in per_row.items():
-        stats[name] = _statistic_of_segments(
-            name, row_values[order], group_start, repetitions
-        )
+        stats[name] = _statistic_of_segments(name, row_values[order], group_start, repetitions)
     # Units: per-repetition values of the policy's statistic, or a single repetition's samples.
     row_units = per_row[policy.statistic][order]
     single_row = order[group_start[~several]] if np.any(~several) else np.zeros(0, np.int64)
@@ -273,9 +269,7 @@ def bootstrap_replicates(
     return natural
 
 
-def percentile_bounds(
-    replicates: FloatArray, confidence: float
-) -> tuple[FloatArray, FloatArray]:
+def percentile_bounds(replicates: FloatArray, confidence: float) -> tuple[FloatArray, FloatArray]:
     """The percentile interval of each row of replicates (order statistics floor((B-1)a/2)
     and ceil((B-1)(1-a/2)), a = 1 - confidence)."""
     b = replicates.shape[1]

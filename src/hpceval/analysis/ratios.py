@@ -197,9 +197,7 @@ def _time_value(summary: Summary, groups: IntArray) -> FloatArray:
     return out
 
 
-def _unit_moments(
-    summary: Summary, groups: IntArray
-) -> tuple[FloatArray, FloatArray, IntArray]:
+def _unit_moments(summary: Summary, groups: IntArray) -> tuple[FloatArray, FloatArray, IntArray]:
     """Mean, variance (ddof 1) and count of each group's units."""
     n = summary.unit_count[groups]
     idx = summary.offsets[groups]
