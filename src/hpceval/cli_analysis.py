@@ -294,34 +294,98 @@ def _point_row(table: Table, record: Mapping[str, Any], parameters: Sequence[str
 
 def fit_command(
     db: DbOption = None,
+    origin: Annotated[
+        str | None,
+        typer.Option("--origin", help="Only series of this origin: measured, emulated, simulated."),
+    ] = None,
+    statistic: StatisticOption = None,
     csv: CsvOption = None,
     json: JsonOption = None,
 ) -> None:
-    """Hockney fits (time = α + n/β) of the ping-pong latency per platform and placement,
-    piecewise where the protocol changes: α, β, n½, breakpoints and residuals."""
-    from hpceval.analysis.network import MIN_POINTS, fit_network
+    """Hockney fits (time = α + n/β) of the ping-pong latency per platform, origin and
+    placement, piecewise where the protocol changes: α, β and n½ of every segment with its
+    size range, the half-bandwidth size of the whole curve, the runs that fed each fit, and a
+    warning where the model misses the data."""
+    from hpceval.analysis.network import MIN_POINTS, POOR_FIT_RMS, fit_network
 
+    policy = policy_option(statistic)
+    origins = ("measured", "emulated", "simulated")
+    if origin is not None and origin not in origins:
+        raise UserError(f"--origin {origin!r}: expected one of {', '.join(origins)}")
     frame = _load(db, benchmark="mpibench", metric="latency")
-    fits = fit_network(frame)
+    if origin is not None:
+        frame = frame.loc[(frame["origin"] == origin).to_numpy()]
+    fits = fit_network(frame, policy=policy)
     if not fits:
         raise UserError(
             f"no ping-pong latency series with at least {MIN_POINTS} message sizes to fit"
         )
+    out = _Consoles.out
+    segments = Table(
+        title=f"Hockney fits of the ping-pong latency, t(n) = α + n/β, per segment "
+        f"({policy.statistic} time per size)",
+        title_justify="left",
+    )
+    for col in ("platform", "placement", "seg", "sizes B"):
+        segments.add_column(col)
+    for col in ("α µs", "β MB/s", "n½ = αβ B", "rms"):
+        segments.add_column(col, justify="right")
+    for f in fits:
+        for row in f.segment_rows():
+            segments.add_row(
+                f"{row['platform']} ({row['origin']})",
+                str(row["placement"]),
+                f"{row['segment']}/{len(f.segments)}",
+                f"{row['first_size']}–{row['last_size']}",
+                _num(row["alpha_us"]),
+                _num(row["beta_mb_s"]),
+                _num(row["n_half_bytes"]),
+                f"{float(row['rms_residual']):.1%}",
+            )
+    out.print(segments)
+    whole = Table(
+        title="per series: half-bandwidth size of the whole curve (n / t(n) = β/2), fit "
+        f"quality (warning above {POOR_FIT_RMS:.0%} rms), the runs that fed it",
+        title_justify="left",
+    )
+    for col in ("platform", "placement", "n½ B", "rms", "runs", "warning"):
+        whole.add_column(col, justify="right" if col in ("n½ B", "rms") else "left")
     rows = [f.summary_row() for f in fits]
-    t = Table(title="Hockney fits of the ping-pong latency: t(n) = α + n/β", title_justify="left")
-    for col in ("platform", "placement"):
-        t.add_column(col)
-    for col in ("α µs", "β MB/s", "n½ B", "breakpoints B", "rms residual"):
-        t.add_column(col, justify="right")
     for row in rows:
-        t.add_row(
-            str(row["platform"]) + ("" if row["origin"] == "measured" else f" ({row['origin']})"),
+        whole.add_row(
+            f"{row['platform']} ({row['origin']})",
             str(row["placement"]),
-            _num(row["alpha_us"]),
-            _num(row["beta_mb_s"]),
             _num(row["n_half_bytes"]),
-            str(row["breakpoints"]) or "—",
-            f"{float(row['rms_residual']):.2%}",
+            f"{float(row['rms_residual']):.1%}",
+            str(row["runs"]) or "—",
+            str(row["warning"]),
         )
-    _Consoles.out.print(t)
-    _export(pd.DataFrame(rows), csv, json)
+    out.print(whole)
+    for row in rows:
+        if row["warning"]:
+            _Consoles.err.print(
+                f"warning: {row['platform']} ({row['origin']}) {row['placement']}: "
+                f"{row['warning']}",
+                highlight=False,
+            )
+    _export(pd.DataFrame([r for f in fits for r in _with_series(f)]), csv, json)
+
+
+def _with_series(fit: Any) -> list[dict[str, Any]]:
+    """The export rows of a fit: one per segment, with the series' figures beside."""
+    series = fit.summary_row()
+    return [
+        {
+            **row,
+            "series_alpha_us": series["alpha_us"],
+            "series_beta_mb_s": series["beta_mb_s"],
+            "series_n_half_bytes": series["n_half_bytes"],
+            "segments": series["segments"],
+            "breakpoints": series["breakpoints"],
+            "series_rms_residual": series["rms_residual"],
+            "statistic": series["statistic"],
+            "runs": series["runs"],
+            "warning": series["warning"],
+        }
+        for row in fit.segment_rows()
+    ]
