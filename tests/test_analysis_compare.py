@@ -105,7 +105,8 @@ def test_faster_and_no_significant_difference() -> None:
             ("fast", 2, lat(noisy[1], size=2)),
         ]
     )
-    verdicts = {p.parameters["size"]: p.verdict for p in compare(frame, "bare", policy=WITHIN_RUN).points()}
+    result = compare(frame, "bare", policy=WITHIN_RUN)
+    verdicts = {p.parameters["size"]: p.verdict for p in result.points()}
     assert verdicts == {1: Verdict.FASTER, 2: Verdict.NO_DIFFERENCE}
 
 

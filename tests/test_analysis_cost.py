@@ -50,7 +50,7 @@ def test_ec2_cluster_compute_prices_and_peaks() -> None:
     # Peak = sockets x cores x GHz x double-precision flops per cycle.
     assert cc1.peak_gflops == pytest.approx(2 * 4 * 2.93 * 4)  # SSE: 4 flops/cycle
     assert cc2.peak_gflops == pytest.approx(2 * 8 * 2.60 * 8)  # AVX: 8 flops/cycle
-    with pytest.raises(UserError, match="no spot price for 'cc2.8xlarge'"):
+    with pytest.raises(UserError, match=r"no spot price for 'cc2\.8xlarge'"):
         ec2.hourly("cc2.8xlarge", "spot")
 
 

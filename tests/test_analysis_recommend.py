@@ -176,7 +176,10 @@ def test_rank_filter_and_origins() -> None:
     at_64 = recommend(
         frame, Workload("npb", {"kernel": "cg", "class": "C"}, ranks=64), origin="measured"
     )
-    assert {c.label() for c in at_64.candidates} == {"A (measured) [4x16x1]", "B (measured) [4x16x1]"}
+    assert {c.label() for c in at_64.candidates} == {
+        "A (measured) [4x16x1]",
+        "B (measured) [4x16x1]",
+    }
 
 
 def test_pareto_indices_by_hand() -> None:

@@ -15,8 +15,8 @@ from hpceval.analysis.compare import Verdict, compare
 from hpceval.analysis.frame import Entry, build_frame, group_codes, point_columns
 from hpceval.analysis.policy import (
     StatisticPolicy,
-    policy_from_environment,
     point_intervals,
+    policy_from_environment,
     summarize_groups,
 )
 from hpceval.errors import UserError

@@ -58,13 +58,10 @@ JsonOption = Annotated[
 
 
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
-    """Add compare, cost, recommend and fit to `app`; they print their tables on `out`."""
+    """Add compare and fit to `app` (cost and recommend: hpceval.cli_cost); they print their
+    tables on `out`."""
     _Consoles.out = out
     app.command("compare")(user_errors(compare_command))
-    from hpceval.cli_cost import cost_command, recommend_command
-
-    app.command("cost")(user_errors(cost_command))
-    app.command("recommend")(user_errors(recommend_command))
     app.command("fit")(user_errors(fit_command))
 
 

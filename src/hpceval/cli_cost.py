@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from hpceval.cli_analysis import CsvOption, JsonOption, _Consoles, _export, _load, _num, _value
-from hpceval.cli_common import DbOption
+from hpceval.cli_common import DbOption, user_errors
 from hpceval.cli_policy import (
     AllowMixedOriginsOption,
     MinRepetitionsOption,
@@ -64,6 +64,13 @@ OriginOption = Annotated[
     str | None,
     typer.Option("--origin", help="Only data of this origin: measured, emulated or simulated."),
 ]
+
+
+def register_cost_commands(app: typer.Typer) -> None:
+    """Add cost and recommend to `app` (after `register_analysis_commands`: they print on
+    its console)."""
+    app.command("cost")(user_errors(cost_command))
+    app.command("recommend")(user_errors(recommend_command))
 
 
 def _pairs(items: Sequence[str] | None, option: str, what: str) -> dict[str, str]:
