@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,13 @@ from rich.console import Console
 
 from hpceval.cli_analysis import NoCacheOption
 from hpceval.cli_common import DbOption, console, user_errors
+from hpceval.cli_policy import (
+    BaselineOriginOption,
+    MinRepetitionsOption,
+    StatisticOption,
+    origin_option,
+    policy_option,
+)
 from hpceval.errors import UserError
 
 
@@ -54,6 +62,14 @@ def report_command(
         typer.Option("--currency", help="Currency of the catalog amounts (converted with the "
                      "catalog's rates)."),
     ] = None,
+    node_tflops: Annotated[
+        list[str] | None,
+        typer.Option("--node-tflops", help="PLATFORM=TFLOPS: the node peak that prices a "
+                      "platform from a catalog's normalized node-hour (csc-2016)."),
+    ] = None,
+    baseline_origin: BaselineOriginOption = None,
+    statistic: StatisticOption = None,
+    min_repetitions: MinRepetitionsOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
     """Write a self-contained HTML report (DIR/index.html), every figure as PNG and SVG
@@ -68,6 +84,17 @@ def report_command(
         instances[name.strip()] = entry.strip()
     if instances and not catalog:
         raise UserError("--instance needs a --catalog to take the entries from")
+    peaks: dict[str, float] = {}
+    for item in node_tflops or []:
+        name, sep, text = item.partition("=")
+        try:
+            peak = float(text) if sep and name.strip() else math.nan
+        except ValueError:
+            peak = math.nan
+        if not (math.isfinite(peak) and peak > 0):
+            raise UserError(f"--node-tflops {item!r}: expected PLATFORM=TFLOPS (a positive number)")
+        peaks[name.strip()] = peak
+    origin = origin_option(baseline_origin)
     options = ReportOptions(
         baseline=baseline,
         platforms=platform or None,
@@ -75,6 +102,9 @@ def report_command(
         instances=instances,
         currency=currency.upper() if currency else None,
         cache=not no_cache,
+        policy=policy_option(statistic, min_repetitions),
+        baseline_origin=origin.value if origin is not None else None,
+        node_tflops=peaks,
     )
     result = generate_report(db, out_dir, options)
     out = _Consoles.out

@@ -33,6 +33,7 @@ import pandas as pd
 import hpceval
 from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
 from hpceval.analysis.loading import load_frame
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.errors import UserError
 from hpceval.report.figures import RenderedFigure
 from hpceval.report.sections import (
@@ -61,6 +62,9 @@ class ReportOptions:
     currency: str | None = None
     title: str = "hpceval report"
     cache: bool = True  # load through the frame cache (hpceval.analysis.loading.FrameCache)
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
+    node_tflops: Mapping[str, float] = field(default_factory=dict)  # platform -> node peak
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
         source=source,
         title=options.title,
         started=started,
+        policy=options.policy,
+        baseline_origin=options.baseline_origin,
     )
 
 
@@ -156,15 +162,18 @@ def price_sources(
             entry = options.instances.get(platform, platform)
             if entry not in catalog.names():
                 continue
-            hourly = catalog.entry(entry).hourly
-            if not hourly:
+            pricings = catalog.pricings(entry)
+            peak = options.node_tflops.get(platform)
+            if not catalog.entry(entry).hourly and (peak is None or not pricings):
                 notes.append(
                     f"catalog {catalog.name}: {entry!r} has prices per normalized node-hour or "
-                    "GB-hour only, no hourly price: no run cost for "
-                    f"{platform}."
+                    f"GB-hour only: no run cost for {platform} (give its node's peak with "
+                    f"--node-tflops {platform}=TFLOPS)."
                 )
                 continue
-            priced[platform] = [catalog.hourly(entry, pricing) for pricing in hourly]
+            priced[platform] = [
+                catalog.hourly(entry, pricing, node_tflops=peak) for pricing in pricings
+            ]
         label = f"{catalog.name} ({catalog.date}, {catalog.source})"
         if not priced:
             notes.append(
@@ -265,6 +274,8 @@ def write_report(
     source: str = "",
     title: str = "hpceval report",
     started: float | None = None,
+    policy: StatisticPolicy | None = None,
+    baseline_origin: str | None = None,
 ) -> ReportResult:
     """Build every section from `frame` and write the report into `out`."""
     started = time.perf_counter() if started is None else started
@@ -279,6 +290,8 @@ def write_report(
         price_notes=price_notes,
         runs=runs if runs is not None else pd.DataFrame(),
         provenance=provenance if provenance is not None else pd.DataFrame(),
+        policy=policy or StatisticPolicy(),
+        baseline_origin=baseline_origin,
     )
     parts = section_parts()
     built = build_sections(

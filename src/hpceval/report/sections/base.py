@@ -15,6 +15,7 @@ from scipy.special import stdtrit
 
 from hpceval.analysis.cost import ExchangeRates, HourlyPrice
 from hpceval.analysis.frame import point_columns, pool
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.report.figures import (
     Line,
     RenderedFigure,
@@ -70,6 +71,10 @@ class Context:
     # The runs (summary) and the environments (provenance) of the frame's measurements.
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     provenance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The statistics policy of every value, interval and ratio (--statistic), and the origin
+    # the baseline is compared in (--baseline-origin; None: measured where it has such data).
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
 
     def points(self, where: Callable[[pd.DataFrame], pd.Series[bool]]) -> pd.DataFrame:
         """The pooled points (`pooled_points`) for which `where` holds.

@@ -61,7 +61,7 @@ def heatmap_section(ctx: Context) -> Section:
     if ctx.baseline is None:
         section.empty = "No baseline: give --baseline PLATFORM to compare the platforms with it."
         return section
-    base_origin = baseline_origin(ctx.frame, ctx.baseline)
+    base_origin = ctx.baseline_origin or baseline_origin(ctx.frame, ctx.baseline)
     # Only the metrics the heat map shows (the others restate the same points: bandwidth =
     # size / latency, Mop/s = operations / time), which halves the work of the intervals.
     bench = ctx.frame["benchmark"].astype(str).to_numpy()
@@ -80,6 +80,7 @@ def heatmap_section(ctx: Context) -> Section:
         platforms=names,
         baseline_origin=base_origin,
         allow_mixed_origins=True,
+        policy=ctx.policy,
     )
     table = result.table
     if table.empty:
@@ -91,7 +92,10 @@ def heatmap_section(ctx: Context) -> Section:
     perf = table["performance"].to_numpy(dtype=np.float64)
     use = np.isfinite(perf) & (perf > 0)
     part = table.loc[use]
-    section.intro += f" Baseline: {ctx.baseline} ({base_origin}); intervals by {result.method}."
+    section.intro += (
+        f" Baseline: {ctx.baseline} ({base_origin}); {ctx.policy.describe()}; intervals by "
+        f"{result.method}."
+    )
     if part.empty:
         section.empty = "No comparable point with a positive value on both sides."
         return section
