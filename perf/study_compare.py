@@ -210,7 +210,7 @@ def main() -> None:
     db = args.db or work / "study.db"
     if not args.analyse_only:
         run_study(db, args.cluster, args.repeat)
-    print(hpceval("compare", "-b", "local", "--db", str(db), "--allow-cross-origin",
+    print(hpceval("compare", "-b", "local", "--db", str(db), "--allow-mixed-origins",
                   "--no-cache"))  # fmt: skip
     print("by hand (per-run values, as `show` prints them; default placements):")
     print(f"  {'category':<26} {'points':>6} {'performance':>11}  95% CI over runs")

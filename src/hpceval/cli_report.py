@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,13 @@ from rich.console import Console
 
 from hpceval.cli_analysis import NoCacheOption
 from hpceval.cli_common import DbOption, console, user_errors
+from hpceval.cli_policy import (
+    BaselineOriginOption,
+    MinRepetitionsOption,
+    StatisticOption,
+    origin_option,
+    policy_option,
+)
 from hpceval.errors import UserError
 
 
@@ -25,56 +33,43 @@ def register_report_command(app: typer.Typer, out: Console) -> None:
 
 def report_command(
     out_dir: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Directory of the report (new, empty, or a "
-            "previous report, whose files are replaced).",
-        ),
+        Path, typer.Option("--out", "-o", help="Directory of the report (new, empty, or a "
+                           "previous report, whose files are replaced).")
     ],
     db: DbOption = None,
     baseline: Annotated[
         str | None,
-        typer.Option(
-            "--baseline",
-            "-b",
-            help="Platform the others are compared with "
-            "(overhead heat map); without it the heat map is left out.",
-        ),
+        typer.Option("--baseline", "-b", help="Platform the others are compared with "
+                     "(overhead heat map); without it the heat map is left out."),
     ] = None,
     catalog: Annotated[
         list[str] | None,
-        typer.Option(
-            "--catalog",
-            help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) "
-            "or a TOML file (repeatable). Platform files' `price` tables are used too.",
-        ),
+        typer.Option("--catalog", help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) "
+                     "or a TOML file (repeatable). Platform files' `price` tables are used too."),
     ] = None,
     instance: Annotated[
         list[str] | None,
-        typer.Option(
-            "--instance",
-            help="PLATFORM=ENTRY: price a platform as this catalog "
-            "entry (repeatable; default: the entry named like the platform).",
-        ),
+        typer.Option("--instance", help="PLATFORM=ENTRY: price a platform as this catalog "
+                     "entry (repeatable; default: the entry named like the platform)."),
     ] = None,
     platform: Annotated[
         list[str] | None,
-        typer.Option(
-            "--platform",
-            "-p",
-            help="Only these platforms (repeatable; the "
-            "baseline is always included) \\[default: every platform].",
-        ),
+        typer.Option("--platform", "-p", help="Only these platforms (repeatable; the "
+                     "baseline is always included) \\[default: every platform]."),
     ] = None,
     currency: Annotated[
         str | None,
-        typer.Option(
-            "--currency",
-            help="Currency of the catalog amounts (converted with the catalog's rates).",
-        ),
+        typer.Option("--currency", help="Currency of the catalog amounts (converted with the "
+                     "catalog's rates)."),
     ] = None,
+    node_tflops: Annotated[
+        list[str] | None,
+        typer.Option("--node-tflops", help="PLATFORM=TFLOPS: the node peak that prices a "
+                      "platform from a catalog's normalized node-hour (csc-2016)."),
+    ] = None,
+    baseline_origin: BaselineOriginOption = None,
+    statistic: StatisticOption = None,
+    min_repetitions: MinRepetitionsOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
     """Write a self-contained HTML report (DIR/index.html), every figure as PNG and SVG
@@ -89,6 +84,17 @@ def report_command(
         instances[name.strip()] = entry.strip()
     if instances and not catalog:
         raise UserError("--instance needs a --catalog to take the entries from")
+    peaks: dict[str, float] = {}
+    for item in node_tflops or []:
+        name, sep, text = item.partition("=")
+        try:
+            peak = float(text) if sep and name.strip() else math.nan
+        except ValueError:
+            peak = math.nan
+        if not (math.isfinite(peak) and peak > 0):
+            raise UserError(f"--node-tflops {item!r}: expected PLATFORM=TFLOPS (a positive number)")
+        peaks[name.strip()] = peak
+    origin = origin_option(baseline_origin)
     options = ReportOptions(
         baseline=baseline,
         platforms=platform or None,
@@ -96,6 +102,9 @@ def report_command(
         instances=instances,
         currency=currency.upper() if currency else None,
         cache=not no_cache,
+        policy=policy_option(statistic, min_repetitions),
+        baseline_origin=origin.value if origin is not None else None,
+        node_tflops=peaks,
     )
     result = generate_report(db, out_dir, options)
     out = _Consoles.out

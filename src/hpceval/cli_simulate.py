@@ -233,7 +233,9 @@ def simulate_command(
     store = open_store(db, create=platform is None)
     with store:
         sim = prepare(store, platform, profile, request)
-        err.print(f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False)
+        err.print(
+            f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
+        )
         calibration, reused = obtain_calibration(
             store,
             sim.target,
@@ -246,8 +248,7 @@ def simulate_command(
         out = _Consoles.out
         out.print(calibration_table(calibration))
         out.print(
-            ("reused " if reused else "stored ")
-            + f"calibration {calibration.id}; "
+            ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
             + _speed_line(calibration),
             highlight=False,
         )

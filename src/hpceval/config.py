@@ -126,6 +126,8 @@ class PriceConfig(StrictModel):
     per_node_hour: float = Field(ge=0)
     currency: str = "USD"
     pricing: Literal["on-demand", "reserved", "spot", "academic", "on-premise"] = "on-demand"
+    # How the provider rounds billed time (see hpceval.analysis.prices.Billing).
+    billing: Literal["per-second", "per-minute", "per-started-hour"] = "per-second"
     source: str = ""
     date: str = ""
 

@@ -157,7 +157,8 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
     if len(bad):
         first = int(bad[0])
         raise ValueError(
-            f"{benchmark[kind[first]]}.{metric[kind[first]]}: value {values[first]} is not finite"
+            f"{benchmark[kind[first]]}.{metric[kind[first]]}: value {values[first]} "
+            "is not finite"
         )
     data["value"] = values
     data["samples"] = _sample_column(columns.samples, columns.sample_counts, values)
@@ -453,3 +454,5 @@ def _parameter_array(column: npt.NDArray[np.object_]) -> Any:
     if kinds == {str}:
         return pd.Categorical(column)
     return column
+
+

@@ -62,7 +62,7 @@ _RATE_UNITS = {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 # kernel refills it from a timer whose softirq runs late on a loaded machine: with buckets of
 # a frame or two (24 µs at 1 Gbit/s) a 1 MiB ping-pong between two nodes got 40-60 MB/s of
 # the 125 on this 2-core VM under load, with 0.5 ms 50-77, with 2 ms 117-127 (perf/
-# emulation.py measures it). Messages up to about the bucket's size leave at the veth's
+# study_compare.py --bursts measures it). Messages up to about the bucket's size leave at the veth's
 # speed: the link's rate holds from a few buckets up (docs/clusters.md, "Emulation limits").
 # Up to 20 ms of traffic may queue before the kernel drops (tcp then backs off); that is a
 # queue limit, not a delay: this kernel has no qdisc that delays packets (no netem, fq, etf).

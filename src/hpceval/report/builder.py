@@ -34,6 +34,7 @@ import hpceval
 from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
 from hpceval.analysis.loading import load_frame
 from hpceval.analysis.platforms import platform_context
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.report.figures import RenderedFigure
@@ -63,6 +64,9 @@ class ReportOptions:
     currency: str | None = None
     title: str = "hpceval report"
     cache: bool = True  # load through the frame cache (hpceval.analysis.loading.FrameCache)
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
+    node_tflops: Mapping[str, float] = field(default_factory=dict)  # platform -> node peak
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
         source=source,
         title=options.title,
         started=started,
+        policy=options.policy,
+        baseline_origin=options.baseline_origin,
         platform_configs=platforms.configs,
         caveats=platforms.caveats,
     )
@@ -164,15 +170,18 @@ def price_sources(
             entry = options.instances.get(platform, platform)
             if entry not in catalog.names():
                 continue
-            hourly = catalog.entry(entry).hourly
-            if not hourly:
+            pricings = catalog.pricings(entry)
+            peak = options.node_tflops.get(platform)
+            if not catalog.entry(entry).hourly and (peak is None or not pricings):
                 notes.append(
                     f"catalog {catalog.name}: {entry!r} has prices per normalized node-hour or "
-                    "GB-hour only, no hourly price: no run cost for "
-                    f"{platform}."
+                    f"GB-hour only: no run cost for {platform} (give its node's peak with "
+                    f"--node-tflops {platform}=TFLOPS)."
                 )
                 continue
-            priced[platform] = [catalog.hourly(entry, pricing) for pricing in hourly]
+            priced[platform] = [
+                catalog.hourly(entry, pricing, node_tflops=peak) for pricing in pricings
+            ]
         label = f"{catalog.name} ({catalog.date}, {catalog.source})"
         if not priced:
             notes.append(
@@ -278,6 +287,8 @@ def write_report(
     source: str = "",
     title: str = "hpceval report",
     started: float | None = None,
+    policy: StatisticPolicy | None = None,
+    baseline_origin: str | None = None,
     platform_configs: Mapping[str, PlatformConfig] | None = None,
     caveats: Mapping[str, Sequence[str]] | None = None,
 ) -> ReportResult:
@@ -294,6 +305,8 @@ def write_report(
         price_notes=price_notes,
         runs=runs if runs is not None else pd.DataFrame(),
         provenance=provenance if provenance is not None else pd.DataFrame(),
+        policy=policy or StatisticPolicy(),
+        baseline_origin=baseline_origin,
         platform_configs=platform_configs or {},
         caveats=caveats or {},
     )

@@ -236,7 +236,9 @@ def _origin_handles(origins: Sequence[str]) -> list[tuple[Artist, str]]:
     return out
 
 
-def _finish_legend(fig: Figure, entries: dict[str, Artist], origins: set[str], grid: _Grid) -> None:
+def _finish_legend(
+    fig: Figure, entries: dict[str, Artist], origins: set[str], grid: _Grid
+) -> None:
     handles = list(entries.values())
     labels = list(entries)
     if len(origins) > 1 or origins - {"measured"}:
@@ -249,7 +251,8 @@ def _finish_legend(fig: Figure, entries: dict[str, Artist], origins: set[str], g
     if not handles:
         return
     if grid.fixed:
-        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncols=columns)
+        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005),
+                   ncols=columns)
     else:
         fig.legend(handles, labels, loc="outside lower center", ncols=columns)
 
@@ -319,13 +322,8 @@ def line_figure(panels: Sequence[Panel], palette: Palette) -> Figure:
             entries["Hockney model (thin line)"] = Line2D([], [], color="#777777", linewidth=0.9)
         if any(line.marked is not None and len(line.marked) for p in panels for line in p.lines):
             entries["knee (scaling stops)"] = Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                markersize=8,
-                markerfacecolor="none",
-                markeredgecolor="#d62728",
+                [], [], linestyle="none", marker="o", markersize=8,
+                markerfacecolor="none", markeredgecolor="#d62728",
             )
         if any(line.crowded is not None and len(line.crowded) for p in panels for line in p.lines):
             entries["oversubscribed (× : more ranks than cores)"] = Line2D(
@@ -374,12 +372,8 @@ def bar_figure(panels: Sequence[BarPanel], palette: Palette) -> Figure:
                         facecolor="#bbbbbb", hatch=origin_style(origin).hatch, edgecolor="white"
                     )
         if entries:
-            fig.legend(
-                list(entries.values()),
-                list(entries),
-                loc="outside lower center",
-                ncols=_legend_columns(fig, list(entries)),
-            )
+            fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                       ncols=_legend_columns(fig, list(entries)))
     return fig
 
 
@@ -409,11 +403,7 @@ def scatter_figure(panels: Sequence[ScatterPanel], palette: Palette) -> Figure:
                 if len(front) > 1:
                     xs, ys = zip(*front, strict=True)
                     ax.step(
-                        xs,
-                        ys,
-                        where="post",
-                        color="black",
-                        linewidth=0.8,
+                        xs, ys, where="post", color="black", linewidth=0.8,
                         linestyle=origin_style(origin).linestyle,
                     )
             for which in ("x", "y"):
@@ -496,7 +486,9 @@ def heatmap_figure(
                            1 - (bottom + top) / height))  # fmt: skip
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = np.clip(np.log2(performance), -2, 2)
-        image = ax.imshow(np.ma.masked_invalid(scaled), cmap="RdBu", vmin=-2, vmax=2, aspect="auto")
+        image = ax.imshow(
+            np.ma.masked_invalid(scaled), cmap="RdBu", vmin=-2, vmax=2, aspect="auto"
+        )
         for i in range(len(rows)):
             for j in range(len(columns)):
                 v = performance[i, j]
@@ -514,13 +506,11 @@ def heatmap_figure(
                     fontsize=7.5,
                     fontweight="bold" if sig else "normal",
                     fontstyle="normal" if sig else "italic",
-                    color=("white" if dark else "black")
-                    if sig
-                    else ("#dddddd" if dark else "#555555"),
+                    color=("white" if dark else "black") if sig else (
+                        "#dddddd" if dark else "#555555"),
                 )
-        ax.set_xticks(
-            np.arange(len(columns)), [mpl_text(c) for c in columns], rotation=30, ha="right"
-        )
+        ax.set_xticks(np.arange(len(columns)), [mpl_text(c) for c in columns], rotation=30,
+                      ha="right")
         ax.set_yticks(np.arange(len(rows)), [mpl_text(r) for r in rows])
         ax.grid(False)
         ax.set_title(mpl_text(title))

@@ -248,7 +248,9 @@ class SpeedCalibration:
 
     def describe(self) -> str:
         if self.reference is None:
-            return "assumed: the simulating machine's core (no single-rank NPB time of the target)"
+            return (
+                "assumed: the simulating machine's core (no single-rank NPB time of the target)"
+            )
         r = self.reference
         return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, run {r.run_id}"
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from hpceval.benchmarks.display import format_ci, format_value, placement_label
 from hpceval.model import Measurement
 from hpceval.patterns import COLLECTIVES, PATTERNS, RINGS
-from hpceval.statistics import quality_warnings
+from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, quality_warnings
 from hpceval.units import format_bytes
 
 
@@ -40,12 +40,14 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
         kind = "HPCC ring" if pattern in RINGS else "point-to-point"
         # The placement notation names the pair kind (intra-node, inter-node) itself.
         title = f"{pattern} ({kind}, {placement})"
+        statistic = DISPLAY_STATISTIC.get()
         t = Table(title=title, title_justify="left", min_width=70)
         t.add_column("size", justify="right")
-        t.add_column("latency µs", justify="right")
-        t.add_column("95% CI", justify="right")
+        t.add_column(f"latency µs ({statistic})", justify="right")
         t.add_column("min µs", justify="right")
-        t.add_column("bandwidth MB/s", justify="right")
+        t.add_column("mean µs", justify="right")
+        t.add_column("mean 95% CI", justify="right")
+        t.add_column(f"bandwidth MB/s (n/{statistic}(t))", justify="right")
         t.add_column("samples", justify="right")
         t.add_column("", justify="left")
         for size in sorted(by_size):
@@ -56,10 +58,11 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
             assert lat.statistics is not None
             t.add_row(
                 format_bytes(size, exact=True),
-                format_value(lat.value),
-                format_ci(lat),
+                format_value(measurement_value(lat)),
                 format_value(lat.statistics.minimum),
-                format_value(bw.value) if bw else "",
+                format_value(lat.statistics.mean),
+                format_ci(lat),
+                format_value(measurement_value(bw)) if bw else "",
                 str(lat.statistics.count),
                 _flags(lat, None),
             )
@@ -85,7 +88,8 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
             {c for row in by_size.values() for c in row}, key=lambda c: int(c.split()[0])
         )
         t = Table(
-            title=f"{pattern} (collective, t_max µs; * = oversubscribed)",
+            title=f"{pattern} (collective, t_max µs, {DISPLAY_STATISTIC.get()}; "
+            "± the mean's 95% CI; * = oversubscribed)",
             title_justify="left",
             min_width=70,
         )
@@ -96,7 +100,9 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
             row = [format_bytes(size, exact=True)]
             for c in columns:
                 cell = by_size[size].get(c)
-                row.append(f"{format_value(cell.value)} {format_ci(cell)}" if cell else "")
+                row.append(
+                    f"{format_value(measurement_value(cell))} {format_ci(cell)}" if cell else ""
+                )
             t.add_row(*row)
         tables.append(t)
     return tables

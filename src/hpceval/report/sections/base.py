@@ -16,6 +16,7 @@ from scipy.special import stdtrit
 from hpceval import labels
 from hpceval.analysis.cost import ExchangeRates, HourlyPrice
 from hpceval.analysis.frame import point_columns, pool
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.config import PlatformConfig
 from hpceval.labels import PLACEMENT_PARAMETERS
 from hpceval.report.figures import (
@@ -75,6 +76,10 @@ class Context:
     # The runs (summary) and the environments (provenance) of the frame's measurements.
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     provenance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The statistics policy of every value, interval and ratio (--statistic), and the origin
+    # the baseline is compared in (--baseline-origin; None: measured where it has such data).
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
     # The platform files of the runs (default placements) and each platform's caveats
     # (hpceval.analysis.platforms): emulation limits, projections.
     platform_configs: Mapping[str, PlatformConfig] = field(default_factory=dict)

@@ -196,8 +196,9 @@ def findings(ctx: Context) -> list[Finding]:
             ctx.frame,
             ctx.baseline,
             platforms=names,
-            baseline_origin=baseline_origin(ctx.frame, ctx.baseline),
-            allow_cross_origin=True,
+            baseline_origin=ctx.baseline_origin or baseline_origin(ctx.frame, ctx.baseline),
+            allow_mixed_origins=True,
+            policy=ctx.policy,
             platform_configs=ctx.platform_configs,
         )
         out += overhead_findings(result)

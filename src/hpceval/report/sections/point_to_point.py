@@ -86,7 +86,11 @@ def point_to_point_section(
             "No point-to-point measurements (mpibench pingpong, pingping, sendrecv, exchange)."
         )
         return section
-    fits = fit_network(ctx.frame, patterns=("pingpong",)) if tables or "pingpong" in drawn else []
+    fits = (
+        fit_network(ctx.frame, patterns=("pingpong",), policy=ctx.policy)
+        if tables or "pingpong" in drawn
+        else []
+    )
     index = _fit_index(fits)
     key = present_columns(sub, ["size", "pattern", "pair"])
     pair_text = text_column(sub, "pair")
