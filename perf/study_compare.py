@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,8 @@ budget_s = 0.5
 
 
 def hpceval(*args: str) -> str:
-    proc = subprocess.run([*HPCEVAL, *args], capture_output=True, text=True, check=False)
+    env = {**os.environ, "COLUMNS": "220"}  # rich tables at full width in the log
+    proc = subprocess.run([*HPCEVAL, *args], capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
         raise SystemExit(f"hpceval {' '.join(args)}: exit {proc.returncode}")
@@ -91,9 +93,11 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
             facets = ("nodes", "ranks_per_node", "binding", "oversubscribed", "pair")
             work = (m.benchmark, m.metric, m.unit,
                     *sorted((k, v) for k, v in p.items() if k not in facets))  # fmt: skip
-            # NPB: one measurement per repetition point; a run's value is their mean.
-            values[(run.platform_name, work)].setdefault(run.id, []).append(m.value)
-            meta[work] = {"benchmark": m.benchmark, "metric": m.metric, **p}
+            # The policy's statistic as `show` prints it: the median of a run's samples (NPB:
+            # one sample per repetition point, all of a run's pooled).
+            values[(run.platform_name, work)].setdefault(run.id, []).extend(m.samples or (m.value,))
+            if run.platform_name == cluster:  # the category follows the platform's side
+                meta[work] = {"benchmark": m.benchmark, "metric": m.metric, **p}
     works = [w for w in meta if ("local", w) in values and (cluster, w) in values]
     frame = pd.DataFrame([meta[w] for w in works])
     cats: list[str] = (
@@ -104,7 +108,10 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
     for category in sorted({str(c) for c in cats}):
         chosen = [w for w, c in zip(works, cats, strict=True) if str(c) == category]
         runs = {
-            side: [np.asarray([np.mean(v) for v in values[(side, w)].values()]) for w in chosen]
+            side: [
+                np.asarray([_run_value(v, str(w[2])) for v in values[(side, w)].values()])
+                for w in chosen
+            ]
             for side in ("local", cluster)
         }
         higher = [HIGHER_IS_BETTER[str(w[2])] for w in chosen]
@@ -112,7 +119,7 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
         def geomean(pick: dict[str, list[np.ndarray]], higher: list[bool] = higher) -> float:
             logs = []
             for i, hib in enumerate(higher):
-                ratio = pick[cluster][i].mean() / pick["local"][i].mean()
+                ratio = np.median(pick[cluster][i]) / np.median(pick["local"][i])
                 logs.append(math.log(ratio if hib else 1 / ratio))
             return math.exp(float(np.mean(logs)))
 
@@ -127,6 +134,15 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
         low, high = np.percentile(replicates, [2.5, 97.5])
         out[category] = (point, float(low), float(high), len(chosen))
     return out
+
+
+def _run_value(samples: list[float], unit: str) -> float:
+    """A run's median, a rate's as the amount over the median time (the policy's rule)."""
+    from hpceval.units import HIGHER_IS_BETTER
+
+    if HIGHER_IS_BETTER[unit]:
+        return float(1 / np.median(1 / np.asarray(samples)))
+    return float(np.median(samples))
 
 
 def link_bandwidth(db: Path, cluster: str) -> None:
@@ -212,7 +228,7 @@ def main() -> None:
         run_study(db, args.cluster, args.repeat)
     print(hpceval("compare", "-b", "local", "--db", str(db), "--allow-mixed-origins",
                   "--no-cache"))  # fmt: skip
-    print("by hand (per-run values, as `show` prints them; default placements):")
+    print("by hand (each run's median as `show` prints it, median over runs; default placements):")
     print(f"  {'category':<26} {'points':>6} {'performance':>11}  95% CI over runs")
     for category, (point, low, high, n) in by_hand(db, args.cluster).items():
         print(f"  {category:<26} {n:>6} {point:>11.4f}  [{low:.4f}, {high:.4f}]")

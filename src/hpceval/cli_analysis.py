@@ -237,6 +237,8 @@ def compare_command(
         )
     out.print(summary)
 
+    # Placements (platform / baseline) by a short key in the tables, spelled out below them.
+    where: dict[str, int] = {}
     verdict = table["verdict"].astype(object).to_numpy()
     significant = table.loc[(verdict == "faster") | (verdict == "slower")]
     if len(significant) and top:
@@ -249,7 +251,7 @@ def compare_command(
         )
         _point_columns(points, policy.statistic)
         for record in chosen.to_dict("records"):
-            _point_row(points, record, result.parameters)
+            _point_row(points, record, result.parameters, where)
         out.print(points)
     else:
         out.print("no significant difference at any point", highlight=False)
@@ -264,8 +266,10 @@ def compare_command(
         )
         _point_columns(shown, policy.statistic)
         for record in chosen.to_dict("records"):
-            _point_row(shown, record, result.parameters)
+            _point_row(shown, record, result.parameters, where)
         out.print(shown)
+    for label, key in where.items():
+        out.print(f"[{key}] {label}", highlight=False, markup=False)
     _print_unmatched(result.unmatched_points)
     for line in context.caveat_lines([*result.platforms, baseline]):
         out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
@@ -312,13 +316,16 @@ def _point_columns(table: Table, statistic: str) -> None:
                 "ratio", "CI", "reps", "verdict"):  # fmt: skip
         left = col in ("platform", "benchmark", "metric", "point", "verdict")
         table.add_column(col, justify="left" if left else "right")
-    table.add_column("placement (platform / baseline)", overflow="fold")
+    table.add_column("where", justify="right")
 
 
-def _point_row(table: Table, record: Mapping[str, Any], parameters: Sequence[str]) -> None:
+def _point_row(
+    table: Table, record: Mapping[str, Any], parameters: Sequence[str], where: dict[str, int]
+) -> None:
     """One compared point: both sides' values, the ratio with its interval (and over what
     it was resampled), the repetitions on each side, the verdict."""
     over = "" if str(record["ci_over"]) in ("", "repetitions") else " (within-run)"
+    placements = f"{record['placement']} / {record['baseline_placement']}"
     table.add_row(
         f"{record['platform']} ({record['origin']})",
         str(record["benchmark"]),
@@ -330,7 +337,7 @@ def _point_row(table: Table, record: Mapping[str, Any], parameters: Sequence[str
         f"[{_num(record['ratio_low'])}, {_num(record['ratio_high'])}]{over}",
         f"{record['repetitions']}/{record['baseline_repetitions']}",
         str(record["verdict"]),
-        f"{record['placement']} / {record['baseline_placement']}",
+        f"[{where.setdefault(placements, len(where) + 1)}]",
     )
 
 
