@@ -67,3 +67,16 @@ def placement_label(parameters: Mapping[str, Any]) -> str:
     if p["oversubscribed"]:
         parts.append("oversubscribed")
     return ", ".join(parts)
+
+
+def described(parameters: Mapping[str, Any]) -> str:
+    """Every parameter of a series or configuration: the placement in the notation above,
+    then the others as name=value (`2 nodes × 1 rank × 1 thread, inter-node, pattern=...`)."""
+    where = placement_label(parameters)
+    shown = PLACEMENT_PARAMETERS if where else frozenset()
+    rest = " ".join(
+        f"{k}={_plain(v)}"
+        for k, v in parameters.items()
+        if k not in shown and _plain(v) is not None
+    )
+    return ", ".join(x for x in (where, rest) if x)

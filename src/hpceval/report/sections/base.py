@@ -18,7 +18,6 @@ from hpceval.analysis.cost import ExchangeRates, HourlyPrice
 from hpceval.analysis.frame import point_columns, pool
 from hpceval.analysis.policy import StatisticPolicy
 from hpceval.config import PlatformConfig
-from hpceval.labels import PLACEMENT_PARAMETERS
 from hpceval.report.figures import (
     Line,
     RenderedFigure,
@@ -182,12 +181,7 @@ def plain(v: Any) -> Any:
 def placement_label(record: Mapping[str, Any], columns: Sequence[str]) -> str:
     """A short description of a series' parameters: the placement in the report's one
     notation (hpceval.labels), then any other parameter as name=value."""
-    values = {c: plain(record.get(c)) for c in columns}
-    where = labels.placement_label({k: v for k, v in values.items() if k in PLACEMENT_PARAMETERS})
-    rest = [
-        f"{k}={v}" for k, v in values.items() if k not in PLACEMENT_PARAMETERS and v is not None
-    ]
-    return ", ".join(x for x in (where, " ".join(rest)) if x)
+    return labels.described({c: plain(record.get(c)) for c in columns})
 
 
 def series_of(
