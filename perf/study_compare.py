@@ -165,9 +165,14 @@ def link_bandwidth(db: Path, cluster: str) -> None:
             m = sm.measurement
             p = m.parameters
             inter = p.get("pattern") == "pingpong" and p.get("pair") == "inter-node"
-            if inter and m.metric == "bandwidth" and int(str(p["size"])) >= 4096:
-                per_size[int(str(p["size"]))].append(m.value)
-    print(f"\nshaped link of {cluster}: PingPong bandwidth / configured {limit:.0f} MB/s")
+            if inter and m.metric == "latency" and int(str(p["size"])) >= 4096:
+                # The policy's rate: bytes over the run's median one-way time (µs -> MB/s).
+                size = int(str(p["size"]))
+                per_size[size].append(size / float(np.median(m.samples or (m.value,))))
+    print(
+        f"\nshaped link of {cluster}: PingPong bandwidth (size / median one-way time) "
+        f"/ configured {limit:.0f} MB/s"
+    )
     for size in sorted(per_size):
         v = per_size[size]
         print(

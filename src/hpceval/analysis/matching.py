@@ -182,13 +182,12 @@ def _representatives(
         chosen[first] = True
         return chosen, []
     candidate = np.ones(n, dtype=bool)
-    expected = [""] * n
+    expected = np.full(n, "", dtype=object)
     ranks = _numbers(keys, "ranks")
     threads = _numbers(keys, "threads_per_rank")
     # The default placement of each distinct (platform, ranks, threads), not of each group.
     known = ~(np.isnan(nodes) | np.isnan(per_node) | np.isnan(ranks))
     t = np.where(np.isnan(threads), 1, threads)
-    combos: dict[tuple[int, int, int], tuple[float, float, str]] = {}
     # A platform file that cannot hold what was measured (fewer nodes: not the file the
     # runs describe) says nothing of the default: then any measured placement may be it.
     usable: dict[int, PlatformConfig | None] = {}
@@ -196,21 +195,28 @@ def _representatives(
         config = configs.get(side_platforms[side])
         most = np.nanmax(np.where(g_side == side, nodes, np.nan), initial=0.0)
         usable[side] = config if config is not None and not most > config.nodes else None
-    for g in np.flatnonzero(known).tolist():
-        side = int(g_side[g])
-        config = usable[side]
-        if config is None:
-            continue  # no platform file: any measured placement is a candidate
-        combo = (side, int(ranks[g]), int(t[g]))
-        if combo not in combos:
+    with_file = known & np.asarray([usable[int(x)] is not None for x in g_side], dtype=bool)
+    rows = np.flatnonzero(with_file)
+    if len(rows):
+        # One look-up per distinct (side, ranks, threads), gathered back to the groups.
+        triples = np.stack([g_side[rows], ranks[rows], t[rows]], axis=1).astype(np.int64)
+        distinct, back = np.unique(triples, axis=0, return_inverse=True)
+        want_nodes = np.full(len(distinct), np.nan)
+        want_per_node = np.full(len(distinct), np.nan)
+        labels = ["none: the ranks do not spread evenly"] * len(distinct)
+        for d, (side, r, threads_) in enumerate(distinct.tolist()):
+            config = usable[side]
+            assert config is not None
             try:
-                want = config.default_placement(combo[1], combo[2])
-                label = placement_label({**want.as_parameters(), "binding": None})
-                combos[combo] = (want.nodes, want.ranks_per_node, label)
+                want = config.default_placement(r, threads_)
             except UserError:
-                combos[combo] = (np.nan, np.nan, "none: the ranks do not spread evenly")
-        want_nodes, want_per_node, expected[g] = combos[combo]
-        candidate[g] = want_nodes == nodes[g] and want_per_node == per_node[g]
+                continue
+            want_nodes[d], want_per_node[d] = want.nodes, want.ranks_per_node
+            labels[d] = placement_label({**want.as_parameters(), "binding": None})
+        back = back.reshape(len(rows))
+        same_nodes = want_nodes[back] == nodes[rows]
+        candidate[rows] = same_nodes & (want_per_node[back] == per_node[rows])
+        expected[rows] = np.asarray(labels, dtype=object)[back]
     # Preference among candidates: cores bound, not oversubscribed, the pair kind that the
     # placement implies (inter-node on several nodes), fewest nodes, most samples.
     inter = pair == "inter-node"
@@ -229,7 +235,7 @@ def _representatives(
     first = order[np.unique(side_work[order], return_index=True)[1]]
     chosen = np.zeros(n, dtype=bool)
     chosen[first[candidate[first]]] = True
-    missing = [(int(g), expected[int(g)]) for g in first[~candidate[first]]]
+    missing = [(int(g), str(expected[int(g)])) for g in first[~candidate[first]]]
     return chosen, missing
 
 
