@@ -494,17 +494,26 @@ def _categorical(series: pd.Series[Any]) -> pd.Categorical:
     return pd.Categorical(series.astype(object))
 
 
-def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
-    """Overhead summaries of a comparison table per platform, origin and category."""
-    if table.empty:
-        return ()
+def summarized_rows(table: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """The rows of a comparison table that overhead summaries use: one metric per kind of
+    measurement (SUMMARY_METRICS) and a positive, finite performance."""
     bench = table["benchmark"].astype(object).to_numpy()
     metric = table["metric"].astype(object).to_numpy()
     use = np.ones(len(table), dtype=bool)
     for name, metrics in SUMMARY_METRICS.items():
         use &= (bench != name) | np.isin(metric, list(metrics))
     perf = table["performance"].to_numpy(dtype=np.float64)
-    use &= np.isfinite(perf) & (perf > 0)
+    out: npt.NDArray[np.bool_] = use & np.isfinite(perf) & (perf > 0)
+    return out
+
+
+def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
+    """Overhead summaries of a comparison table per platform, origin and category."""
+    if table.empty:
+        return ()
+    use = summarized_rows(table)
+    perf = table["performance"].to_numpy(dtype=np.float64)
+    metric = table["metric"].astype(object).to_numpy()
     by = ["platform", "origin", "baseline_origin", "category"]
     part = table.loc[use, by].reset_index(drop=True)
     if part.empty:

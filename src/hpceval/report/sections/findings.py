@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
-from hpceval.analysis.compare import SUMMARY_METRICS, Comparison, compare
+from hpceval.analysis.compare import Comparison, compare, summarized_rows
 from hpceval.analysis.cost import CurrencyError, cost_table
 from hpceval.analysis.scaling import placement_sweeps, scaling
 from hpceval.config import PlatformConfig
@@ -44,15 +44,8 @@ def overhead_findings(result: Comparison) -> list[Finding]:
     table = result.table
     if table.empty:
         return []
-    bench = table["benchmark"].astype(object).to_numpy()
-    metric = table["metric"].astype(object).to_numpy()
-    use = np.ones(len(table), dtype=bool)
-    for name, metrics in SUMMARY_METRICS.items():
-        use &= (bench != name) | np.isin(metric, list(metrics))
-    perf = table["performance"].to_numpy(dtype=np.float64)
-    use &= np.isfinite(perf) & (perf > 0)
     out: list[Finding] = []
-    part = table.loc[use]
+    part = table.loc[summarized_rows(table)]
     for (platform, origin, category), group in part.groupby(
         ["platform", "origin", "category"], observed=True, sort=True
     ):
