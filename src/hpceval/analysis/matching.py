@@ -112,19 +112,18 @@ def match_groups(
     paired = partner >= 0
     rows: list[dict[str, Any]] = []
     # Everything below loops over the unpaired points only.
-    base_work = set(work[is_base].tolist())
-    side_work_code = g_side * (int(work.max()) + 1 if len(work) else 1) + work
-    measured_sides = set(zip(g_side.tolist(), work.tolist(), strict=True))
+    n_work = int(work.max()) + 1 if len(work) else 1
+    side_work_code = g_side * n_work + work
+    base_work = np.unique(work[is_base])
 
     def placements(side: int, w: int) -> str:
-        code = side * (int(work.max()) + 1) + w
-        groups = np.flatnonzero(side_work_code == code)
+        groups = np.flatnonzero(side_work_code == side * n_work + w)
         return "; ".join(sorted({_label(keys, int(g)) for g in groups}))
 
     base_name = side_names[base_side]
     for g in others[~paired].tolist():
         w = int(work[g])
-        if w not in base_work:
+        if not np.isin(w, base_work):
             reason = f"{base_name} did not measure this workload"
         elif mode is PlacementMode.SAME:
             reason = f"{base_name} measured it only at {placements(base_side, w)}"
@@ -138,14 +137,16 @@ def match_groups(
         rows.append(
             _row(keys, g, side_names[side], "baseline" if side == base_side else "platform", reason)
         )
-    compared_sides = sorted(compared)
-    paired_keys = {(int(g_side[o]), int(key[o])) for o in others[paired].tolist()}
-    for g in np.flatnonzero(chosen & is_base).tolist():
-        for side in compared_sides:
-            if (side, int(key[g])) in paired_keys:
-                continue
-            if (side, int(work[g])) in measured_sides:
-                continue  # listed above from the platform's side
+    # Baseline points a platform lacks altogether (what it measured otherwise is listed
+    # above from its own side): found column-wise, then listed one by one.
+    paired_codes = np.unique(g_side[others[paired]] * n_keys + key[others[paired]])
+    measured_codes = np.unique(side_work_code)
+    base_groups = np.flatnonzero(chosen & is_base)
+    for side in sorted(compared):
+        lacking = ~np.isin(side * n_keys + key[base_groups], paired_codes) & ~np.isin(
+            side * n_work + work[base_groups], measured_codes
+        )
+        for g in base_groups[lacking].tolist():
             rows.append(
                 _row(keys, g, side_names[side], "baseline", "not measured on this platform")
             )
@@ -248,8 +249,10 @@ def _numbers(keys: pd.DataFrame, column: str) -> np.ndarray[Any, np.dtype[np.flo
 def _texts(keys: pd.DataFrame, column: str) -> np.ndarray[Any, np.dtype[np.str_]]:
     if column not in keys.columns:
         return np.full(len(keys), "", dtype=object)
-    values = keys[column].astype(object).to_numpy()
-    return np.asarray(["" if _missing(v) else str(v) for v in values], dtype=object)
+    series = keys[column]
+    out = series.astype(str).to_numpy(dtype=object)
+    out[series.isna().to_numpy()] = ""
+    return out
 
 
 def _missing(v: Any) -> bool:
