@@ -153,3 +153,33 @@ def test_placement_notation() -> None:
     ) == "1 node × 4 ranks × 2 threads, intra-node, unbound, oversubscribed"  # fmt: skip
     assert placement_label({"ranks": 8}) == "8 ranks × 1 thread"
     assert placement_label({"size": 8}) == ""
+
+
+def test_show_keeps_placements_of_one_rank_count_apart() -> None:
+    """`show`'s collective table has a column per placement, not one per rank count."""
+    from rich.console import Console
+
+    from hpceval.benchmarks.mpibench.tables import collective_tables
+
+    def allreduce(t: float, nodes: int, per_node: int, over: bool) -> Measurement:
+        return measurement(
+            t, benchmark="mpibench", metric="time", unit="us", pattern="allreduce", size=8,
+            ranks=nodes * per_node, nodes=nodes, ranks_per_node=per_node, threads_per_rank=1,
+            binding="core", oversubscribed=over,
+        )  # fmt: skip
+
+    (table,) = collective_tables(
+        [allreduce(50.0, 4, 1, True), allreduce(5.0, 1, 4, True), allreduce(3.0, 1, 2, False)]
+    )
+    console = Console(width=300, record=True)
+    console.print(table)
+    text = console.export_text()
+    for label in (
+        "1 node × 2 ranks × 1 thread, intra-node",
+        "1 node × 4 ranks × 1 thread, intra-node, oversubscribed",
+        "4 nodes × 1 rank × 1 thread, inter-node, oversubscribed",
+    ):
+        assert label in text, text
+    # Each value under its own placement (3 µs on 2 ranks, 50 µs on 4 nodes).
+    row = next(line for line in text.splitlines() if line.startswith("│  8 B"))
+    assert [cell.split()[0] for cell in row.split("│")[2:-1]] == ["3", "5", "50.0"]
