@@ -168,7 +168,7 @@ def cost_command(
     for col in ("platform", "pricing", "instance", *params, "placement"):
         t.add_column(col)
     money = result.currency
-    for col in (f"time s ({policy.statistic})", "min–mean s", "reps", f"{money} per hour",
+    for col in (f"time s ({policy.statistic})", "min / mean s", "reps", f"{money} per hour",
                 "billed", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
         t.add_column(col, justify="right")
     for record in table.to_dict("records"):
@@ -179,7 +179,7 @@ def cost_command(
             *(_value(record.get(p)) for p in params),
             str(record["placement"]),
             _num(record["time_s"]),
-            f"{_num(record['time_min'], 3)}–{_num(record['time_mean'], 3)}",
+            f"{_num(record['time_min'], 3)} / {_num(record['time_mean'], 3)}",
             str(record["repetitions"]),
             _num(record["hourly"]),
             f"{_num(record['billed_s'])} s ({record['billing']})",
