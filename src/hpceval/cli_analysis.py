@@ -22,8 +22,10 @@ from hpceval.cli_policy import (
     AllowMixedOriginsOption,
     BaselineOriginOption,
     MinRepetitionsOption,
+    OriginOption,
     StatisticOption,
     origin_option,
+    origin_rows,
     policy_option,
 )
 from hpceval.errors import UserError
@@ -242,38 +244,40 @@ def compare_command(
     verdict = table["verdict"].astype(object).to_numpy()
     significant = table.loc[(verdict == "faster") | (verdict == "slower")]
     if len(significant) and top:
-        strength = np.abs(np.log(significant["performance"].to_numpy(dtype=np.float64)))
-        chosen = significant.iloc[np.argsort(-strength, kind="stable")[:top]]
-        points = Table(
-            title=f"significant differences: {min(top, len(significant))} largest of "
-            f"{len(significant)}",
-            title_justify="left",
-        )
-        _point_columns(points, policy.statistic)
-        for record in chosen.to_dict("records"):
-            _point_row(points, record, result.parameters, where)
-        out.print(points)
+        out.print(_largest(significant, top, "significant differences", policy.statistic,
+                           result.parameters, where))  # fmt: skip
     else:
         out.print("no significant difference at any point", highlight=False)
     too_few = table.loc[verdict == "too few repetitions"]
     if len(too_few):
-        strength = np.abs(np.log(too_few["performance"].to_numpy(dtype=np.float64)))
-        chosen = too_few.iloc[np.argsort(-strength, kind="stable")[: top or len(too_few)]]
-        shown = Table(
-            title=f"no verdict, too few repetitions: {len(chosen)} largest of {len(too_few)} "
-            f"(need ≥{policy.min_repetitions} per side; --min-repetitions)",
-            title_justify="left",
-        )
-        _point_columns(shown, policy.statistic)
-        for record in chosen.to_dict("records"):
-            _point_row(shown, record, result.parameters, where)
-        out.print(shown)
+        what = (f"no verdict, too few repetitions (need ≥{policy.min_repetitions} per side; "
+                "--min-repetitions)")  # fmt: skip
+        out.print(_largest(too_few, top or len(too_few), what, policy.statistic,
+                           result.parameters, where))  # fmt: skip
     for label, key in where.items():
         out.print(f"[{key}] {label}", highlight=False, markup=False)
     _print_unmatched(result.unmatched_points)
     for line in context.caveat_lines([*result.platforms, baseline]):
         out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
     _export(table, csv, json)
+
+
+def _largest(
+    rows: pd.DataFrame,
+    top: int,
+    what: str,
+    statistic: str,
+    parameters: Sequence[str],
+    where: dict[str, int],
+) -> Table:
+    """The `top` rows of a comparison table farthest from a ratio of 1, as a table."""
+    strength = np.abs(np.log(rows["performance"].to_numpy(dtype=np.float64)))
+    chosen = rows.iloc[np.argsort(-strength, kind="stable")[:top]]
+    table = Table(title=f"{what}: {len(chosen)} largest of {len(rows)}", title_justify="left")
+    _point_columns(table, statistic)
+    for record in chosen.to_dict("records"):
+        _point_row(table, {str(k): v for k, v in record.items()}, parameters, where)
+    return table
 
 
 UNMATCHED_SHOWN = 40
@@ -346,10 +350,7 @@ def _point_row(
 
 def fit_command(
     db: DbOption = None,
-    origin: Annotated[
-        str | None,
-        typer.Option("--origin", help="Only series of this origin: measured, emulated, simulated."),
-    ] = None,
+    origin: OriginOption = None,
     statistic: StatisticOption = None,
     csv: CsvOption = None,
     json: JsonOption = None,
@@ -361,12 +362,8 @@ def fit_command(
     from hpceval.analysis.network import MIN_POINTS, POOR_FIT_RMS, fit_network
 
     policy = policy_option(statistic)
-    origins = ("measured", "emulated", "simulated")
-    if origin is not None and origin not in origins:
-        raise UserError(f"--origin {origin!r}: expected one of {', '.join(origins)}")
-    frame = _load(db, benchmark="mpibench", metric="latency")
-    if origin is not None:
-        frame = frame.loc[(frame["origin"] == origin).to_numpy()]
+    # Each origin's series are fitted apart and labelled: nothing is mixed to allow.
+    frame = origin_rows(_load(db, benchmark="mpibench", metric="latency"), origin, True)
     fits = fit_network(frame, policy=policy)
     if not fits:
         raise UserError(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -18,13 +18,16 @@ from hpceval.cli_common import DbOption, user_errors
 from hpceval.cli_policy import (
     AllowMixedOriginsOption,
     MinRepetitionsOption,
+    OriginOption,
     StatisticOption,
+    node_peaks,
+    origin_rows,
+    platform_pairs,
     policy_option,
 )
 from hpceval.errors import UserError
 
 _WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
-_ORIGINS: Final = ("measured", "emulated", "simulated")
 
 CatalogOption = Annotated[
     str | None,
@@ -60,10 +63,6 @@ NodeTflopsOption = Annotated[
         "node-hour (csc-2016): its hourly price is that price × TFLOPS (repeatable).",
     ),
 ]
-OriginOption = Annotated[
-    str | None,
-    typer.Option("--origin", help="Only data of this origin: measured, emulated or simulated."),
-]
 
 
 def register_cost_commands(app: typer.Typer) -> None:
@@ -71,35 +70,6 @@ def register_cost_commands(app: typer.Typer) -> None:
     its console)."""
     app.command("cost")(user_errors(cost_command))
     app.command("recommend")(user_errors(recommend_command))
-
-
-def _pairs(items: Sequence[str] | None, option: str, what: str) -> dict[str, str]:
-    """PLATFORM=VALUE items of a repeatable option."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        platform, sep, value = item.partition("=")
-        if not sep or not platform.strip() or not value.strip():
-            raise UserError(f"{option} {item!r}: expected PLATFORM={what}")
-        out[platform.strip()] = value.strip()
-    return out
-
-
-def _origin_rows(frame: Any, origin: str | None, allow_mixed: bool) -> Any:
-    """The frame's rows of one origin: --origin, else the only one; several without
-    --allow-mixed-origins is a UserError naming both flags."""
-    if origin is not None and origin not in _ORIGINS:
-        raise UserError(f"--origin {origin!r}: expected one of {', '.join(_ORIGINS)}")
-    present = sorted(str(o) for o in frame["origin"].unique())
-    if origin is not None:
-        if origin not in present:
-            raise UserError(f"--origin {origin}: no {origin} data (there is {', '.join(present)})")
-        return frame.loc[(frame["origin"] == origin).to_numpy()]
-    if len(present) > 1 and not allow_mixed:
-        raise UserError(
-            f"the data are {' and '.join(present)}: choose one with --origin, or put them "
-            "side by side deliberately with --allow-mixed-origins"
-        )
-    return frame
 
 
 def _prices(
@@ -114,15 +84,8 @@ def _prices(
     from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
     from hpceval.store import open_store
 
-    mapping = _pairs(instances, "--instance", "ENTRY")
-    peaks: dict[str, float] = {}
-    for platform, text in _pairs(node_tflops, "--node-tflops", "TFLOPS").items():
-        try:
-            peaks[platform] = float(text)
-        except ValueError:
-            peaks[platform] = math.nan
-        if not (math.isfinite(peaks[platform]) and peaks[platform] > 0):
-            raise UserError(f"--node-tflops {platform}={text}: not a positive number")
+    mapping = platform_pairs(instances, "--instance", "ENTRY")
+    peaks = node_peaks(node_tflops)
     if mapping and catalog_name is None:
         raise UserError("--instance needs a --catalog to take the entries from")
     with open_store(db, create=False, read_only=True) as store:
@@ -172,7 +135,7 @@ def cost_command(
     from hpceval.analysis.cost import cost_table
 
     policy = policy_option(statistic, min_repetitions)
-    frame = _origin_rows(_load(db, benchmark="npb"), origin, allow_mixed_origins)
+    frame = origin_rows(_load(db, benchmark="npb"), origin, allow_mixed_origins)
     prices, loaded = _prices(db, catalog, instance, node_tflops)
     measured = sorted(str(p) for p in frame["platform"].unique())
     for platform in measured:
@@ -205,7 +168,7 @@ def cost_command(
     for col in ("platform", "pricing", "instance", *params, "placement"):
         t.add_column(col)
     money = result.currency
-    for col in (f"time s ({policy.statistic})", "min–mean s", "reps", f"{money} per hour",
+    for col in (f"time s ({policy.statistic})", "min / mean s", "reps", f"{money} per hour",
                 "billed", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
         t.add_column(col, justify="right")
     for record in table.to_dict("records"):
@@ -216,7 +179,7 @@ def cost_command(
             *(_value(record.get(p)) for p in params),
             str(record["placement"]),
             _num(record["time_s"]),
-            f"{_num(record['time_min'], 3)}–{_num(record['time_mean'], 3)}",
+            f"{_num(record['time_min'], 3)} / {_num(record['time_mean'], 3)}",
             str(record["repetitions"]),
             _num(record["hourly"]),
             f"{_num(record['billed_s'])} s ({record['billing']})",
@@ -282,9 +245,7 @@ def recommend_command(
     if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
         raise UserError(f"--deadline {deadline:g}: not a positive number of seconds")
     policy = policy_option(statistic, min_repetitions)
-    if origin is not None and origin not in _ORIGINS:
-        raise UserError(f"--origin {origin!r}: expected one of {', '.join(_ORIGINS)}")
-    frame = _load(db, benchmark="npb", metric="time")
+    frame = origin_rows(_load(db, benchmark="npb", metric="time"), origin, True)
     prices, loaded = _prices(db, catalog, instance, node_tflops)
     result = recommend(
         frame,

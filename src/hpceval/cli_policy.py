@@ -4,6 +4,8 @@ policy (--statistic, --min-repetitions) and the origins (--baseline-origin,
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -45,6 +47,10 @@ BaselineOriginOption = Annotated[
         "simulated.",
     ),
 ]
+OriginOption = Annotated[
+    str | None,
+    typer.Option("--origin", help="Only data of this origin: measured, emulated or simulated."),
+]
 AllowMixedOriginsOption = Annotated[
     bool,
     typer.Option(
@@ -72,3 +78,55 @@ def origin_option(value: str | None) -> Any:
     except ValueError:
         names = ", ".join(o.value for o in Origin)
         raise UserError(f"--baseline-origin {value!r}: expected one of {names}") from None
+
+
+def origin_rows(frame: Any, origin: str | None, allow_mixed: bool) -> Any:
+    """The frame's rows of one origin (--origin), else all of them when they are of one
+    origin or `allow_mixed` (--allow-mixed-origins); a UserError naming both flags
+    otherwise."""
+    from hpceval.errors import UserError
+    from hpceval.model import Origin
+
+    names = [o.value for o in Origin]
+    if origin is not None and origin not in names:
+        raise UserError(f"--origin {origin!r}: expected one of {', '.join(names)}")
+    present = sorted(str(o) for o in frame["origin"].unique())
+    if origin is not None:
+        if origin not in present:
+            raise UserError(f"--origin {origin}: no {origin} data (there is {', '.join(present)})")
+        return frame.loc[(frame["origin"] == origin).to_numpy()]
+    if len(present) > 1 and not allow_mixed:
+        raise UserError(
+            f"the data are {' and '.join(present)}: choose one with --origin, or put them "
+            "side by side deliberately with --allow-mixed-origins"
+        )
+    return frame
+
+
+def platform_pairs(items: Sequence[str] | None, option: str, what: str) -> dict[str, str]:
+    """The PLATFORM=VALUE items of a repeatable option (--instance, --node-tflops)."""
+    from hpceval.errors import UserError
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        platform, sep, value = item.partition("=")
+        if not sep or not platform.strip() or not value.strip():
+            raise UserError(f"{option} {item!r}: expected PLATFORM={what}")
+        out[platform.strip()] = value.strip()
+    return out
+
+
+def node_peaks(items: Sequence[str] | None) -> dict[str, float]:
+    """--node-tflops PLATFORM=TFLOPS items: the peak of one node of each platform."""
+    from hpceval.errors import UserError
+
+    peaks: dict[str, float] = {}
+    for platform, text in platform_pairs(items, "--node-tflops", "TFLOPS").items():
+        try:
+            peak = float(text)
+        except ValueError:
+            peak = math.nan
+        if not (math.isfinite(peak) and peak > 0):
+            raise UserError(f"--node-tflops {platform}={text}: not a positive number")
+        peaks[platform] = peak
+    return peaks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,9 @@ from hpceval.cli_policy import (
     BaselineOriginOption,
     MinRepetitionsOption,
     StatisticOption,
+    node_peaks,
     origin_option,
+    platform_pairs,
     policy_option,
 )
 from hpceval.errors import UserError
@@ -76,24 +77,10 @@ def report_command(
     (DIR/figures) and every table as CSV (DIR/tables)."""
     from hpceval.report import ReportOptions, generate_report
 
-    instances: dict[str, str] = {}
-    for item in instance or []:
-        name, sep, entry = item.partition("=")
-        if not sep or not name.strip() or not entry.strip():
-            raise UserError(f"--instance {item!r}: expected PLATFORM=ENTRY")
-        instances[name.strip()] = entry.strip()
+    instances = platform_pairs(instance, "--instance", "ENTRY")
     if instances and not catalog:
         raise UserError("--instance needs a --catalog to take the entries from")
-    peaks: dict[str, float] = {}
-    for item in node_tflops or []:
-        name, sep, text = item.partition("=")
-        try:
-            peak = float(text) if sep and name.strip() else math.nan
-        except ValueError:
-            peak = math.nan
-        if not (math.isfinite(peak) and peak > 0):
-            raise UserError(f"--node-tflops {item!r}: expected PLATFORM=TFLOPS (a positive number)")
-        peaks[name.strip()] = peak
+    peaks = node_peaks(node_tflops)
     origin = origin_option(baseline_origin)
     options = ReportOptions(
         baseline=baseline,

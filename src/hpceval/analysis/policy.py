@@ -150,12 +150,10 @@ def summarize_groups(
         raise UserError("a rate with a non-positive sample: no time can be derived from it")
     with np.errstate(divide="ignore"):
         times = np.where(np.repeat(rate_row, lengths), 1.0 / flat, flat)
-    row_of_sample = np.repeat(np.arange(len(lengths)), lengths)
     starts = np.cumsum(lengths) - lengths
-    sorted_times = times[np.lexsort((times, row_of_sample))]
     per_row = {
-        "min": sorted_times[starts],
-        "median": _middle(sorted_times, starts, lengths),
+        "min": np.minimum.reduceat(times, starts) if len(times) else np.empty(0),
+        "median": segment_medians(times, starts, lengths),
         "mean": np.add.reduceat(times, starts) / lengths if len(times) else np.empty(0),
     }
     repetitions = np.bincount(rows, minlength=groups).astype(np.int64)
@@ -179,7 +177,7 @@ def summarize_groups(
     if len(single_row):
         from hpceval.arrays import run_indices
 
-        units[~take_several] = sorted_times[run_indices(starts[single_row], lengths[single_row])]
+        units[~take_several] = times[run_indices(starts[single_row], lengths[single_row])]
     rate = rate_row[first] if len(first) else np.zeros(0, dtype=bool)
     natural = {name: _natural(v, rate) for name, v in stats.items()}
     return Summary(
@@ -205,13 +203,17 @@ def _natural(time_values: FloatArray, rate: BoolArray) -> FloatArray:
     return out
 
 
-def _middle(sorted_values: FloatArray, starts: IntArray, lengths: IntArray) -> FloatArray:
-    """The median of each segment of an array sorted within segments."""
-    if not len(lengths):
-        return np.empty(0)
-    low = sorted_values[starts + (lengths - 1) // 2]
-    high = sorted_values[starts + lengths // 2]
-    out: FloatArray = (low + high) / 2
+def segment_medians(values: FloatArray, starts: IntArray, lengths: IntArray) -> FloatArray:
+    """The median of each segment values[starts[i] : starts[i] + lengths[i]] (non-empty):
+    segments of one length at a time, as the rows of one matrix (a few dozen distinct
+    lengths: vectorized partitions, not a sort of every value)."""
+    out = np.empty(len(lengths))
+    for k in np.unique(lengths).tolist():
+        members = np.flatnonzero(lengths == k)
+        step = max(1, _BLOCK_ELEMENTS // k)
+        for start in range(0, len(members), step):
+            part = members[start : start + step]
+            out[part] = np.median(values[starts[part][:, None] + np.arange(k)], axis=1)
     return out
 
 
@@ -224,11 +226,9 @@ def _statistic_of_segments(
     if name == "mean":
         out: FloatArray = np.add.reduceat(values, starts) / lengths
         return out
-    segment = np.repeat(np.arange(len(lengths)), lengths)
-    ordered = values[np.lexsort((values, segment))]
     if name == "min":
-        return ordered[starts]
-    return _middle(ordered, starts, lengths)
+        return np.asarray(np.minimum.reduceat(values, starts), dtype=np.float64)
+    return segment_medians(values, starts, lengths)
 
 
 def reduce_statistic(name: str, matrix: FloatArray) -> FloatArray:

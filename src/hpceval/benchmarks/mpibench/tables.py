@@ -109,7 +109,9 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
 
 
 def smallest_and_best(ms: Sequence[Measurement]) -> str:
-    """The latency (or collective time) at the smallest message, the best bandwidth."""
+    """The latency (or collective time) at the smallest message and the largest bandwidth
+    over the sizes, each point by the display statistic (named in the headline)."""
+    statistic = DISPLAY_STATISTIC.get()
     parts = []
     # A 0-byte collective returns at once in most MPIs: quote the smallest real message.
     times = [
@@ -120,14 +122,15 @@ def smallest_and_best(ms: Sequence[Measurement]) -> str:
     if times:
         smallest = min(times, key=lambda m: int(m.parameters["size"]))
         parts.append(
-            f"{smallest.metric} {format_value(smallest.value)} µs @ "
+            f"{statistic} {smallest.metric} {format_value(measurement_value(smallest))} µs @ "
             f"{format_bytes(int(smallest.parameters['size']), exact=True)}"
         )
     bws = [m for m in ms if m.metric == "bandwidth"]
     if bws:
-        best_bw = max(bws, key=lambda m: m.value)
-        at = format_bytes(int(best_bw.parameters["size"]), exact=True)
-        parts.append(f"max {format_value(best_bw.value)} MB/s @ {at}")
+        values = [measurement_value(m) for m in bws]
+        best = max(range(len(bws)), key=values.__getitem__)
+        at = format_bytes(int(bws[best].parameters["size"]), exact=True)
+        parts.append(f"{statistic} bandwidth up to {format_value(values[best])} MB/s @ {at}")
     return "; ".join(parts)
 
 

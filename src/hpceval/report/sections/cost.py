@@ -98,7 +98,10 @@ def cost_section(ctx: Context) -> Section:
         "pareto",
     ]
     table = table[[c for c in first if c in table] + [c for c in table if c not in first]]
-    table = table.dropna(axis=1, how="all")  # parameters of other benchmarks (size, pair...)
+    # Parameters of other benchmarks (size, pair...) are empty here; the cost columns stay
+    # (no Mop/s measured: an empty price per GOPS-hour, not a missing column).
+    empty = [c for c in table.columns if c not in first and table[c].isna().all()]
+    table = table.drop(columns=empty)
     gops_panels: list[BarPanel] = []
     pareto_panels: list[ScatterPanel] = []
     several_sources = len({s.label for s in ctx.price_sources}) > 1

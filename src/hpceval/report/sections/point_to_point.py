@@ -112,7 +112,7 @@ def point_to_point_section(
                 for (record, g), shade in zip(groups, shades, strict=True):
                     detail = placement_label(record, key)
                     x = g["size"].to_numpy(dtype=np.float64)
-                    y = g["mean"].to_numpy(dtype=np.float64)
+                    y = g["value"].to_numpy(dtype=np.float64)
                     fit_key = frozenset(
                         (k, norm(v))
                         for k, v in {**record, "pattern": pattern, "pair": pair or None}.items()
