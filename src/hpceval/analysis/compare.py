@@ -55,7 +55,7 @@ import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -84,11 +84,13 @@ from hpceval.analysis.ratios import (
 )
 from hpceval.catalog import SUMMARY_METRICS as SUMMARY_METRICS  # the report reads it here
 from hpceval.catalog import BenchmarkCategory, declaration
-from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.labels import PLACEMENT_FACETS, placement_label
 from hpceval.model import Origin, ParamValue
 from hpceval.patterns import COLLECTIVES
+
+if TYPE_CHECKING:  # the CLI starts without pydantic (tests/test_cli.py)
+    from hpceval.config import PlatformConfig
 
 
 class Category(StrEnum):

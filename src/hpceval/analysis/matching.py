@@ -23,16 +23,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pandas as pd
 
 from hpceval.analysis.frame import IntArray, group_codes
-from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.labels import PLACEMENT_FACETS, placement_label
 from hpceval.units import HIGHER_IS_BETTER
+
+if TYPE_CHECKING:  # the CLI starts without pydantic (tests/test_cli.py)
+    from hpceval.config import PlatformConfig
 
 
 class PlacementMode(StrEnum):
