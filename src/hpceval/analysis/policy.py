@@ -142,14 +142,17 @@ def summarize_groups(
     a row of group g): see the module docstring."""
     groups = len(first)
     flat, lengths = flatten_samples(frame)
-    units_of_row = frame["unit"].astype(object).to_numpy()
-    codes, names = pd.factorize(units_of_row)
+    codes, names = pd.factorize(frame["unit"])
     rate_of_unit = np.asarray([HIGHER_IS_BETTER[str(u)] for u in names], dtype=bool)
-    rate_row = rate_of_unit[codes] if len(codes) else np.zeros(0, dtype=bool)
-    if np.any(flat[np.repeat(rate_row, lengths)] <= 0):
-        raise UserError("a rate with a non-positive sample: no time can be derived from it")
-    with np.errstate(divide="ignore"):
-        times = np.where(np.repeat(rate_row, lengths), 1.0 / flat, flat)
+    rate_row = rate_of_unit[np.asarray(codes)] if len(codes) else np.zeros(0, dtype=bool)
+    times = flat
+    if rate_row.any():
+        rate_sample = np.repeat(rate_row, lengths)
+        rates = flat[rate_sample]
+        if np.any(rates <= 0):
+            raise UserError("a rate with a non-positive sample: no time can be derived from it")
+        times = flat.copy()
+        times[rate_sample] = 1.0 / rates
     starts = np.cumsum(lengths) - lengths
     per_row = {
         "min": np.minimum.reduceat(times, starts) if len(times) else np.empty(0),
@@ -165,19 +168,16 @@ def summarize_groups(
     stats: dict[str, FloatArray] = {}
     for name, row_values in per_row.items():
         stats[name] = _statistic_of_segments(name, row_values[order], group_start, repetitions)
-    # Units: per-repetition values of the policy's statistic, or a single repetition's samples.
+    # Units: per-repetition values of the policy's statistic, or a single repetition's
+    # samples, which are already a run of `times` (no copy: offsets point into it).
     row_units = per_row[policy.statistic][order]
     single_row = order[group_start[~several]] if np.any(~several) else np.zeros(0, np.int64)
     unit_count = np.where(several, repetitions, 0)
     unit_count[~several] = lengths[single_row]
-    offsets = np.cumsum(unit_count) - unit_count
-    units = np.empty(int(unit_count.sum()))
-    take_several = np.repeat(several, unit_count)
-    units[take_several] = row_units[np.repeat(several, repetitions)]
-    if len(single_row):
-        from hpceval.arrays import run_indices
-
-        units[~take_several] = times[run_indices(starts[single_row], lengths[single_row])]
+    offsets = np.empty(groups, dtype=np.int64)
+    offsets[~several] = starts[single_row]
+    offsets[several] = len(times) + group_start[several]
+    units = np.concatenate([times, row_units])
     rate = rate_row[first] if len(first) else np.zeros(0, dtype=bool)
     natural = {name: _natural(v, rate) for name, v in stats.items()}
     return Summary(

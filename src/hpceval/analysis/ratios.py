@@ -4,6 +4,7 @@ points, and the verdicts (see hpceval.analysis.compare)."""
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -213,19 +214,22 @@ def _unit_moments(summary: Summary, groups: IntArray) -> tuple[FloatArray, Float
 
 def _median_log_se(summary: Summary, groups: IntArray) -> FloatArray:
     """Standard error of log(median) of each group's units, from the order statistics that
-    bound a distribution-free 95 % interval of the median: (log x(u) - log x(l)) / (2 z)."""
+    bound a distribution-free 95 % interval of the median: (log x(u) - log x(l)) / (2 z).
+    Groups of one unit count at a time, as the rows of one partitioned matrix."""
     n = summary.unit_count[groups]
-    total = int(n.sum())
-    segment = np.repeat(np.arange(len(groups)), n)
-    starts = np.cumsum(n) - n
-    gather = np.repeat(summary.offsets[groups] - starts, n) + np.arange(total)
-    x = summary.units[gather]
-    ordered = x[np.lexsort((x, segment))]
-    half = _Z95 * np.sqrt(n) / 2
-    lower = np.clip(np.floor(n / 2 - half).astype(np.int64), 0, n - 1)
-    upper = np.clip(np.ceil(n / 2 + half).astype(np.int64), 0, n - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = (np.log(ordered[starts + upper]) - np.log(ordered[starts + lower])) / (2 * _Z95)
+    se = np.empty(len(groups))
+    for k in np.unique(n).tolist():
+        members = np.flatnonzero(n == k)
+        half = _Z95 * math.sqrt(k) / 2
+        lower = min(max(math.floor(k / 2 - half), 0), k - 1)
+        upper = min(max(math.ceil(k / 2 + half), 0), k - 1)
+        step = max(1, _PAIR_ELEMENTS // k)
+        for start in range(0, len(members), step):
+            part = members[start : start + step]
+            x = summary.units[summary.offsets[groups[part]][:, None] + np.arange(k)]
+            x.partition((lower, upper), axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                se[part] = (np.log(x[:, upper]) - np.log(x[:, lower])) / (2 * _Z95)
     out: FloatArray = np.nan_to_num(se, nan=np.inf)
     return out
 
