@@ -26,6 +26,8 @@ from hpceval.store.schema import (
     metadata,
     schema_info,
     series,
+    studies,
+    study_runs,
 )
 
 # Upgrades of an older schema: MIGRATIONS[n] turns a version-n database into version n + 1.
@@ -96,6 +98,15 @@ def _series_and_binary_samples(conn: Connection) -> None:
 
 
 MIGRATIONS[2] = _series_and_binary_samples
+
+
+def _add_study_tables(conn: Connection) -> None:
+    """Schema 3 -> 4: the studies and study_runs tables (nothing else changed)."""
+    studies.create(conn, checkfirst=True)
+    study_runs.create(conn, checkfirst=True)
+
+
+MIGRATIONS[3] = _add_study_tables
 
 
 def prepare_schema(

@@ -1,0 +1,90 @@
+"""The published figures study reports overlay (data/studies/published.toml), each with the
+paper and table it comes from, and the published ratios the questions compare with (computed
+from two of those figures, never written down)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pydantic import Field, ValidationError, model_validator
+
+from hpceval.config import StrictModel, read_toml, resolve, validation_message
+from hpceval.errors import ConfigError
+
+
+class PublishedRow(StrictModel):
+    platform: str
+    values: list[float]
+
+
+class PublishedFigure(StrictModel):
+    key: str
+    source: str
+    cite: str
+    unit: str
+    points: list[str] = Field(min_length=1)
+    rows: list[PublishedRow] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_value_per_point(self) -> PublishedFigure:
+        for row in self.rows:
+            if len(row.values) != len(self.points):
+                raise ValueError(f"rows: {row.platform!r} has {len(row.values)} values for "
+                                 f"{len(self.points)} points")  # fmt: skip
+        return self
+
+    def value(self, platform: str, point: str) -> float:
+        row = next(r for r in self.rows if r.platform == platform)
+        return row.values[self.points.index(point)]
+
+
+class PublishedRatio(StrictModel):
+    key: str
+    figure: str
+    point: str
+    of: str
+    versus: str
+    versus_point: str | None = None
+
+
+class Published(StrictModel):
+    figure: list[PublishedFigure]
+    ratio: list[PublishedRatio] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ratios_name_figures(self) -> Published:
+        figures = {f.key: f for f in self.figure}
+        for r in self.ratio:
+            fig = figures.get(r.figure)
+            if fig is None:
+                raise ValueError(f"ratio: {r.key!r} names no figure {r.figure!r}")
+            try:
+                fig.value(r.of, r.point)
+                fig.value(r.versus, r.versus_point or r.point)
+            except (StopIteration, ValueError):
+                raise ValueError(f"ratio: {r.key!r} names a platform or point that "
+                                 f"figure {r.figure!r} lacks") from None  # fmt: skip
+        return self
+
+    def find_figure(self, key: str) -> PublishedFigure | None:
+        return next((f for f in self.figure if f.key == key), None)
+
+    def ratio_value(self, key: str) -> tuple[float, str] | None:
+        """The published ratio and its citation, or None when there is none of that key."""
+        r = next((r for r in self.ratio if r.key == key), None)
+        if r is None:
+            return None
+        fig = self.find_figure(r.figure)
+        assert fig is not None  # checked when loaded
+        value = fig.value(r.of, r.point) / fig.value(r.versus, r.versus_point or r.point)
+        return value, f"{fig.source}: {r.of} / {r.versus}, {fig.cite}"
+
+
+@cache
+def published() -> Published:
+    path, source = resolve("studies", "published")
+    try:
+        return Published.model_validate(read_toml(path, source))
+    except ValidationError as e:
+        field, msg = validation_message(e)
+        raise ConfigError(msg, source=source, field=field) from e
