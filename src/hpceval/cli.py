@@ -24,6 +24,7 @@ from hpceval.cli_db import db_app
 from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
+from hpceval.cli_study import study_app
 from hpceval.errors import UserError
 
 # What the commands that run, build or list things need (campaigns, launchers, benchmarks,
@@ -341,6 +342,7 @@ def import_npb_command(
 
 app.add_typer(db_app, name="db")
 app.add_typer(cluster_app, name="cluster")
+app.add_typer(study_app, name="study")
 register_analysis_commands(app, out)
 register_cost_commands(app)
 register_simulate_commands(app, out)

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
+from hpceval.benchmarks import find_benchmark
 from hpceval.store import Store
 from hpceval.study.published import published
 from hpceval.study.recipe import Question, Selection
@@ -43,6 +44,8 @@ class NoData(Exception):
 
 def samples_of(store: Store, run_id: int, selection: Selection) -> np.ndarray:
     """The samples of the one point the selection names in a run (its repetitions pooled)."""
+    if find_benchmark(selection.benchmark) is None:
+        raise NoData(f"benchmark {selection.benchmark!r} is not in this hpceval yet")
     points: dict[frozenset[tuple[str, str]], list[float]] = {}
     for stored in store.measurements(run_id, benchmark=selection.benchmark,
                                      metric=selection.metric):  # fmt: skip
@@ -96,10 +99,11 @@ def answer(
     if question.versus is None:
         targets = [p for p in runs if p != baseline]
         if baseline not in runs:
-            return [Answer(question.id, "-", "not answered", f"baseline {baseline!r} has no run")]
+            return [Answer(question.id, "-", "not answered", f"not answered: baseline {baseline!r} has no run")]
         if not targets:
             return [Answer(question.id, baseline, "not answered",
-                           "only the baseline was measured; name another platform")]  # fmt: skip
+                           "not answered: only the baseline was measured; name another "
+                           "platform")]  # fmt: skip
     else:
         targets = list(runs)
     return [_answer_on(store, question, runs, baseline, p) for p in targets]

@@ -24,6 +24,19 @@ class PublishedFigure(StrictModel):
     unit: str
     points: list[str] = Field(min_length=1)
     rows: list[PublishedRow] = Field(min_length=1)
+    # The parameters a row of the user's table must have for the published values to sit
+    # beside it (a start-up latency beside the smallest message only).
+    # A list allows any of its values ("" stands for a parameter the row lacks).
+    match: dict[str, str | int | float | list[str | int | float]] = Field(default_factory=dict)
+
+    def matches(self, by: list[str], row: tuple[str, ...] | list[str]) -> bool:
+        for key, allowed in self.match.items():
+            if key not in by:
+                return False
+            values = allowed if isinstance(allowed, list) else [allowed]
+            if row[by.index(key)] not in {str(v) for v in values}:
+                return False
+        return True
 
     @model_validator(mode="after")
     def _one_value_per_point(self) -> PublishedFigure:

@@ -49,8 +49,7 @@ def render_report(store: Store, study: StudyRow, recipe: Recipe) -> str:
     answers = answer_all(store, recipe.question, runs, study.baseline)
     texts = {q.id: q.text for q in recipe.question}
     for a in answers:
-        text = a.text if a.verdict != "not answered" else a.text
-        lines.append(f"- **{texts[a.question]}** ({a.platform}) {text}")
+        lines.append(f"- **{texts[a.question]}** ({a.platform}) {a.text}")
     if not answers:
         lines.append("- the recipe asks no question")
     return "\n".join(lines) + "\n"
@@ -89,7 +88,7 @@ def table_lines(store: Store, table: Table, runs: Mapping[str, int]) -> list[str
         for p in platforms:
             v = values[row].get(p)
             cells.append(f"{v[0]:.4g} {v[1]}" if v else "—")
-        cells += _published_cells(figure, " ".join(row))
+        cells += _published_cells(figure, table.by, row)
         lines.append("| " + " | ".join(cells) + " |")
     if not values:
         lines.append("| " + " | ".join(["no data"] + [""] * (len(header) - 1)) + " |")
@@ -99,10 +98,15 @@ def table_lines(store: Store, table: Table, runs: Mapping[str, int]) -> list[str
     return lines
 
 
-def _published_cells(figure: PublishedFigure | None, label: str) -> list[str]:
+def _published_cells(
+    figure: PublishedFigure | None, by: Sequence[str], row: Sequence[str]
+) -> list[str]:
+    """The published values of the row's point (the row's cell that names one), where the
+    row has the parameters the figure was published at."""
     if figure is None:
         return []
-    if label not in figure.points:
+    label = next((c for c in row if c in figure.points), None)
+    if label is None or not figure.matches(list(by), list(row)):
         return ["—"] * len(figure.rows)
     return [f"{figure.value(r.platform, label):.4g} {figure.unit}" for r in figure.rows]
 
