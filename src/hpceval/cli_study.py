@@ -36,8 +36,13 @@ def study_list() -> None:
     for name in study_names():
         recipe = load_recipe(name).config
         missing = unavailable(recipe)
-        t.add_row(name, recipe.source, str(len(recipe.part)), str(len(recipe.question)),
-                  "; ".join(f"{p}: {', '.join(w)}" for p, w in missing.items()))  # fmt: skip
+        t.add_row(
+            name,
+            recipe.source,
+            str(len(recipe.part)),
+            str(len(recipe.question)),
+            "; ".join(f"{p}: {', '.join(w)}" for p, w in missing.items()),
+        )
     out.print(t)
 
 
@@ -53,8 +58,9 @@ def study_show(name: Annotated[str, typer.Argument(help="Recipe name or TOML fil
     for part in recipe.part:
         out.print(f"\npart {part.name}: {part.title}", highlight=False)
         for entry in part.benchmark:
-            options = ", ".join(f"{k}={v}" for k, v in entry.items() if k not in ("name",
-                                                                                   "smallest"))  # fmt: skip
+            options = ", ".join(
+                f"{k}={v}" for k, v in entry.items() if k not in ("name", "smallest")
+            )
             out.print(f"  {entry['name']}: {options}", highlight=False)
         for why in missing.get(part.name, []):
             out.print(f"  not runnable yet: {why}", style="yellow", highlight=False)
@@ -108,9 +114,16 @@ def study_run(
             if base not in platforms:
                 raise UserError(f"--baseline {base!r} is not one of the --platform options")
             store = open_store(db)
-            outcome = run_study(store, recipe, platforms, base, smallest=smallest,
-                                max_ranks=max_ranks, reporter=lambda: RichReporter(err),
-                                say=say)  # fmt: skip
+            outcome = run_study(
+                store,
+                recipe,
+                platforms,
+                base,
+                smallest=smallest,
+                max_ranks=max_ranks,
+                reporter=lambda: RichReporter(err),
+                say=say,
+            )
     except Interrupted as e:
         err.print(f"study {e}; continue with: hpceval study run {name} --resume", style="yellow")
         raise typer.Exit(128 + e.signum) from None

@@ -314,9 +314,7 @@ def shipped_names(kind: Literal["suites", "platforms", "studies"]) -> list[str]:
     )
 
 
-def resolve(
-    kind: Literal["suites", "platforms", "studies"], name_or_file: str
-) -> tuple[Path, str]:
+def resolve(kind: Literal["suites", "platforms", "studies"], name_or_file: str) -> tuple[Path, str]:
     """A shipped name or a file path -> (path, display source)."""
     candidate = Path(name_or_file)
     if name_or_file.endswith(".toml") or os.sep in name_or_file or candidate.is_file():
@@ -328,7 +326,9 @@ def resolve(
     shipped = _shipped_dir(kind) / f"{name_or_file}.toml"
     if not shipped.is_file():
         known = ", ".join(shipped_names(kind))
-        raise UserError(f"unknown {_SINGULAR[kind]} {name_or_file!r} (shipped: {known}; or give a file)")
+        raise UserError(
+            f"unknown {_SINGULAR[kind]} {name_or_file!r} (shipped: {known}; or give a file)"
+        )
     with importlib.resources.as_file(shipped) as p:
         return Path(p), f"{kind}/{name_or_file}.toml"
 

@@ -198,7 +198,9 @@ def prepare_resume(store: Store, run_id: int | None = None) -> tuple[int, Prepar
     )
     if row is None:
         which = "run" if run_id is None else f"run {run_id}"
-        raise UserError(f"{store.url}: no interrupted {which} to resume (nor one with skipped cases)")
+        raise UserError(
+            f"{store.url}: no interrupted {which} to resume (nor one with skipped cases)"
+        )
     _, platform_raw = store.platform_config(row.platform_id)
     work = _remaining_work(store, row.id)
     prepared = prepare_run(PlatformConfig.model_validate(platform_raw), [c for c, _ in work])

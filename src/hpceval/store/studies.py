@@ -57,7 +57,9 @@ class Studies(StoreBase):
             )
 
     @outage_is_a_user_error
-    def add_study_run(self, study_id: int, run_id: int, platform: str, notes: Sequence[str]) -> None:
+    def add_study_run(
+        self, study_id: int, run_id: int, platform: str, notes: Sequence[str]
+    ) -> None:
         with self._writer.begin() as conn:
             conn.execute(
                 study_runs.insert().values(

@@ -47,12 +47,14 @@ def samples_of(store: Store, run_id: int, selection: Selection) -> np.ndarray:
     if find_benchmark(selection.benchmark) is None:
         raise NoData(f"benchmark {selection.benchmark!r} is not in this hpceval yet")
     points: dict[frozenset[tuple[str, str]], list[float]] = {}
-    for stored in store.measurements(run_id, benchmark=selection.benchmark,
-                                     metric=selection.metric):  # fmt: skip
+    for stored in store.measurements(
+        run_id, benchmark=selection.benchmark, metric=selection.metric
+    ):
         m = stored.measurement
         if all(_same(m.parameters.get(k), v) for k, v in selection.where.items()):
-            key = frozenset((k, str(v)) for k, v in m.parameters.items()
-                            if k not in REPETITION_KEYS)  # fmt: skip
+            key = frozenset(
+                (k, str(v)) for k, v in m.parameters.items() if k not in REPETITION_KEYS
+            )
             points.setdefault(key, []).extend(m.samples or (m.value,))
     where = ", ".join(f"{k}={v}" for k, v in selection.where.items())
     what = f"{selection.benchmark} {selection.metric}" + (f" at {where}" if where else "")
@@ -74,8 +76,9 @@ def _same(stored: object, wanted: object) -> bool:
 def ratio_ci(of: np.ndarray, versus: np.ndarray) -> tuple[float, float, float]:
     """mean(of) / mean(versus) with its percentile bootstrap interval (sides independent)."""
     if len(of) < 2 or len(versus) < 2:
-        raise NoData(f"too few samples for an interval ({len(of)} and {len(versus)}; "
-                     "at least 2 each)")  # fmt: skip
+        raise NoData(
+            f"too few samples for an interval ({len(of)} and {len(versus)}; at least 2 each)"
+        )
     ratio = float(np.mean(of) / np.mean(versus))
     if np.ptp(of) == 0 and np.ptp(versus) == 0:
         return ratio, ratio, ratio
@@ -99,11 +102,23 @@ def answer(
     if question.versus is None:
         targets = [p for p in runs if p != baseline]
         if baseline not in runs:
-            return [Answer(question.id, "-", "not answered", f"not answered: baseline {baseline!r} has no run")]
+            return [
+                Answer(
+                    question.id,
+                    "-",
+                    "not answered",
+                    f"not answered: baseline {baseline!r} has no run",
+                )
+            ]
         if not targets:
-            return [Answer(question.id, baseline, "not answered",
-                           "not answered: only the baseline was measured; name another "
-                           "platform")]  # fmt: skip
+            return [
+                Answer(
+                    question.id,
+                    baseline,
+                    "not answered",
+                    "not answered: only the baseline was measured; name another platform",
+                )
+            ]
     else:
         targets = list(runs)
     return [_answer_on(store, question, runs, baseline, p) for p in targets]
@@ -123,13 +138,17 @@ def _answer_on(
         return Answer(question.id, platform, "not answered", f"not answered: {e}")
     side, threshold = question.threshold()
     if side == "above":
-        verdict: Verdict = "yes" if low > threshold else "no" if high < threshold else "inconclusive"
+        verdict: Verdict = (
+            "yes" if low > threshold else "no" if high < threshold else "inconclusive"
+        )
     else:
         verdict = "yes" if high < threshold else "no" if low > threshold else "inconclusive"
     against = "" if question.versus is not None else f" of {baseline}'s"
-    text = (f"{verdict.capitalize()}: {question.quantity} {ratio:.3g}× ± "
-            f"{(high - low) / 2:.2g}{against} ({CONFIDENCE:.0%} CI {low:.3g}–{high:.3g}, "
-            f"n={len(of)}/{len(versus)}; threshold {side} {threshold:g}×)")  # fmt: skip
+    text = (
+        f"{verdict.capitalize()}: {question.quantity} {ratio:.3g}× ± "
+        f"{(high - low) / 2:.2g}{against} ({CONFIDENCE:.0%} CI {low:.3g}–{high:.3g}, "
+        f"n={len(of)}/{len(versus)}; threshold {side} {threshold:g}×)"
+    )
     if question.published and (pub := published().ratio_value(question.published)):
         text += f"; published {pub[0]:.3g}× ({pub[1]})"
     return Answer(question.id, platform, verdict, text, ratio, low, high)

@@ -42,8 +42,10 @@ class PublishedFigure(StrictModel):
     def _one_value_per_point(self) -> PublishedFigure:
         for row in self.rows:
             if len(row.values) != len(self.points):
-                raise ValueError(f"rows: {row.platform!r} has {len(row.values)} values for "
-                                 f"{len(self.points)} points")  # fmt: skip
+                raise ValueError(
+                    f"rows: {row.platform!r} has {len(row.values)} values for "
+                    f"{len(self.points)} points"
+                )
         return self
 
     def value(self, platform: str, point: str) -> float:
@@ -75,8 +77,9 @@ class Published(StrictModel):
                 fig.value(r.of, r.point)
                 fig.value(r.versus, r.versus_point or r.point)
             except (StopIteration, ValueError):
-                raise ValueError(f"ratio: {r.key!r} names a platform or point that "
-                                 f"figure {r.figure!r} lacks") from None  # fmt: skip
+                raise ValueError(
+                    f"ratio: {r.key!r} names a platform or point that figure {r.figure!r} lacks"
+                ) from None
         return self
 
     def find_figure(self, key: str) -> PublishedFigure | None:

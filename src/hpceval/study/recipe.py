@@ -161,12 +161,14 @@ def unavailable(recipe: Recipe) -> dict[str, list[str]]:
             name = str(options["name"])
             bench = find_benchmark(name)
             if bench is None:
-                missing.setdefault(part.name, []).append(f"benchmark {name!r} is not in this "
-                                                         "hpceval")  # fmt: skip
+                missing.setdefault(part.name, []).append(
+                    f"benchmark {name!r} is not in this hpceval"
+                )
                 continue
             try:
-                bench.parse_options(_without_smallest({k: v for k, v in options.items()
-                                                       if k != "name"}))  # fmt: skip
+                bench.parse_options(
+                    _without_smallest({k: v for k, v in options.items() if k != "name"})
+                )
             except (ValidationError, ValueError, TypeError):
                 missing.setdefault(part.name, []).append(f"{name}: waits for {part.pending}")
     return missing

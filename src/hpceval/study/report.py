@@ -33,7 +33,11 @@ def render_report(store: Store, study: StudyRow, recipe: Recipe) -> str:
         + (f", wall time {study.ended - study.started:.0f} s" if study.ended else ""),
         f"- runs: {', '.join(f'{p} = run {r}' for p, r in runs.items()) or 'none'}",
         f"- smallest sizes: {'yes' if study.options.get('smallest') else 'no'}"
-        + (f", at most {study.options['max_ranks']} ranks" if study.options.get("max_ranks") else ""),
+        + (
+            f", at most {study.options['max_ranks']} ranks"
+            if study.options.get("max_ranks")
+            else ""
+        ),
         "",
         "## What was scaled down or left out",
         "",
@@ -112,8 +116,11 @@ def _published_cells(
 
 
 def _published_table(figure: PublishedFigure) -> list[str]:
-    lines = ["", "| platform (published) | " + " | ".join(figure.points) + " |",
-             "|" + "---|" * (len(figure.points) + 1)]  # fmt: skip
+    lines = [
+        "",
+        "| platform (published) | " + " | ".join(figure.points) + " |",
+        "|" + "---|" * (len(figure.points) + 1),
+    ]
     for r in figure.rows:
         lines.append(f"| {r.platform} | " + " | ".join(f"{v:.4g}" for v in r.values) + " |")
     return lines

@@ -73,8 +73,9 @@ def plan_platform(
         for options in part.benchmark:
             name = str(options["name"])
             if find_benchmark(name) is None:
-                notes.append(f"part {part.name}: benchmark {name!r} is not in this hpceval; "
-                             "left out")  # fmt: skip
+                notes.append(
+                    f"part {part.name}: benchmark {name!r} is not in this hpceval; left out"
+                )
                 continue
             scaled = scale_entry(options, capacity, config, smallest=smallest)
             notes.extend(f"part {part.name}: {n}" for n in scaled.notes)
@@ -91,8 +92,9 @@ def plan_platform(
             notes.extend(f"part {part.name}: {n}" for n in left_out)
             keys = {c.key for c in cases}
             if keys & seen:
-                notes.append(f"part {part.name}: {name}: its cases repeat an earlier part's; "
-                             "measured once")  # fmt: skip
+                notes.append(
+                    f"part {part.name}: {name}: its cases repeat an earlier part's; measured once"
+                )
                 if keys <= seen:
                     continue
             seen |= keys
@@ -181,8 +183,9 @@ def _run_platforms(
                 with contextlib.suppress(UserError):  # nothing left to resume: it is complete
                     results[name] = _resume_run(store, done[name], reporter(), say)
                 continue
-            plan = plan_platform(recipe, platform, smallest=options["smallest"],
-                                 max_ranks=options["max_ranks"])  # fmt: skip
+            plan = plan_platform(
+                recipe, platform, smallest=options["smallest"], max_ranks=options["max_ranks"]
+            )
             for note in plan.notes:
                 say(f"{name}: {note}")
             if not plan.cases:
@@ -209,8 +212,9 @@ def _new_run(
     try:
         with prepared.launcher.session():
             store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-            run_id = start_new_run(prepared, store, suite, platform, plan.cases,
-                                   note="; ".join(plan.notes))  # fmt: skip
+            run_id = start_new_run(
+                prepared, store, suite, platform, plan.cases, note="; ".join(plan.notes)
+            )
             store.add_study_run(study_id, run_id, platform.config.name, plan.notes)
             say(f"{platform.config.name}: run {run_id}, {len(plan.cases)} cases")
             result = campaign.execute(run_id, prepared.work)

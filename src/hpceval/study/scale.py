@@ -89,9 +89,8 @@ def scale_entry(
         opts["sizes"] = _sizes_within(name, opts["sizes"], limit, notes)
     if name == "fio" and "size" in opts:
         _fit_disk(opts, notes)
-    if "classes" in opts:
-        if not _fit_classes(opts, platform, notes):
-            return Scaled(None, notes)
+    if "classes" in opts and not _fit_classes(opts, platform, notes):
+        return Scaled(None, notes)
     return Scaled(opts, notes)
 
 
@@ -100,8 +99,10 @@ def _sizes_within(name: str, sizes: Any, limit: int, notes: list[str]) -> Any:
     if max(parsed) <= limit:
         return sizes
     largest = max(s for s in (2**k for k in range(63)) if s <= limit)
-    notes.append(f"{name}: message sizes up to {max(parsed)} B -> up to {largest} B "
-                 f"(a node's memory holds {BUFFERS_PER_RANK} buffers per core)")  # fmt: skip
+    notes.append(
+        f"{name}: message sizes up to {max(parsed)} B -> up to {largest} B "
+        f"(a node's memory holds {BUFFERS_PER_RANK} buffers per core)"
+    )
     if isinstance(sizes, list):
         return [s for s in sizes if parse_size(s) <= largest]
     low = str(sizes).split("..")[0]
@@ -120,8 +121,10 @@ def _fit_disk(opts: dict[str, Any], notes: list[str]) -> None:
     if size <= allowed:
         return
     fitted = max(MIN_FIO_SIZE, (allowed // MIN_FIO_SIZE) * MIN_FIO_SIZE)
-    notes.append(f"fio: size {opts['size']} x {jobs} jobs -> {fitted // 2**20} MiB per job "
-                 f"({free / 1e9:.1f} GB free in {directory})")  # fmt: skip
+    notes.append(
+        f"fio: size {opts['size']} x {jobs} jobs -> {fitted // 2**20} MiB per job "
+        f"({free / 1e9:.1f} GB free in {directory})"
+    )
     opts["size"] = f"{fitted // 2**20}MiB"
 
 
