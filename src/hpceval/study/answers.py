@@ -21,6 +21,8 @@ from hpceval.study.recipe import Question, Selection
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 20131
+# Fewer samples than this give a bootstrap interval too ragged to decide on.
+MIN_SAMPLES = 3
 # Parameters that tell repetitions of one point apart, not different points.
 REPETITION_KEYS = frozenset({"rep", "repetition"})
 
@@ -75,7 +77,7 @@ def _same(stored: object, wanted: object) -> bool:
 
 def ratio_ci(of: np.ndarray, versus: np.ndarray) -> tuple[float, float, float]:
     """mean(of) / mean(versus) with its percentile bootstrap interval (sides independent)."""
-    if len(of) < 2 or len(versus) < 2:
+    if len(of) < MIN_SAMPLES or len(versus) < MIN_SAMPLES:
         raise NoData(
             f"too few samples for an interval ({len(of)} and {len(versus)}; at least 2 each)"
         )
