@@ -3,6 +3,7 @@ a synthetic store, report rendering, and a tiny recipe run end to end on local."
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -395,3 +396,16 @@ def test_a_tiny_recipe_runs_on_local_and_reports(tmp_path: Path) -> None:
         app, ["study", "run", str(recipe), "-p", "local", "--baseline", "x", "--db", db]
     )
     assert bad.exit_code == 2 and "--baseline 'x' is not one of" in bad.output
+
+
+def test_a_schema_3_database_gains_the_study_tables(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    open_store(str(path)).close()
+    with sqlite3.connect(path) as conn:  # back to version 3: no study tables
+        conn.execute("DROP TABLE study_runs")
+        conn.execute("DROP TABLE studies")
+        conn.execute("UPDATE schema_info SET version = 3")
+    with open_store(str(path)) as store:
+        assert store.upgraded_from == 3
+        study_id = store.create_study("x", {}, "local", {"platforms": ["local"]})
+        assert [s.id for s in store.studies("x")] == [study_id]
