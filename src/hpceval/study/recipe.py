@@ -152,6 +152,19 @@ def _without_smallest(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k != "smallest"}
 
 
+def waits_for_pending(options: dict[str, Any]) -> bool:
+    """Whether an entry's benchmark (present) rejects its options: what a pending part's
+    entries do until the piece they wait for lands."""
+    bench = find_benchmark(str(options["name"]))
+    if bench is None:
+        return False
+    try:
+        bench.parse_options({k: v for k, v in options.items() if k not in ("name", "smallest")})
+    except (ValidationError, ValueError, TypeError):
+        return True
+    return False
+
+
 def unavailable(recipe: Recipe) -> dict[str, list[str]]:
     """Part name -> why some of its entries cannot run in this hpceval (a benchmark it lacks,
     options it does not take yet while the part is pending)."""
@@ -159,16 +172,10 @@ def unavailable(recipe: Recipe) -> dict[str, list[str]]:
     for part in recipe.part:
         for options in part.benchmark:
             name = str(options["name"])
-            bench = find_benchmark(name)
-            if bench is None:
+            if find_benchmark(name) is None:
                 missing.setdefault(part.name, []).append(
                     f"benchmark {name!r} is not in this hpceval"
                 )
-                continue
-            try:
-                bench.parse_options(
-                    _without_smallest({k: v for k, v in options.items() if k != "name"})
-                )
-            except (ValidationError, ValueError, TypeError):
+            elif waits_for_pending(options):
                 missing.setdefault(part.name, []).append(f"{name}: waits for {part.pending}")
     return missing

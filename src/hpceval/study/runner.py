@@ -31,7 +31,7 @@ from hpceval.errors import UserError
 from hpceval.execute import is_alive
 from hpceval.model import Status
 from hpceval.store import Store, StoreUnavailable
-from hpceval.study.recipe import Recipe
+from hpceval.study.recipe import Recipe, waits_for_pending
 from hpceval.study.scale import Capacity, scale_entry
 
 Say = Callable[[str], None]
@@ -76,6 +76,9 @@ def plan_platform(
                 notes.append(
                     f"part {part.name}: benchmark {name!r} is not in this hpceval; left out"
                 )
+                continue
+            if part.pending and waits_for_pending(options):
+                notes.append(f"part {part.name}: {name}: waits for {part.pending}; left out")
                 continue
             scaled = scale_entry(options, capacity, config, smallest=smallest)
             notes.extend(f"part {part.name}: {n}" for n in scaled.notes)
