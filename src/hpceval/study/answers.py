@@ -79,7 +79,8 @@ def ratio_ci(of: np.ndarray, versus: np.ndarray) -> tuple[float, float, float]:
     """mean(of) / mean(versus) with its percentile bootstrap interval (sides independent)."""
     if len(of) < MIN_SAMPLES or len(versus) < MIN_SAMPLES:
         raise NoData(
-            f"too few samples for an interval ({len(of)} and {len(versus)}; at least 2 each)"
+            f"too few samples for an interval ({len(of)} and {len(versus)}; "
+            f"at least {MIN_SAMPLES} each)"
         )
     ratio = float(np.mean(of) / np.mean(versus))
     if np.ptp(of) == 0 and np.ptp(versus) == 0:
