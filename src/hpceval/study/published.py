@@ -1,14 +1,16 @@
-"""The published figures study reports overlay (data/studies/published.toml), each with the
+"""The published figures study reports overlay (data/published/figures.toml), each with the
 paper and table it comes from, and the published ratios the questions compare with (computed
 from two of those figures, never written down)."""
 
 from __future__ import annotations
 
+import importlib.resources
 from functools import cache
+from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
 
-from hpceval.config import StrictModel, read_toml, resolve, validation_message
+from hpceval.config import StrictModel, read_toml, validation_message
 from hpceval.errors import ConfigError
 
 
@@ -98,9 +100,11 @@ class Published(StrictModel):
 
 @cache
 def published() -> Published:
-    path, source = resolve("studies", "published")
+    source = "published/figures.toml"
+    with importlib.resources.as_file(importlib.resources.files("hpceval") / "data" / source) as p:
+        raw = read_toml(Path(p), source)
     try:
-        return Published.model_validate(read_toml(path, source))
+        return Published.model_validate(raw)
     except ValidationError as e:
         field, msg = validation_message(e)
         raise ConfigError(msg, source=source, field=field) from e

@@ -60,7 +60,7 @@ class Question(StrictModel):
     versus: Selection | None = None
     yes_above: float | None = Field(None, gt=0)
     yes_below: float | None = Field(None, gt=0)
-    published: str | None = None  # key of the published ratio (published.toml)
+    published: str | None = None  # key of a published ratio (data/published/figures.toml)
 
     @field_validator("yes_below")
     @classmethod
@@ -82,7 +82,7 @@ class Table(StrictModel):
     title: str
     select: Selection
     by: list[str] = Field(min_length=1)
-    published: str | None = None  # key of a published table (published.toml)
+    published: str | None = None  # key of a published figure (data/published/figures.toml)
 
 
 class Recipe(StrictModel):
@@ -97,7 +97,7 @@ class Recipe(StrictModel):
 
 
 def study_names() -> list[str]:
-    return [n for n in shipped_names("studies") if n != "published"]
+    return shipped_names("studies")
 
 
 def load_recipe(name_or_file: str) -> Loaded[Recipe]:
