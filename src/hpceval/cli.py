@@ -69,7 +69,7 @@ def run(
         prepare_run,
         start_new_run,
     )
-    from hpceval.cli_run import RichReporter, case_label, run_summary
+    from hpceval.cli_run import RichReporter, case_label, record_transport, run_summary
     from hpceval.execute import is_alive
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
@@ -100,6 +100,7 @@ def run(
                 )
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
+                record_transport(prepared, err)
                 run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
                 err.print(
                     f"run {run_id}: suite {suite_loaded.config.name!r} on platform "

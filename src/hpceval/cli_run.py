@@ -5,7 +5,7 @@ commands that run things, not by every command (the analysis commands start fast
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -28,6 +28,9 @@ from hpceval.campaign import (
 from hpceval.cli_common import status_text
 from hpceval.model import ExecutionStatus, Measurement
 from hpceval.store import Store
+
+if TYPE_CHECKING:
+    from hpceval.campaign import Prepared
 
 # --------------------------------------------------------------------------- progress
 
@@ -134,3 +137,31 @@ def headline(ms: Sequence[Measurement]) -> str:
         return ""
     bench = find_benchmark(ms[0].benchmark)
     return bench.headline(ms) if bench is not None else generic_headline(ms)
+
+
+# --------------------------------------------------------------------------- transport
+
+
+def record_transport(prepared: Prepared, console: Console) -> None:
+    """Probe the transport the MPI library takes (inside the launcher's session) into the
+    run's provenance, and say at once when it contradicts the platform."""
+    from hpceval.transport import (
+        describe_transport,
+        expected_fabric_warning,
+        latency_warnings,
+        probe_transports,
+        with_transport,
+    )
+
+    platform = prepared.platform
+    if not platform.transport_probe:
+        return
+    transport = probe_transports(prepared.launcher, prepared.toolchain, platform)
+    prepared.environment = with_transport(prepared.environment, transport)
+    console.print(f"transport: {describe_transport(transport)}", highlight=False)
+    warnings = latency_warnings(transport)
+    expected = platform.interconnect.expected_transport
+    if warning := expected_fabric_warning(transport, expected, platform.nodes):
+        warnings.append(warning)
+    for warning in warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False)

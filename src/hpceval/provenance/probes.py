@@ -39,6 +39,10 @@ PROVENANCE_VERSION = 1
 # Keys of `facts` left out of the fingerprint: diagnostics about how probing went (a timeout,
 # a missing tool) describe this collection, not the platform.
 VOLATILE_KEYS = ("notes",)
+# Keys filled by running MPI (the transport probe, hpceval.transport) inside the launcher's
+# session, after the fingerprint was taken: a resumed run keeps the record of its first start
+# and must match on the platform itself, so these stay out of the fingerprint too.
+MEASURED_KEYS = ("transport",)
 
 
 def _first_line(result: CommandOutput | None) -> str | None:
@@ -348,7 +352,8 @@ def fingerprint(facts: Mapping[str, Any]) -> str:
     emulated clusters create and delete them all the time, and they say nothing of the
     machine; a fingerprint that followed them would refuse every --resume on a busy host.
     """
-    stable = {key: value for key, value in facts.items() if key not in VOLATILE_KEYS}
+    left_out = (*VOLATILE_KEYS, *MEASURED_KEYS)
+    stable = {key: value for key, value in facts.items() if key not in left_out}
     network = stable.get("network")
     if isinstance(network, Mapping) and isinstance(network.get("interfaces"), list):
         stable["network"] = {
