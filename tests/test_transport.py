@@ -31,7 +31,12 @@ def read(name: str) -> str:
 
 def test_openmpi_shared_memory_is_vader() -> None:
     t = parse_openmpi(read("openmpi-local-vader.txt"))
-    assert (t.library, t.pml, t.components, t.kind) == ("Open MPI", "ob1", ("vader",), "shared-memory")
+    assert (t.library, t.pml, t.components, t.kind) == (
+        "Open MPI",
+        "ob1",
+        ("vader",),
+        "shared-memory",
+    )
     assert t.interfaces == ()
     assert t.latency_8B_us == pytest.approx(0.239)
     assert t.describe() == "ob1 + vader (shared-memory)"
@@ -77,7 +82,10 @@ def test_latency_contradicting_shared_memory_is_warned() -> None:
     (warning,) = latency_warnings(fast, {"intra-node": 42.0})
     assert "ping-pong 8 B latency is 42.0" in warning
     # TCP at tens of µs is no contradiction.
-    assert latency_warnings({"intra-node": record("openmpi-local-tcp.txt")}, {"intra-node": 40.0}) == []
+    assert (
+        latency_warnings({"intra-node": record("openmpi-local-tcp.txt")}, {"intra-node": 40.0})
+        == []
+    )
 
 
 def test_expected_fabric_not_used_is_warned() -> None:
@@ -101,8 +109,10 @@ def test_compare_notes_a_transport_difference() -> None:
 
 def test_describe_names_both_pair_classes() -> None:
     text = describe_transport(
-        {"intra-node": record("openmpi-local-vader.txt", single_copy="cma"),
-         "inter-node": record("openmpi-local-tcp.txt")}
+        {
+            "intra-node": record("openmpi-local-vader.txt", single_copy="cma"),
+            "inter-node": record("openmpi-local-tcp.txt"),
+        }
     )
     assert text is not None
     assert text.startswith("intra-node: ob1 + vader (shared-memory) [single copy cma, 8 B")

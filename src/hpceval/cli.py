@@ -167,6 +167,7 @@ def show(
     from hpceval.provenance import summarize
     from hpceval.show import measurement_tables
     from hpceval.store import open_store
+    from hpceval.transport import describe_transport, transport_checks
 
     store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
@@ -179,12 +180,16 @@ def show(
     head.add_row("suite / platform", f"{row.suite_name} / {row.platform_name}")
     for key, value in summarize(facts):
         head.add_row(key, value)
+    if transport := describe_transport(facts.get("transport")):
+        head.add_row("Transport", transport)
     out.print(head)
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
     for table in measurement_tables(ms):
         out.print(table)
+    for warning in transport_checks(facts, store.platform_config(row.platform_id)[1], ms):
+        out.print(f"warning: {warning}", style="yellow", highlight=False)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
         colour = "yellow" if e.status == "skipped" else "red"

@@ -40,8 +40,9 @@ PROVENANCE_VERSION = 1
 # a missing tool) describe this collection, not the platform.
 VOLATILE_KEYS = ("notes",)
 # Keys filled by running MPI (the transport probe, hpceval.transport) inside the launcher's
-# session, after the fingerprint was taken: a resumed run keeps the record of its first start
-# and must match on the platform itself, so these stay out of the fingerprint too.
+# session, once the rest was collected. They are part of the fingerprint (two platforms of one
+# machine that differ in transport are two environments), but a resumed run, which keeps the
+# record of its first start, is checked on the rest (`fingerprint(..., measured=False)`).
 MEASURED_KEYS = ("transport",)
 
 
@@ -345,14 +346,15 @@ def collect_environment(
     return Environment(facts=facts, fingerprint=fingerprint(facts))
 
 
-def fingerprint(facts: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of `facts` without its volatile keys.
+def fingerprint(facts: Mapping[str, Any], *, measured: bool = True) -> str:
+    """sha256 of the canonical JSON of `facts` without its volatile keys (nor its
+    MEASURED_KEYS when `measured` is False).
 
     Virtual network interfaces (veths, bridges, tunnels) are left out: containers and
     emulated clusters create and delete them all the time, and they say nothing of the
     machine; a fingerprint that followed them would refuse every --resume on a busy host.
     """
-    left_out = (*VOLATILE_KEYS, *MEASURED_KEYS)
+    left_out = VOLATILE_KEYS if measured else (*VOLATILE_KEYS, *MEASURED_KEYS)
     stable = {key: value for key, value in facts.items() if key not in left_out}
     network = stable.get("network")
     if isinstance(network, Mapping) and isinstance(network.get("interfaces"), list):

@@ -9,6 +9,7 @@ from hpceval.transport.checks import (
     expected_fabric_warning,
     latency_warnings,
     measured_pingpong_latency,
+    transport_checks,
     transport_differences,
 )
 from hpceval.transport.parse import (
@@ -37,6 +38,7 @@ __all__ = [
     "parse_probe",
     "parse_ucx",
     "probe_transports",
+    "transport_checks",
     "transport_differences",
     "with_transport",
 ]

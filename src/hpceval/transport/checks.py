@@ -36,7 +36,8 @@ def describe_transport(transport: Mapping[str, Any] | None) -> str | None:
     parts = []
     for pair, record in pair_records(transport).items():
         text = record.get("error") or record.get("description") or "?"
-        extra = [f"single copy {record['single_copy']}"] if record.get("single_copy") else []
+        single_copy = record.get("single_copy") if record.get("kind") == SHARED_MEMORY else None
+        extra = [f"single copy {single_copy}"] if single_copy else []
         extra += [f"device {record['device']}"] if record.get("device") else []
         latency = record.get("latency_8B_us")
         extra += [f"8 B {latency:.2f} µs"] if isinstance(latency, (int, float)) else []
@@ -126,3 +127,23 @@ def measured_pingpong_latency(measurements: Iterable[Measurement]) -> dict[str, 
             pair = str(p["pair"])
             best[pair] = min(best.get(pair, m.value), m.value)
     return best
+
+
+def transport_checks(
+    facts: Mapping[str, Any], platform_raw: Mapping[str, Any], measurements: Iterable[Measurement]
+) -> list[str]:
+    """Every warning of a stored run: latency against the record (the probe's and the run's
+    own 8 B ping-pong), and the platform's expected transport."""
+    transport = facts.get("transport")
+    if transport is None:
+        return []
+    warnings = latency_warnings(transport, measured_pingpong_latency(measurements))
+    interconnect = platform_raw.get("interconnect")
+    expected = interconnect.get("expected_transport") if isinstance(interconnect, Mapping) else None
+    nodes = platform_raw.get("nodes", 1)
+    warning = expected_fabric_warning(
+        transport,
+        expected if isinstance(expected, str) else None,
+        nodes if isinstance(nodes, int) else 1,
+    )
+    return [*warnings, *([warning] if warning else [])]

@@ -59,7 +59,7 @@ _UCX_KIND = {
 _BML_RE = re.compile(r"mca: bml: Using (\S+) btl for send to \[\[\d+,\d+\],(\d+)\] on node (\S+)")
 _PML_RE = re.compile(r"select: component (\S+) selected")
 _MTL_RE = re.compile(r"mtl\) Selected component \[(\S+)\]")
-_TCP_IF_RE = re.compile(r"btl:tcp: using ipv4 interface (\S+)")
+_TCP_IF_RE = re.compile(r"btl:tcp: using ipv[46] interface (\S+)")
 _UCX_EP_RE = re.compile(r"UCX\s+INFO\s+ep_cfg\[\d+\]: tag\(([^)]*)\)")
 _PROBE_RE = re.compile(r"^\{\"probe\": \"transport\".*\}\s*$", re.M)
 
@@ -164,9 +164,7 @@ def _ucx_transport(library: str, text: str, probe: dict[str, Any], pml: str | No
     transports = endpoints[0] if endpoints else ()
     kind = _kind_of(_UCX_KIND.get(t.split("/", 1)[0]) for t in transports)
     interfaces = tuple(
-        dict.fromkeys(
-            t.split("/", 1)[1] for t in transports if t.startswith("tcp/") and "/" in t
-        )
+        dict.fromkeys(t.split("/", 1)[1] for t in transports if t.startswith("tcp/") and "/" in t)
     )
     return Transport(
         library, kind, transports, pml=pml, interfaces=interfaces, **_probe_fields(probe)

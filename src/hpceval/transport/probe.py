@@ -21,6 +21,7 @@ from hpceval.errors import ToolMissing, UserError
 from hpceval.execute import StartFailed
 from hpceval.launch import Launcher
 from hpceval.model import Environment, Placement
+from hpceval.provenance import fingerprint
 from hpceval.toolchain import MpiToolchain
 from hpceval.transport.parse import (
     parse_mpich_device,
@@ -96,8 +97,8 @@ def _library_facts(toolchain: MpiToolchain) -> dict[str, Any]:
     """What the installation says of itself: vader's single-copy mechanism, MPICH's device."""
     if toolchain.implementation == "Open MPI":
         program = shutil.which("ompi_info", path=str(Path(toolchain.mpirun).parent))
-        argv = [program, "--param", "btl", "vader", "--level", "9", "--parsable"]
-        text = _output(argv) if program else None
+        argv = ["--param", "btl", "vader", "--level", "9", "--parsable"]
+        text = _output([program, *argv]) if program else None
         return {"single_copy": parse_ompi_info_single_copy(text) if text else None}
     if toolchain.implementation == "MPICH":
         program = shutil.which("mpichversion", path=str(Path(toolchain.mpirun).parent))
@@ -144,6 +145,6 @@ def probe_transports(
 
 
 def with_transport(environment: Environment, transport: dict[str, Any]) -> Environment:
-    """The environment with its transport record; the fingerprint stays (see
-    provenance.MEASURED_KEYS)."""
-    return replace(environment, facts={**environment.facts, "transport": transport})
+    """The environment with its transport record (and the fingerprint that includes it)."""
+    facts = {**environment.facts, "transport": transport}
+    return Environment(facts=facts, fingerprint=fingerprint(facts))
