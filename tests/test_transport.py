@@ -180,3 +180,22 @@ def test_probe_on_the_netns_cluster() -> None:
     assert inter["kind"] == "tcp" and inter["interfaces"] == ["eth0"], inter
     assert inter["hosts"][0] != inter["hosts"][1]
     assert expected_fabric_warning(facts, "rdma", nodes=2) is not None
+
+
+@needs_mpirun
+def test_run_show_and_compare_name_the_transport(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hpceval.cli import app
+
+    runner = CliRunner()
+    db = str(tmp_path / "t.db")
+    for platform in ("local-tcp", "local"):
+        result = runner.invoke(app, ["run", "-p", platform, "-s", "smoke", "--db", db])
+        assert result.exit_code == 0, result.output
+        assert "transport: intra-node: ob1 + " in result.output
+    shown = runner.invoke(app, ["show", "--db", db, "-r", "1"])
+    assert "ob1 + tcp over" in shown.output
+    compared = runner.invoke(app, ["compare", "-b", "local", "local-tcp", "--db", db])
+    assert compared.exit_code == 0, compared.output
+    assert "transport intra-node differs" in " ".join(compared.output.split())
