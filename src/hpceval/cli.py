@@ -20,6 +20,7 @@ from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
 from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.cli_db import db_app
+from hpceval.cli_history import register_history_commands
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
 from hpceval.errors import UserError
@@ -334,6 +335,7 @@ def import_npb_command(
 app.add_typer(db_app, name="db")
 app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
+register_history_commands(app, out)
 register_simulate_commands(app, out)
 register_report_command(app, out)
 
