@@ -194,3 +194,15 @@ def test_history_of_real_runs(tmp_path: Path) -> None:
     gate = runner.invoke(app, ["check", "--against", "history", "-p", "local", "--db", db])
     assert gate.exit_code in (0, 1), gate.output
     assert "newest run against the" in " ".join(gate.output.split())
+
+
+def test_report_section_shows_the_series_and_its_change(tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    values = list(np.r_[rng.normal(3.0, 0.05, 10), rng.normal(2.4, 0.05, 10)])
+    db = stored_history(tmp_path, values)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", "--db", db, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    changes = (out / "tables" / "history_changes.csv").read_text().splitlines()
+    assert len(changes) == 2 and changes[1].startswith("cluster,")
+    assert "History and change points" in (out / "index.html").read_text()
