@@ -144,20 +144,23 @@ def headline(ms: Sequence[Measurement]) -> str:
 
 def record_transport(prepared: Prepared, console: Console) -> None:
     """Probe the transport the MPI library takes (inside the launcher's session) into the
-    run's provenance, and say at once when it contradicts the platform."""
+    run's provenance with what the launcher records of itself (a container runtime), and say
+    at once when the transport contradicts the platform."""
     from hpceval.transport import (
         describe_transport,
         expected_fabric_warning,
         latency_warnings,
         probe_transports,
-        with_transport,
+        with_facts,
     )
 
     platform = prepared.platform
+    if (runtime := prepared.launcher.provenance()) is not None:
+        prepared.environment = with_facts(prepared.environment, "container_runtime", runtime)
     if not platform.transport_probe:
         return
     transport = probe_transports(prepared.launcher, prepared.toolchain, platform)
-    prepared.environment = with_transport(prepared.environment, transport)
+    prepared.environment = with_facts(prepared.environment, "transport", transport)
     console.print(f"transport: {describe_transport(transport)}", highlight=False)
     warnings = latency_warnings(transport)
     expected = platform.interconnect.expected_transport

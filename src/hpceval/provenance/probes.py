@@ -43,7 +43,7 @@ VOLATILE_KEYS = ("notes",)
 # session, once the rest was collected. They are part of the fingerprint (two platforms of one
 # machine that differ in transport are two environments), but a resumed run, which keeps the
 # record of its first start, is checked on the rest (`fingerprint(..., measured=False)`).
-MEASURED_KEYS = ("transport",)
+MEASURED_KEYS = ("transport", "container_runtime")
 
 
 def _first_line(result: CommandOutput | None) -> str | None:

@@ -21,7 +21,7 @@ from hpceval.transport.parse import (
     parse_probe,
     parse_ucx,
 )
-from hpceval.transport.probe import pair_classes, probe_transports, with_transport
+from hpceval.transport.probe import pair_classes, probe_transports, with_facts
 
 __all__ = [
     "SHARED_MEMORY_LATENCY_LIMIT_US",
@@ -40,5 +40,5 @@ __all__ = [
     "probe_transports",
     "transport_checks",
     "transport_differences",
-    "with_transport",
+    "with_facts",
 ]

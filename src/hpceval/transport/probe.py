@@ -144,7 +144,8 @@ def probe_transports(
     return facts
 
 
-def with_transport(environment: Environment, transport: dict[str, Any]) -> Environment:
-    """The environment with its transport record (and the fingerprint that includes it)."""
-    facts = {**environment.facts, "transport": transport}
+def with_facts(environment: Environment, key: str, value: dict[str, Any]) -> Environment:
+    """The environment with a record probed in the session (provenance.MEASURED_KEYS: the
+    transport, the container runtime), and the fingerprint that includes it."""
+    facts = {**environment.facts, key: value}
     return Environment(facts=facts, fingerprint=fingerprint(facts))
