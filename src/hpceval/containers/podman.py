@@ -165,6 +165,12 @@ def check_runtime(options: ContainerOptions) -> None:
     if shutil.which(options.podman) is None:
         raise ToolMissing(f"{options.podman} not found: install podman (Debian: podman)")
     build_image(options)
+    image = image_reference(options)
+    if image is not None:
+        # An image need not hold `true`: that it is here (never pulled) is what is checked.
+        if _run([options.podman, "image", "exists", image]).returncode != 0:
+            raise UserError(f"launcher.image: {image} is not a local image (nothing is pulled)")
+        return
     proc = _run([*run_prefix(options), "true"])
     if proc.returncode != 0:
         cause = last_line(proc.stderr) or f"exit status {proc.returncode}"
