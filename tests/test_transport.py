@@ -22,6 +22,8 @@ from hpceval.transport import (
     transport_differences,
 )
 
+from .test_netns import requires_netns
+
 DATA = Path(__file__).parent / "data" / "transport"
 
 
@@ -151,25 +153,8 @@ def test_netns_captures_inter_node_tcp_over_the_veth() -> None:
     assert mpich_intra.kind == "tcp" and mpich_intra.interfaces == ("eth0",)
 
 
-def _netns_unusable() -> str | None:
-    import os
-    import subprocess
-
-    if os.geteuid() != 0:
-        return "not root: network namespaces need root (ip netns)"
-    probe = f"hpceval-transport-{os.getpid()}"
-    try:
-        proc = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    except FileNotFoundError:
-        return "iproute2's ip is not installed"
-    if proc.returncode != 0:
-        return f"ip netns is not permitted here: {proc.stderr.strip()}"
-    subprocess.run(["ip", "netns", "delete", probe], check=False)
-    return None
-
-
 @needs_mpirun
-@pytest.mark.skipif(_netns_unusable() is not None, reason="network namespaces unusable here")
+@requires_netns
 def test_probe_on_the_netns_cluster() -> None:
     config = load_platform("netns-2x2").config
     toolchain, launcher = toolchain_and_launcher(config)
