@@ -51,10 +51,21 @@ def interval(ratios: np.ndarray) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def short_label(series: Series, all_series: list[Series]) -> str:
+    """benchmark, metric, unit and the parameters that differ between the series of that
+    benchmark (the placement, the same everywhere, is left out)."""
+    same = [s for s in all_series if s.benchmark == series.benchmark]
+    varying = {
+        k for s in same for k, v in s.parameters if any((k, v) not in o.parameters for o in same)
+    }
+    params = " ".join(f"{k}={v}" for k, v in series.parameters if k in varying)
+    return f"{series.benchmark} {series.metric} [{series.unit}] {params}".strip()
+
+
 def paired(host: list[Series], container: list[Series]) -> list[tuple[str, Series, Series]]:
     by_key = {(s.benchmark, s.metric, s.unit, s.parameters): s for s in container}
     return [
-        (h.label(), h, by_key[(h.benchmark, h.metric, h.unit, h.parameters)])
+        (short_label(h, host), h, by_key[(h.benchmark, h.metric, h.unit, h.parameters)])
         for h in host
         if (h.benchmark, h.metric, h.unit, h.parameters) in by_key
     ]
@@ -66,10 +77,13 @@ def main() -> None:
     parser.add_argument("--host", default="local")
     parser.add_argument("--container", default="podman-local")
     parser.add_argument("--db", help="database to add the runs to (default: a temporary one)")
+    parser.add_argument(
+        "--analyze-only", action="store_true", help="no new runs: pair those of --db"
+    )
     args = parser.parse_args()
     db = args.db or str(Path(tempfile.mkdtemp(prefix="hpceval-overhead-")) / "overhead.db")
     print(f"suite {SUITE}: {args.host} vs {args.container}, {args.rounds} rounds -> {db}")
-    for r in range(args.rounds):
+    for r in range(0 if args.analyze_only else args.rounds):
         for platform in (args.host, args.container):
             load = os.getloadavg()[0]
             wall = hpceval_run(platform, db)
@@ -77,7 +91,7 @@ def main() -> None:
     with open_store(db, create=False, read_only=True) as store:
         host = load_history(store, args.host)
         container = load_history(store, args.container)
-    print(f"\n{'point':<95} {'host':>10} {'container':>10} {'ratio':>7} {'95% CI':>17} "
+    print(f"\n{'point':<72} {'host':>10} {'container':>10} {'ratio':>7} {'95% CI':>17} "
           f"{'overhead':>9} pairs")  # fmt: skip
     for label, h, c in paired(host, container):
         n = min(len(h.points), len(c.points))
@@ -85,7 +99,7 @@ def main() -> None:
         ratio = float(np.median(ratios))
         low, high = interval(ratios)
         overhead = (1 / ratio - 1) if h.higher_is_better else (ratio - 1)
-        print(f"{label[:95]:<95} {np.median(h.values):>10.4g} {np.median(c.values):>10.4g} "
+        print(f"{label[:72]:<72} {np.median(h.values):>10.4g} {np.median(c.values):>10.4g} "
               f"{ratio:>7.3f} [{low:>6.3f}, {high:>6.3f}] {overhead:>+8.1%} {n:>5}")  # fmt: skip
 
 
