@@ -86,7 +86,8 @@ class Transport:
         elif self.pml is not None:
             head = f"{self.pml} + {' + '.join(self.components)}"
         else:
-            head = "ucx: " + " ".join(self.components)
+            # UCX names its transports with their devices (tcp/eth0) already.
+            return f"ucx: {' '.join(self.components)} ({self.kind or 'unknown'})"
         where = f" over {', '.join(self.interfaces)}" if self.interfaces else ""
         return f"{head}{where} ({self.kind or 'unknown'})"
 
