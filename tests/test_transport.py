@@ -184,3 +184,15 @@ def test_run_show_and_compare_name_the_transport(tmp_path: Path) -> None:
     compared = runner.invoke(app, ["compare", "-b", "local", "local-tcp", "--db", db])
     assert compared.exit_code == 0, compared.output
     assert "transport intra-node differs" in " ".join(compared.output.split())
+
+
+def test_runs_of_one_platform_share_their_environment() -> None:
+    from hpceval.provenance import fingerprint
+
+    base = {"os": {"kernel": "6.1"}}
+    first = {"intra-node": record("openmpi-local-vader.txt")}
+    second = {"intra-node": {**first["intra-node"], "latency_8B_us": 0.9, "hosts": ["a", "b"]}}
+    tcp = {"intra-node": record("openmpi-local-tcp.txt")}
+    assert fingerprint({**base, "transport": first}) == fingerprint({**base, "transport": second})
+    assert fingerprint({**base, "transport": first}) != fingerprint({**base, "transport": tcp})
+    assert fingerprint({**base, "transport": tcp}, measured=False) == fingerprint(base)

@@ -44,6 +44,9 @@ VOLATILE_KEYS = ("notes",)
 # machine that differ in transport are two environments), but a resumed run, which keeps the
 # record of its first start, is checked on the rest (`fingerprint(..., measured=False)`).
 MEASURED_KEYS = ("transport", "container_runtime")
+# What a transport record holds of the probe run itself, not of the platform: left out of
+# the fingerprint, so that runs of one platform share their environment.
+TRANSPORT_RUN_KEYS = ("latency_8B_us", "hosts")
 
 
 def _first_line(result: CommandOutput | None) -> str | None:
@@ -356,6 +359,16 @@ def fingerprint(facts: Mapping[str, Any], *, measured: bool = True) -> str:
     """
     left_out = VOLATILE_KEYS if measured else (*VOLATILE_KEYS, *MEASURED_KEYS)
     stable = {key: value for key, value in facts.items() if key not in left_out}
+    transport = stable.get("transport")
+    if isinstance(transport, Mapping):
+        # The transport taken is the platform's; the probe's latency and the host names of
+        # its ranks (an emulated cluster's change with its index) are this run's.
+        stable["transport"] = {
+            pair: {k: v for k, v in record.items() if k not in TRANSPORT_RUN_KEYS}
+            if isinstance(record, Mapping)
+            else record
+            for pair, record in transport.items()
+        }
     network = stable.get("network")
     if isinstance(network, Mapping) and isinstance(network.get("interfaces"), list):
         stable["network"] = {
