@@ -42,6 +42,12 @@ def _load(db: str | None, platform: str, **filters: str | None) -> list[Any]:
     return series
 
 
+def _check_alpha(alpha: float) -> None:
+    # Checked here, not by typer's range: its error is a multi-line usage panel.
+    if not 0 < alpha <= 0.5:
+        raise UserError(f"--alpha: {alpha} is not in (0, 0.5]")
+
+
 def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"
 
@@ -56,8 +62,7 @@ def register_history_commands(app: typer.Typer, out: Console) -> None:
         metric: MetricFilter = None,
         case: CaseFilter = None,
         alpha: Annotated[
-            float,
-            typer.Option("--alpha", min=0.0001, max=0.5, help="False-alarm rate per series."),
+            float, typer.Option("--alpha", help="False-alarm rate per series (0-0.5].")
         ] = 0.01,
         json: Annotated[
             Path | None, typer.Option("--json", help="Write series and changes as JSON here.")
@@ -67,6 +72,7 @@ def register_history_commands(app: typer.Typer, out: Console) -> None:
         change points of each series (date, size with CI, provenance that changed)."""
         from hpceval.history import series_changes, utc
 
+        _check_alpha(alpha)
         series = _load(db, platform, benchmark=benchmark, metric=metric, case=case)
         changes = series_changes(series, alpha=alpha)
         at = {(id(c.series), c.change.index) for c in changes}
@@ -100,20 +106,24 @@ def register_history_commands(app: typer.Typer, out: Console) -> None:
         metric: MetricFilter = None,
         case: CaseFilter = None,
         window: Annotated[
-            int, typer.Option("--window", min=3, help="Earlier runs forming the baseline.")
+            int, typer.Option("--window", help="Earlier runs forming the baseline (>= 3).")
         ] = 10,
         alpha: Annotated[
-            float,
-            typer.Option("--alpha", min=0.0001, max=0.5, help="Significance over all series."),
+            float, typer.Option("--alpha", help="Significance over all series (0-0.5].")
         ] = 0.01,
         min_effect: Annotated[
-            float, typer.Option("--min-effect", min=0.0, help="Smallest worsening that fails.")
+            float, typer.Option("--min-effect", help="Smallest worsening that fails (>= 0).")
         ] = 0.05,
     ) -> None:
         """Exit 1 when the newest run of a platform is significantly worse than its recent
         runs (for a site's CI or cron); 0 when not."""
         from hpceval.history import check_against_history
 
+        _check_alpha(alpha)
+        if window < 3:
+            raise UserError(f"--window: {window} runs are too few for a baseline (at least 3)")
+        if min_effect < 0:
+            raise UserError(f"--min-effect: {min_effect} is negative")
         series = _load(db, platform, benchmark=benchmark, metric=metric, case=case)
         results, short = check_against_history(
             series, window=window, alpha=alpha, min_effect=min_effect
