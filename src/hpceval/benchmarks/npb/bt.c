@@ -118,7 +118,9 @@ struct direction {
 };
 static struct direction dir[3];
 
-static void set_constants(const int n[3])
+/* spacing[a]: the grid step along axis a (1 / (n - 1) on BT's unit cube; BT-MZ's zones
+ * use the zone mesh's step, NPB-MZ's dnxm1 = x_zones / (gx_size - 1)). */
+static void set_constants(const double spacing[3])
 {
     c1c2 = c1 * c2;
     c1c5 = c1 * c5;
@@ -127,7 +129,7 @@ static void set_constants(const int n[3])
     conz1 = 1.0 - c1c5;
     const double dvalue[3] = {0.75, 0.75, 1.0}; /* dx*, dy*, dz* */
     for (int a = 0; a < 3; ++a) {
-        dnm1[a] = 1.0 / (double)(n[a] - 1);
+        dnm1[a] = spacing[a];
         struct direction *D = &dir[a];
         D->t1 = 1.0 / (dnm1[a] * dnm1[a]);
         D->t2 = 1.0 / (2.0 * dnm1[a]);
@@ -327,10 +329,9 @@ static void set_exact_face(struct cell *C, int axis, int q, double value)
 
 /* u: trilinear transfinite interpolation of the exact boundary values inside, the exact
  * solution on the boundary; 1 in the ghost points (compute_rhs divides by u[0] there). */
-static void initialize(void)
+static void initialize_cell(struct cell *C)
 {
-    for (int c = 0; c < ncells; ++c) {
-        struct cell *C = &cells[c];
+    {
         for (size_t p = 0; p < 5 * C->points; ++p) C->u[p] = 1.0;
 #pragma omp parallel for schedule(static)
         for (int k = 0; k < C->size[2]; ++k) {
@@ -357,6 +358,11 @@ static void initialize(void)
             }
         }
     }
+}
+
+static void initialize(void)
+{
+    for (int c = 0; c < ncells; ++c) initialize_cell(&cells[c]);
     for (int a = 0; a < 3; ++a) {
         struct cell *first = &cells[slice[a][0]], *last = &cells[slice[a][ncells - 1]];
         set_exact_face(first, a, 0, 0.0);
@@ -998,10 +1004,9 @@ static void solve_axis(int axis)
     NPB_CHECK_MPI(MPI_Wait(&send, MPI_STATUS_IGNORE));
 }
 
-static void add(void)
+static void add_cell(struct cell *C)
 {
-    for (int c = 0; c < ncells; ++c) {
-        struct cell *C = &cells[c];
+    {
 #pragma omp parallel for schedule(static)
         for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
             for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
@@ -1010,6 +1015,11 @@ static void add(void)
                     for (int m = 0; m < 5; ++m) C->u[5 * P + m] += C->rhs[5 * P + m];
                 }
     }
+}
+
+static void add(void)
+{
+    for (int c = 0; c < ncells; ++c) add_cell(&cells[c]);
 }
 
 static void adi(void)
@@ -1023,11 +1033,10 @@ static void adi(void)
 
 /* ---------------------------------------------------------- verification -- */
 
-static void error_norm(double rms[5])
+/* Adds to sums[m] the squared error against the exact solution of every point of cell C. */
+static void error_sums(const struct cell *C, double sums[5])
 {
-    double local[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
-        const struct cell *C = &cells[c];
+    {
         for (int k = 0; k < C->size[2]; ++k)
             for (int j = 0; j < C->size[1]; ++j)
                 for (int i = 0; i < C->size[0]; ++i) {
@@ -1037,10 +1046,28 @@ static void error_norm(double rms[5])
                     const double *u = C->u + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) {
                         double d = u[m] - e[m];
-                        local[m] += d * d;
+                        sums[m] += d * d;
                     }
                 }
     }
+}
+
+/* Adds to sums[m] the squared rhs of every interior point of cell C. */
+static void rhs_sums(const struct cell *C, double sums[5])
+{
+    for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
+        for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
+            for (int i = C->start[0]; i < C->size[0] - C->end[0]; ++i) {
+                const double *r = C->rhs + 5 * at(C, i, j, k);
+                for (int m = 0; m < 5; ++m) sums[m] += r[m] * r[m];
+            }
+}
+
+#ifndef BT_ZONE_SOLVER
+static void error_norm(double rms[5])
+{
+    double local[5] = {0, 0, 0, 0, 0};
+    for (int c = 0; c < ncells; ++c) error_sums(&cells[c], local);
     NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int m = 0; m < 5; ++m) {
         for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
@@ -1051,15 +1078,7 @@ static void error_norm(double rms[5])
 static void rhs_norm(double rms[5])
 {
     double local[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
-        const struct cell *C = &cells[c];
-        for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
-            for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
-                for (int i = C->start[0]; i < C->size[0] - C->end[0]; ++i) {
-                    const double *r = C->rhs + 5 * at(C, i, j, k);
-                    for (int m = 0; m < 5; ++m) local[m] += r[m] * r[m];
-                }
-    }
+    for (int c = 0; c < ncells; ++c) rhs_sums(&cells[c], local);
     NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int m = 0; m < 5; ++m) {
         for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
@@ -1098,7 +1117,8 @@ int main(int argc, char **argv)
              grid[0], grid[1], grid[2], cls->niter, cls->dt);
     npb_print_header("bt", cls->name, problem);
 
-    set_constants(grid);
+    const double spacing[3] = {1.0 / (grid[0] - 1), 1.0 / (grid[1] - 1), 1.0 / (grid[2] - 1)};
+    set_constants(spacing);
     allocate();
     initialize();
     exact_rhs();
@@ -1139,3 +1159,4 @@ int main(int argc, char **argv)
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
 }
+#endif /* BT_ZONE_SOLVER */
