@@ -536,11 +536,12 @@ static void compute_rhs_cell(struct cell *C)
     const ptrdiff_t sy = C->stride[1], sz = C->stride[2];
 #pragma omp parallel
     {
-        /* Reciprocal density, velocities, kinetic energy, including one ghost layer. */
+        /* Reciprocal density, velocities, kinetic energy, including the ghost layer next
+         * to a neighbouring cell (none on the grid boundary: NPB's 0..n-1). */
 #pragma omp for schedule(static)
-        for (int k = -1; k <= n[2]; ++k)
-            for (int j = -1; j <= n[1]; ++j)
-                for (int i = -1; i <= n[0]; ++i) {
+        for (int k = st[2] - 1; k <= n[2] - en[2]; ++k)
+            for (int j = st[1] - 1; j <= n[1] - en[1]; ++j)
+                for (int i = st[0] - 1; i <= n[0] - en[0]; ++i) {
                     ptrdiff_t P = at(C, i, j, k);
                     const double *u = C->u + 5 * P;
                     double rho_inv = 1.0 / u[0];
