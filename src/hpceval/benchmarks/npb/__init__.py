@@ -1,5 +1,5 @@
-"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU (C + MPI
-+ OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU and the
+multi-zone BT-MZ, SP-MZ (C + MPI + OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -27,6 +27,8 @@ from hpceval.benchmarks.common import (
     repetition_key,
     single_run_measurements,
 )
+from hpceval.benchmarks.npb import multizone
+from hpceval.benchmarks.npb.multizone import MULTI_ZONE, ZONE_SOLVER
 from hpceval.benchmarks.npb.tables import best_run, kernel_tables
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import PlatformConfig
@@ -43,7 +45,8 @@ KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
 # not powers of two): programs like the kernels, same protocol and options ("kernels" in a
 # suite names them too).
 PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp", "lu")
-PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
+# NPB-MZ (multi-zone.py): zones over ranks, OpenMP threads inside each zone.
+PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS + MULTI_ZONE
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
@@ -54,7 +57,7 @@ NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fope
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
 # Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
-ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0}  # SP class A: ~27 s
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0, "bt-mz": 6.0, "sp-mz": 2.0}  # SP A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -67,7 +70,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu", "bt-mz", "sp-mz"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -89,6 +92,10 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
+    if kernel in MULTI_ZONE:
+        return multizone.rank_rule_error(
+            kernel, class_name, multizone.mesh(reference(), kernel, class_name), ranks
+        )
     if kernel in ("bt", "sp"):
         # NPB's multi-partition: p^2 ranks own p^3 cells of at least 3 points per axis.
         cells = math.isqrt(ranks)
@@ -169,6 +176,9 @@ def lu_process_grid(ranks: int) -> tuple[int, int] | None:
 
 def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
     """Estimated bytes one rank needs (the kernels distribute their data over the ranks)."""
+    if kernel in MULTI_ZONE:
+        mesh = multizone.mesh(reference(), kernel, class_name)
+        return multizone.memory_per_rank(kernel, mesh, ranks)
     size = problem_size(kernel, class_name)
     if kernel == "ep":
         return 4 * 2**16 * 8 + (1 << 20)  # batch buffers per thread plus slack
@@ -235,6 +245,8 @@ def available_memory_per_node(platform: PlatformConfig) -> int | None:
 
 def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     """The official operation count over time (NPB's Mop/s), for cross-checking the program."""
+    if kernel in MULTI_ZONE:
+        return multizone.mops(kernel, multizone.mesh(reference(), kernel, class_name), seconds)
     size = problem_size(kernel, class_name)
     if kernel == "ep":
         return 2 ** (size[0] + 1) / seconds / 1e6
@@ -273,11 +285,19 @@ def compile_npb_program(
     cflags: Sequence[str],
     cache: Path | None = None,
 ) -> Path:
-    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed."""
+    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed.
+
+    A multi-zone program (bt-mz: bt_mz.c) compiles its single-zone solver's C file in and
+    adds the zone mesh, npb_mz.c."""
+    sources = [HERE / f"{kernel.replace('-', '_')}.c", HERE / "npb_common.c"]
+    depends = [HERE / "npb_common.h"]
+    if kernel in MULTI_ZONE:
+        sources.append(HERE / "npb_mz.c")
+        depends += [HERE / "npb_mz.h", HERE / f"{ZONE_SOLVER[kernel]}.c"]
     return compile_program(
         f"npb-{kernel}",
-        [HERE / f"{kernel}.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
+        sources,
+        depends=depends,
         compiler=compiler,
         compiler_identity=compiler_identity,
         cflags=[*cflags, f"-I{HERE}"],
@@ -412,7 +432,7 @@ class Npb(Benchmark[NpbOptions]):
         return best_run(measurements)
 
     def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
-        return kernel_tables(measurements, KERNELS)
+        return kernel_tables(measurements, PROGRAMS)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:
@@ -447,7 +467,7 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
-    elif kernel in ("bt", "sp", "lu"):
+    elif kernel in ("bt", "sp", "lu", *MULTI_ZONE):
         for quantity in ("xcr", "xce"):
             for m, value in enumerate(ref[quantity][class_name], start=1):
                 out[f"{quantity}{m}"] = (value, ref["tolerance"])

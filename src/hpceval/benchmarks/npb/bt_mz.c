@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, cls->ratio);
     const char *why = npb_mz_rank_error(&mesh, nranks);
-    if (why != NULL) npb_fail("bt-mz class %c: %s", cls->name, why);
+    if (why != NULL) npb_fail("bt-mz class %c %s", cls->name, why);
     npb_mz_map_zones(&mesh, nranks, my_rank);
     dt = cls->dt;
     make_zones();

@@ -77,8 +77,8 @@ const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks)
 {
     static char why[160];
     if (nranks > M->nzones) {
-        snprintf(why, sizeof why, "%d zones need at most %d ranks, got %d", M->nzones, M->nzones,
-                 nranks);
+        snprintf(why, sizeof why, "has %d zones: needs at most %d ranks, got %d", M->nzones,
+                 M->nzones, nranks);
         return why;
     }
     return NULL;

@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, 1.0);
     const char *why = npb_mz_rank_error(&mesh, no_nodes);
-    if (why != NULL) npb_fail("sp-mz class %c: %s", cls->name, why);
+    if (why != NULL) npb_fail("sp-mz class %c %s", cls->name, why);
     npb_mz_map_zones(&mesh, no_nodes, node);
     niter = cls->niter;
     dt = cls->dt;
