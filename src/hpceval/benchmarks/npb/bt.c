@@ -44,6 +44,11 @@
 #define BT_REFERENCE_ERROR 0.0
 #endif
 #define GHOST 2
+#ifdef BT_ZONE_SOLVER
+#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#else
+#define DERIVED_GHOSTS 1
+#endif
 #define TAG_FACES 100      /* + 2 * axis + direction (0: towards higher index) */
 #define TAG_FORWARD 1000   /* + 100 * axis + stage of the sending cell */
 #define TAG_BACKWARD 2000  /* + 100 * axis + stage of the sending cell */
@@ -536,12 +541,12 @@ static void compute_rhs_cell(struct cell *C)
     const ptrdiff_t sy = C->stride[1], sz = C->stride[2];
 #pragma omp parallel
     {
-        /* Reciprocal density, velocities, kinetic energy, including the ghost layer next
-         * to a neighbouring cell (none on the grid boundary: NPB's 0..n-1). */
+        /* Reciprocal density, velocities, kinetic energy, with one ghost layer (NPB's
+         * MPI BT: -1..n; BT-MZ's zones have none, 0..n-1). */
 #pragma omp for schedule(static)
-        for (int k = st[2] - 1; k <= n[2] - en[2]; ++k)
-            for (int j = st[1] - 1; j <= n[1] - en[1]; ++j)
-                for (int i = st[0] - 1; i <= n[0] - en[0]; ++i) {
+        for (int k = -DERIVED_GHOSTS; k < n[2] + DERIVED_GHOSTS; ++k)
+            for (int j = -DERIVED_GHOSTS; j < n[1] + DERIVED_GHOSTS; ++j)
+                for (int i = -DERIVED_GHOSTS; i < n[0] + DERIVED_GHOSTS; ++i) {
                     ptrdiff_t P = at(C, i, j, k);
                     const double *u = C->u + 5 * P;
                     double rho_inv = 1.0 / u[0];
@@ -558,29 +563,37 @@ static void compute_rhs_cell(struct cell *C)
                 ptrdiff_t P = at(C, 0, j, k);
                 memcpy(C->rhs + 5 * P, C->forcing + 5 * P, 5 * (size_t)n[0] * sizeof(double));
             }
-        /* Each plane k depends only on u and the derived fields: one pass per plane does
-         * the three directions (the same operations, in the same order per point, as
-         * NPB's three passes). */
+        /* NPB's separate sweeps over the cell: the xi, eta and zeta fluxes, each line
+         * followed by its dissipation, then the scaling by dt (one pass over the grid
+         * each, as NPB's rhs.f: fusing them per plane would save memory traffic NPB
+         * pays). */
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
+            for (int j = st[1]; j < n[1] - en[1]; ++j) {
+                for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
+                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
+            }
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k) {
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sy, 2, &dir[1]);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sy, j, 1);
+        }
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k) {
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sz, 3, &dir[2]);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sz, k, 2);
+        }
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) {
                     double *r = C->rhs + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) r[m] = r[m] * dt;
                 }
-        }
     }
 }
 

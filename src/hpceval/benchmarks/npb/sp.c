@@ -43,6 +43,11 @@
 #define MAX_CELLS 128 /* cells per rank = sqrt(ranks): up to 16384 ranks */
 #endif
 #define NPB_SP_EPSILON 1.0e-8
+#ifdef SP_ZONE_SOLVER
+#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#else
+#define DERIVED_GHOSTS 1
+#endif
 
 struct sp_class {
     char name;
@@ -761,12 +766,11 @@ static void compute_rhs(void)
 #pragma omp parallel
         {
             /* Reciprocal density, velocities, kinetic energy, speed of sound. */
-            /* With the ghost layer next to a neighbouring cell (none on the grid boundary,
-             * where NPB's loops stop too). */
+            /* With one ghost layer (NPB's MPI SP: -1..n; SP-MZ's zones have none). */
             OMP_FOR_PLANES
-            for (int k = cl->start[2] - 1; k <= n2 - cl->end[2]; ++k)
-                for (int j = cl->start[1] - 1; j <= n1 - cl->end[1]; ++j)
-                    for (int i = cl->start[0] - 1; i <= n0 - cl->end[0]; ++i) {
+            for (int k = -DERIVED_GHOSTS; k < n2 + DERIVED_GHOSTS; ++k)
+                for (int j = -DERIVED_GHOSTS; j < n1 + DERIVED_GHOSTS; ++j)
+                    for (int i = -DERIVED_GHOSTS; i < n0 + DERIVED_GHOSTS; ++i) {
                         const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k);
                         const double rho_inv = 1.0 / uc[p];
                         rho[a] = rho_inv;
