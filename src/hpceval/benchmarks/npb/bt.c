@@ -258,7 +258,11 @@ static void allocate(void)
         C->u = npb_alloc(n * 5 * sizeof(double), "u");
         C->rhs = npb_alloc(n * 5 * sizeof(double), "rhs");
         C->forcing = npb_alloc(n * 5 * sizeof(double), "forcing");
+#ifdef BT_ZONE_SOLVER
+        C->lhsc = NULL; /* zones keep C' per line (solve_zone) */
+#else
         C->lhsc = npb_alloc(n * 25 * sizeof(double), "lhsc");
+#endif
         C->us = npb_alloc(n * sizeof(double), "us");
         C->vs = npb_alloc(n * sizeof(double), "vs");
         C->ws = npb_alloc(n * sizeof(double), "ws");
@@ -273,7 +277,7 @@ static void allocate(void)
             memset(C->u + 5 * off, 0, 5 * plane * sizeof(double));
             memset(C->rhs + 5 * off, 0, 5 * plane * sizeof(double));
             memset(C->forcing + 5 * off, 0, 5 * plane * sizeof(double));
-            memset(C->lhsc + 25 * off, 0, 25 * plane * sizeof(double));
+            if (C->lhsc != NULL) memset(C->lhsc + 25 * off, 0, 25 * plane * sizeof(double));
             memset(C->us + off, 0, plane * sizeof(double));
             memset(C->vs + off, 0, plane * sizeof(double));
             memset(C->ws + off, 0, plane * sizeof(double));
@@ -792,15 +796,19 @@ static inline __attribute__((always_inline)) void jacobians(const double *u, dou
  * 0..n-1 (index + 1). */
 struct line_work {
     double *fjac, *njac, *lhsa, *lhsb;
+    double *lhsc; /* zone solver: the line's C' blocks (multi-partition: C->lhsc) */
 };
 
 /* Forms the blocks of one line of cell C along `axis` (first point P0, stride s) and runs
- * the forward elimination: on return lhsc holds C' = B'^-1 C and rhs the reduced rhs;
- * the last point of the last cell is solved. */
+ * the forward elimination: on return cstore (C' of position q at cstore + q * cs: the
+ * cell's lhsc, or a line buffer of the zone solver) holds C' = B'^-1 C and rhs the reduced
+ * rhs; the last point of the last cell is solved. */
 static inline __attribute__((always_inline)) void eliminate_line(struct cell *C, int axis,
                                                                  ptrdiff_t P0, ptrdiff_t s,
                                                                  int first, int last,
-                                                                 struct line_work *w)
+                                                                 struct line_work *w,
+                                                                 double *restrict cstore,
+                                                                 const ptrdiff_t cs)
 {
     const struct direction *D = &dir[axis];
     const int p = axis + 1;
@@ -817,7 +825,7 @@ static inline __attribute__((always_inline)) void eliminate_line(struct cell *C,
         const double *fm = fjac + 25 * (q - 1), *nm = njac + 25 * (q - 1);
         const double *n0 = njac + 25 * q;
         const double *fp = fjac + 25 * (q + 1), *np = njac + 25 * (q + 1);
-        double *A = lhsa + 25 * q, *B = lhsb + 25 * q, *Cq = C->lhsc + 25 * (P0 + q * s);
+        double *A = lhsa + 25 * q, *B = lhsb + 25 * q, *Cq = cstore + q * cs;
         for (int e = 0; e < 25; ++e) {
             A[e] = -tmp2 * fm[e] - tmp1 * nm[e];
             B[e] = tmp1 * 2.0 * n0[e];
@@ -829,19 +837,19 @@ static inline __attribute__((always_inline)) void eliminate_line(struct cell *C,
             Cq[6 * m] = Cq[6 * m] - tmp1 * D->d[m];
         }
     }
-    double *lc = C->lhsc, *r = C->rhs;
-    if (first) binvcrhs(lhsb, lc + 25 * P0, r + 5 * P0);
+    double *r = C->rhs;
+    if (first) binvcrhs(lhsb, cstore, r + 5 * P0);
     for (int q = first; q <= n - 1 - last; ++q) {
         ptrdiff_t P = P0 + q * s, Pm = P - s;
         matvec_sub(lhsa + 25 * q, r + 5 * Pm, r + 5 * P);
-        matmul_sub(lhsa + 25 * q, lc + 25 * Pm, lhsb + 25 * q);
-        binvcrhs(lhsb + 25 * q, lc + 25 * P, r + 5 * P);
+        matmul_sub(lhsa + 25 * q, cstore + (q - 1) * cs, lhsb + 25 * q);
+        binvcrhs(lhsb + 25 * q, cstore + q * cs, r + 5 * P);
     }
     if (last) {
         const int q = n - 1;
         ptrdiff_t P = P0 + q * s, Pm = P - s;
         matvec_sub(lhsa + 25 * q, r + 5 * Pm, r + 5 * P);
-        matmul_sub(lhsa + 25 * q, lc + 25 * Pm, lhsb + 25 * q);
+        matmul_sub(lhsa + 25 * q, cstore + (q - 1) * cs, lhsb + 25 * q);
         binvrhs(lhsb + 25 * q, r + 5 * P);
     }
 }
@@ -881,7 +889,8 @@ static inline __attribute__((always_inline)) void solve_cell_axis(struct cell *C
                 idx[axis] = 0;
                 idx[o1] = a;
                 idx[o2] = b;
-                eliminate_line(C, axis, at(C, idx[0], idx[1], idx[2]), s, first, last, &w);
+                const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
+                eliminate_line(C, axis, P0, s, first, last, &w, C->lhsc + 25 * P0, 25 * s);
             }
         free(w.fjac);
         free(w.njac);
@@ -898,6 +907,61 @@ static void solve_cell(struct cell *C, int axis, int first, int last)
     default: solve_cell_axis(C, 2, first, last); break;
     }
 }
+
+#ifdef BT_ZONE_SOLVER
+/* The x, y or z solve of a whole zone (the grid boundary on both ends of every line), one
+ * line at a time as NPB-MZ's x/y/z_solve: elimination with C' in a line buffer, then the
+ * back substitution of that line (no C' per point: BT-MZ's memory). */
+static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C, const int axis)
+{
+    int o1, o2;
+    other_axes(axis, &o1, &o2);
+    const int n = C->size[axis];
+    const ptrdiff_t s = C->stride[axis];
+#pragma omp parallel
+    {
+        struct line_work w;
+        size_t blocks = (size_t)(n + 2) * 25;
+        w.fjac = npb_alloc(blocks * sizeof(double), "fjac");
+        w.njac = npb_alloc(blocks * sizeof(double), "njac");
+        w.lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
+        w.lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
+        w.lhsc = npb_alloc(blocks * sizeof(double), "lhsc");
+        for (size_t e = 0; e < blocks; ++e) {
+            w.lhsa[e] = 0.0;
+            w.lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
+            w.lhsc[e] = 0.0; /* C' stays zero at the boundary points (NPB's lhsinit) */
+        }
+        double *r = C->rhs;
+#pragma omp for schedule(static)
+        for (int b = 1; b < C->size[o2] - 1; ++b)
+            for (int a = 1; a < C->size[o1] - 1; ++a) {
+                int idx[3];
+                idx[axis] = 0;
+                idx[o1] = a;
+                idx[o2] = b;
+                const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
+                eliminate_line(C, axis, P0, s, 1, 1, &w, w.lhsc, 25);
+                for (int q = n - 2; q >= 0; --q)
+                    matvec_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s), r + 5 * (P0 + q * s));
+            }
+        free(w.fjac);
+        free(w.njac);
+        free(w.lhsa);
+        free(w.lhsb);
+        free(w.lhsc);
+    }
+}
+
+static void solve_zone(struct cell *C, int axis)
+{
+    switch (axis) {
+    case 0: solve_zone_axis(C, 0); break;
+    case 1: solve_zone_axis(C, 1); break;
+    default: solve_zone_axis(C, 2); break;
+    }
+}
+#endif
 
 /* Back substitution in cell C along `axis`: rhs(q) -= C'(q) rhs(q+1), from the cell's
  * last point down (the last cell's last point is solved already; any other cell has its

@@ -6,7 +6,8 @@
  * dnzm1 = 1 / (gz_size - 1)) in local coordinates: its own exact solution, initial values
  * and forcing, as BT's on the unit cube. Each time step exchanges the zones' x and y
  * boundary values (npb_mz.h), then runs BT's step on each zone: compute_rhs, the x, y and
- * z block-tridiagonal line solves and the update, all from bt.c (compiled in here with
+ * z block-tridiagonal line solves (one line at a time, as NPB-MZ: no C' block per point)
+ * and the update, all from bt.c (compiled in here with
  * BT_ZONE_SOLVER, one "cell" per zone with the grid boundary on all six sides). The zones
  * go to the ranks by NPB-MZ's bin packing; a rank's OpenMP threads share each of its
  * zones. Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt and
@@ -125,10 +126,7 @@ static void step(void)
     for (int c = 0; c < ncells; ++c) {
         struct cell *C = &cells[c];
         compute_rhs_cell(C);
-        for (int a = 0; a < 3; ++a) {
-            solve_cell(C, a, 1, 1);
-            backsubstitute(C, a, 1);
-        }
+        for (int a = 0; a < 3; ++a) solve_zone(C, a);
         add_cell(C);
     }
 }
