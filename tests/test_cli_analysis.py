@@ -335,7 +335,7 @@ def test_multi_zone_workloads_parse() -> None:
         "npb", {"kernel": "bt-mz", "class": "C"}, 64,
     )  # fmt: skip
     assert parse_workload("sp-mz.A").problem["kernel"] == "sp-mz"
-    with pytest.raises(UserError, match="expected KERNEL.CLASS"):
+    with pytest.raises(UserError, match=r"expected KERNEL\.CLASS"):
         parse_workload("bt-xy.C:64")
 
 

@@ -183,9 +183,15 @@ EXPECTED: dict[str, Expected] = {
         flags="-O3 -Wno-globals",
     ),
     # Captured here from the official NPB 3.4 builds (tests/data/npb-official/README.md).
-    "npb3.4-mpi-bt.S.1.txt": npb34("BT", "S", "12x  12x  12", 60, 0.31, 738.63, 738.63, None, 1, None),
-    "npb3.4-mpi-sp.S.4.txt": npb34("SP", "S", "12x  12x  12", 100, 1.06, 91.0, 22.75, None, 4, None),
-    "npb3.4-mpi-lu.S.2.txt": npb34("LU", "S", "12x  12x  12", 50, 3.34, 30.67, 15.33, None, 2, None),
+    "npb3.4-mpi-bt.S.1.txt": npb34(
+        "BT", "S", "12x  12x  12", 60, 0.31, 738.63, 738.63, None, 1, None
+    ),
+    "npb3.4-mpi-sp.S.4.txt": npb34(
+        "SP", "S", "12x  12x  12", 100, 1.06, 91.0, 22.75, None, 4, None
+    ),
+    "npb3.4-mpi-lu.S.2.txt": npb34(
+        "LU", "S", "12x  12x  12", 50, 3.34, 30.67, 15.33, None, 2, None
+    ),
     "npb3.4-mz-mpi-bt-mz.S.2x1.txt": npb34(
         "BT-MZ", "S", "24x   24x  6", 60, 1.84, 207.45, None, 103.73, 2, 2
     ),

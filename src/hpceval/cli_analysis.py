@@ -72,8 +72,6 @@ CurrencyOption = Annotated[
 ]
 
 
-
-
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
     """Add compare, cost, recommend and fit to `app`; they print their tables on `out`."""
     _Consoles.out = out
@@ -396,7 +394,10 @@ def parse_workload(text: str) -> Any:
 
 def recommend_command(
     workload: Annotated[
-        str, typer.Option("--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64, bt-mz.C:64.")
+        str,
+        typer.Option(
+            "--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64, bt-mz.C:64."
+        ),
     ],
     deadline: Annotated[
         float | None,
