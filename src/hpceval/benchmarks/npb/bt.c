@@ -799,6 +799,33 @@ struct line_work {
     double *lhsc; /* zone solver: the line's C' blocks (multi-partition: C->lhsc) */
 };
 
+/* A thread's work arrays for lines of n points: A = 0, B = I at the points not formed (the
+ * grid boundary), as NPB's lhsabinit; with_lhsc: the zone solver's C' line, zero (C' stays
+ * zero at the boundary points, NPB's lhsinit). */
+static void line_work_alloc(struct line_work *w, int n, int with_lhsc)
+{
+    const size_t blocks = (size_t)(n + 2) * 25;
+    w->fjac = npb_alloc(blocks * sizeof(double), "fjac");
+    w->njac = npb_alloc(blocks * sizeof(double), "njac");
+    w->lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
+    w->lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
+    w->lhsc = with_lhsc ? npb_alloc(blocks * sizeof(double), "lhsc") : NULL;
+    for (size_t e = 0; e < blocks; ++e) {
+        w->lhsa[e] = 0.0;
+        w->lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
+        if (w->lhsc != NULL) w->lhsc[e] = 0.0;
+    }
+}
+
+static void line_work_free(struct line_work *w)
+{
+    free(w->fjac);
+    free(w->njac);
+    free(w->lhsa);
+    free(w->lhsb);
+    free(w->lhsc);
+}
+
 /* Forms the blocks of one line of cell C along `axis` (first point P0, stride s) and runs
  * the forward elimination: on return cstore (C' of position q at cstore + q * cs: the
  * cell's lhsc, or a line buffer of the zone solver) holds C' = B'^-1 C and rhs the reduced
@@ -872,16 +899,7 @@ static inline __attribute__((always_inline)) void solve_cell_axis(struct cell *C
 #pragma omp parallel
     {
         struct line_work w;
-        size_t blocks = (size_t)(n + 2) * 25;
-        w.fjac = npb_alloc(blocks * sizeof(double), "fjac");
-        w.njac = npb_alloc(blocks * sizeof(double), "njac");
-        w.lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
-        w.lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
-        /* A = 0, B = I at the points not formed (the grid boundary), as NPB's lhsabinit. */
-        for (size_t e = 0; e < blocks; ++e) {
-            w.lhsa[e] = 0.0;
-            w.lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
-        }
+        line_work_alloc(&w, n, 0);
 #pragma omp for schedule(static)
         for (int b = C->start[o2]; b < C->size[o2] - C->end[o2]; ++b)
             for (int a = C->start[o1]; a < C->size[o1] - C->end[o1]; ++a) {
@@ -892,10 +910,7 @@ static inline __attribute__((always_inline)) void solve_cell_axis(struct cell *C
                 const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
                 eliminate_line(C, axis, P0, s, first, last, &w, C->lhsc + 25 * P0, 25 * s);
             }
-        free(w.fjac);
-        free(w.njac);
-        free(w.lhsa);
-        free(w.lhsb);
+        line_work_free(&w);
     }
 }
 
@@ -921,17 +936,7 @@ static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C
 #pragma omp parallel
     {
         struct line_work w;
-        size_t blocks = (size_t)(n + 2) * 25;
-        w.fjac = npb_alloc(blocks * sizeof(double), "fjac");
-        w.njac = npb_alloc(blocks * sizeof(double), "njac");
-        w.lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
-        w.lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
-        w.lhsc = npb_alloc(blocks * sizeof(double), "lhsc");
-        for (size_t e = 0; e < blocks; ++e) {
-            w.lhsa[e] = 0.0;
-            w.lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
-            w.lhsc[e] = 0.0; /* C' stays zero at the boundary points (NPB's lhsinit) */
-        }
+        line_work_alloc(&w, n, 1);
         double *r = C->rhs;
 #pragma omp for schedule(static)
         for (int b = 1; b < C->size[o2] - 1; ++b)
@@ -945,11 +950,7 @@ static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C
                 for (int q = n - 2; q >= 0; --q)
                     matvec_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s), r + 5 * (P0 + q * s));
             }
-        free(w.fjac);
-        free(w.njac);
-        free(w.lhsa);
-        free(w.lhsb);
-        free(w.lhsc);
+        line_work_free(&w);
     }
 }
 

@@ -135,25 +135,17 @@ static void step(void)
  * the residual / dt after one more compute_rhs (without an exchange). */
 static void zone_norms(double xce[5], double xcr[5])
 {
-    double local[10] = {0};
+    double sums[10] = {0};
     for (int c = 0; c < ncells; ++c) {
         struct cell *C = &cells[c];
-        const double interior = (double)(C->size[0] - 2) * (C->size[1] - 2) * (C->size[2] - 2);
         double e[5] = {0}, r[5] = {0};
         error_sums(C, e);
         compute_rhs_cell(C);
         rhs_sums(C, r);
-        for (int m = 0; m < 5; ++m) {
-            local[m] += sqrt(e[m] / interior);
-            local[5 + m] += sqrt(r[m] / interior) / dt;
-        }
+        npb_mz_add_zone_norms(sums, e, r,
+                              (double)(C->size[0] - 2) * (C->size[1] - 2) * (C->size[2] - 2), dt);
     }
-    double total[10];
-    NPB_CHECK_MPI(MPI_Allreduce(local, total, 10, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    for (int m = 0; m < 5; ++m) {
-        xce[m] = total[m];
-        xcr[m] = total[5 + m];
-    }
+    npb_mz_total_norms(sums, xce, xcr);
 }
 
 int main(int argc, char **argv)
@@ -179,9 +171,8 @@ int main(int argc, char **argv)
     npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
     npb_print_header("bt-mz", cls->name, problem);
 
-    const double spacing[3] = {1.0 / ((double)(cls->gx - 1) / cls->x_zones),
-                               1.0 / ((double)(cls->gy - 1) / cls->y_zones),
-                               1.0 / (double)(cls->gz - 1)};
+    double spacing[3];
+    npb_mz_spacing(&mesh, spacing);
     set_constants(spacing);
     allocate();
     locate_fields();
@@ -192,11 +183,7 @@ int main(int argc, char **argv)
     step();
     initialize_zones();
 
-    NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    double t0 = MPI_Wtime();
-    for (int s = 1; s <= cls->niter; ++s) step();
-    double t_local = MPI_Wtime() - t0, t;
-    NPB_CHECK_MPI(MPI_Allreduce(&t_local, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    const double t = npb_mz_timed_steps(step, cls->niter);
 
     double xce[5], xcr[5];
     zone_norms(xce, xcr);
@@ -206,14 +193,8 @@ int main(int argc, char **argv)
     result.kernel = "bt-mz";
     result.class_name = cls->name;
     result.time_s = t;
-    double mops = 0.0;
-    for (int z = 0; z < mesh.nzones; ++z) {
-        const double nx = mesh.nx[z], ny = mesh.ny[z], nz = mesh.nz[z];
-        const double n3 = nx * ny * nz, navg = (nx + ny + nz) / 3.0;
-        const double nsur = (nx * ny + nx * nz + ny * nz) / 3.0;
-        mops += 1.0e-6 * cls->niter * (3478.8 * n3 - 17655.7 * nsur + 28023.7 * navg);
-    }
-    result.mops_total = t > 0.0 ? mops / t : 0.0;
+    static const double bt_ops[4] = {3478.8, -17655.7, 28023.7, 0.0}; /* NPB3.4-MZ bt.f */
+    result.mops_total = npb_mz_mops(&mesh, cls->niter, bt_ops, t);
     result.iterations = cls->niter;
     result.verified = 1;
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);

@@ -327,6 +327,55 @@ void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char
              busiest / (total / M->nranks));
 }
 
+void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3])
+{
+    spacing[0] = 1.0 / ((double)(M->gx - 1) / M->x_zones);
+    spacing[1] = 1.0 / ((double)(M->gy - 1) / M->y_zones);
+    spacing[2] = 1.0 / (double)(M->gz - 1);
+}
+
+double npb_mz_timed_steps(void (*step)(void), int niter)
+{
+    NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = MPI_Wtime();
+    for (int s = 1; s <= niter; ++s) step();
+    double t_local = MPI_Wtime() - t0, t;
+    NPB_CHECK_MPI(MPI_Allreduce(&t_local, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return t;
+}
+
+void npb_mz_add_zone_norms(double sums[10], const double e[5], const double r[5],
+                           double interior_points, double dt)
+{
+    for (int m = 0; m < 5; ++m) {
+        sums[m] += sqrt(e[m] / interior_points);
+        sums[5 + m] += sqrt(r[m] / interior_points) / dt;
+    }
+}
+
+void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5])
+{
+    double total[10];
+    NPB_CHECK_MPI(MPI_Allreduce(sums, total, 10, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    for (int m = 0; m < 5; ++m) {
+        xce[m] = total[m];
+        xcr[m] = total[5 + m];
+    }
+}
+
+double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds)
+{
+    if (!(seconds > 0.0)) return 0.0;
+    double mops = 0.0;
+    for (int z = 0; z < M->nzones; ++z) {
+        const double nx = M->nx[z], ny = M->ny[z], nz = M->nz[z];
+        const double n3 = nx * ny * nz, navg = (nx + ny + nz) / 3.0;
+        const double nsur = (nx * ny + nx * nz + ny * nz) / 3.0;
+        mops += 1.0e-6 * niter * (c[0] * n3 + c[1] * nsur + c[2] * navg + c[3]);
+    }
+    return mops / seconds;
+}
+
 void npb_mz_release(struct npb_mz_mesh *M)
 {
     free(M->nx);

@@ -63,6 +63,23 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
 void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char *out,
                          size_t size);
 
+/* The zones' grid step (NPB-MZ's dnxm1 = x_zones / (gx - 1), dnym1, dnzm1 = 1 / (gz - 1)). */
+void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3]);
+
+/* Runs `step` niter times between a barrier and the slowest rank's clock (seconds). */
+double npb_mz_timed_steps(void (*step)(void), int niter);
+
+/* NPB-MZ's verification norms: add one zone's squared error (e) and residual (r) sums over
+ * its interior points, then sum the zones' RMS norms over all ranks: xce, xcr (r / dt). */
+void npb_mz_add_zone_norms(double sums[10], const double e[5], const double r[5],
+                           double interior_points, double dt);
+void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5]);
+
+/* NPB-MZ's Mop/s count: sum over the zones of 1e-6 * niter * (c[0] n3 + c[1] nsur +
+ * c[2] navg + c[3]), n3 = nx ny nz, nsur = (nx ny + nx nz + ny nz) / 3,
+ * navg = (nx + ny + nz) / 3; divided by seconds. */
+double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds);
+
 void npb_mz_release(struct npb_mz_mesh *M);
 
 #endif

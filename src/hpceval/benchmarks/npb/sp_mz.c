@@ -127,26 +127,17 @@ static void step(void)
  * the residual / dt after one more compute_rhs (without an exchange). */
 static void zone_norms(double xce[5], double xcr[5])
 {
-    double local[10] = {0};
+    double sums[10] = {0};
     compute_rhs();
     for (int c = 0; c < ncells; ++c) {
         const struct cell *cl = &cells[c];
-        const double interior_points =
-            (double)(cl->size[0] - 2) * (cl->size[1] - 2) * (cl->size[2] - 2);
         double e[5] = {0}, r[5] = {0};
         error_sums(c, e);
         rhs_sums(c, r);
-        for (int m = 0; m < 5; ++m) {
-            local[m] += sqrt(e[m] / interior_points);
-            local[5 + m] += sqrt(r[m] / interior_points) / dt;
-        }
+        npb_mz_add_zone_norms(
+            sums, e, r, (double)(cl->size[0] - 2) * (cl->size[1] - 2) * (cl->size[2] - 2), dt);
     }
-    double total[10];
-    NPB_CHECK_MPI(MPI_Allreduce(local, total, 10, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    for (int m = 0; m < 5; ++m) {
-        xce[m] = total[m];
-        xcr[m] = total[5 + m];
-    }
+    npb_mz_total_norms(sums, xce, xcr);
 }
 
 int main(int argc, char **argv)
@@ -175,9 +166,8 @@ int main(int argc, char **argv)
     npb_print_header("sp-mz", cls->name, problem);
 
     alloc_space();
-    const double spacing[3] = {1.0 / ((double)(cls->gx - 1) / cls->x_zones),
-                               1.0 / ((double)(cls->gy - 1) / cls->y_zones),
-                               1.0 / (double)(cls->gz - 1)};
+    double spacing[3];
+    npb_mz_spacing(&mesh, spacing);
     set_constants(spacing);
     locate_fields();
     initialize_zones();
@@ -188,12 +178,7 @@ int main(int argc, char **argv)
     step();
     initialize_zones();
 
-    NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    const double t0 = MPI_Wtime();
-    for (int s = 1; s <= niter; ++s) step();
-    const double t_local = MPI_Wtime() - t0;
-    double t;
-    NPB_CHECK_MPI(MPI_Allreduce(&t_local, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    const double t = npb_mz_timed_steps(step, niter);
 
     double xce[5], xcr[5];
     zone_norms(xce, xcr);
@@ -203,14 +188,8 @@ int main(int argc, char **argv)
     result.kernel = "sp-mz";
     result.class_name = cls->name;
     result.time_s = t;
-    double mops = 0.0;
-    for (int z = 0; z < mesh.nzones; ++z) {
-        const double nx = mesh.nx[z], ny = mesh.ny[z], nz = mesh.nz[z];
-        const double n3 = nx * ny * nz, navg = (nx + ny + nz) / 3.0;
-        const double nsur = (nx * ny + nx * nz + ny * nz) / 3.0;
-        mops += niter * 1.0e-6 * (881.174 * n3 - 4683.91 * nsur + 11484.5 * navg - 19272.4);
-    }
-    result.mops_total = t > 0.0 ? mops / t : 0.0;
+    static const double sp_ops[4] = {881.174, -4683.91, 11484.5, -19272.4}; /* NPB3.4-MZ sp.f */
+    result.mops_total = npb_mz_mops(&mesh, niter, sp_ops, t);
     result.iterations = niter;
     result.verified = 1;
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, scale, NPB_SP_EPSILON);
