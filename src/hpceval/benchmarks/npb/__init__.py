@@ -10,8 +10,10 @@ against the official reference values shipped in verification.toml.
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -330,12 +332,15 @@ class Npb(Benchmark[NpbOptions]):
         if is_smpi_compiler(compiler):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
-        executables = {
-            kernel: compile_npb_program(
-                kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
+        # Ten programs (the MZ ones compile their solver's file in): one compiler per core.
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            built = pool.map(
+                lambda kernel: compile_npb_program(
+                    kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
+                ),
+                PROGRAMS,
             )
-            for kernel in PROGRAMS
-        }
+            executables = dict(zip(PROGRAMS, built, strict=True))
         return Program(executables["ep"].parent, compiler, flags, executables)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
