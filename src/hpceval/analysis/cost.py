@@ -175,17 +175,21 @@ class CostTable:
 
 
 def placement_labels(keys: pd.DataFrame) -> list[str]:
-    """A short placement string per row: nodes×ranks per node×threads, binding."""
+    """A short placement string per row: nodes×ranks per node×threads, binding, and
+    "oversubscribed" where more ranks ran than cores."""
     nodes = numeric(keys, "nodes")
     per_node = numeric(keys, "ranks_per_node")
     threads = numeric(keys, "threads_per_rank")
     binding = keys["binding"].astype(object).to_numpy() if "binding" in keys else None
+    over = keys["oversubscribed"].astype(object).to_numpy() if "oversubscribed" in keys else None
     out = []
     for i in range(len(keys)):
         parts = [_whole(nodes[i]), _whole(per_node[i]), _whole(threads[i], "1")]
         label = "×".join(parts)
         if binding is not None and isinstance(binding[i], str):
             label += f" {binding[i]}"
+        if over is not None and over[i] is True:
+            label += " oversubscribed"
         out.append(label)
     return out
 
