@@ -172,7 +172,10 @@ def test_cost_table_over_a_frame() -> None:
     assert table["billed_s"].tolist() == [3600, 3600]
     assert table["run_cost"].tolist() == pytest.approx([4.80, 9.60])
     assert table["price_per_gops_hour"].tolist() == pytest.approx([4.80 / 8.0, 9.60 / 12.8])
-    assert table["placement"].tolist() == ["2×16×1", "4×16×1"]
+    assert table["placement"].tolist() == [
+        "2 nodes × 16 ranks × 1 thread, inter-node",
+        "4 nodes × 16 ranks × 1 thread, inter-node",
+    ]
     assert set(table["statistic"]) == {"median"}
     assert set(table["pricing"]) == {"on-demand"}
     in_eur = cost_table(

@@ -17,6 +17,13 @@ A_SPOT = HourlyPrice(0.3, "USD", "spot", "a.node")
 B = HourlyPrice(3.0, "USD", "on-demand", "b.node")
 
 
+# Placements in the one notation (hpceval.labels).
+P1 = "1 node × 16 ranks × 1 thread, intra-node"
+P16 = "16 nodes × 16 ranks × 1 thread, inter-node"
+P2 = "2 nodes × 16 ranks × 1 thread, inter-node"
+P4 = "4 nodes × 16 ranks × 1 thread, inter-node"
+
+
 def run(
     platform: str,
     nodes: int,
@@ -66,14 +73,14 @@ def labels(candidates: object) -> list[str]:
 def test_fastest_cheapest_and_pareto_front() -> None:
     r = recommend(build_frame(HAND_MADE), CG, prices={"A": A, "B": B})
     assert r.currency == "USD"
-    assert r.fastest is not None and r.fastest.label() == "C (measured) [2x16x1]"
+    assert r.fastest is not None and r.fastest.label() == f"C (measured) [{P2}]"
     assert r.fastest.cost is None
-    assert r.cheapest is not None and r.cheapest.label() == "A (measured) [1x16x1, on-demand]"
+    assert r.cheapest is not None and r.cheapest.label() == f"A (measured) [{P1}, on-demand]"
     assert r.cheapest.cost is not None and r.cheapest.cost.amount == pytest.approx(1.0)
     assert labels(r.pareto) == [
-        "B (measured) [4x16x1, on-demand]",
-        "A (measured) [4x16x1, on-demand]",
-        "A (measured) [1x16x1, on-demand]",
+        "B (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]",
+        "A (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]",
+        "A (measured) [1 node × 16 ranks × 1 thread, intra-node, on-demand]",
     ]
     assert [c.cost.amount for c in r.pareto if c.cost] == pytest.approx(
         [4 * 3.0 * 400 / 3600, 4 * 1.0 * 1000 / 3600, 1.0]
@@ -81,11 +88,11 @@ def test_fastest_cheapest_and_pareto_front() -> None:
     assert r.unpriced == ("C",)
     assert [c.time_s for c in r.candidates] == sorted(c.time_s for c in r.candidates)
     choices = {p.platform: p for p in r.by_platform}
-    assert choices["A"].fastest.label() == "A (measured) [16x16x1, on-demand]"
+    assert choices["A"].fastest.label() == f"A (measured) [{P16}, on-demand]"
     assert choices["A"].cheapest is not None
-    assert choices["A"].cheapest.label() == "A (measured) [1x16x1, on-demand]"
+    assert choices["A"].cheapest.label() == f"A (measured) [{P1}, on-demand]"
     assert choices["B"].cheapest is not None
-    assert choices["B"].cheapest.label() == "B (measured) [4x16x1, on-demand]"
+    assert choices["B"].cheapest.label() == f"B (measured) [{P4}, on-demand]"
     assert choices["C"].cheapest is None
     assert r.within_deadline is None and r.deadline_message == ""
 
@@ -93,10 +100,10 @@ def test_fastest_cheapest_and_pareto_front() -> None:
 @pytest.mark.parametrize(
     ("deadline", "choice"),
     [
-        (5000.0, "A (measured) [1x16x1, on-demand]"),
-        (1200.0, "A (measured) [4x16x1, on-demand]"),
-        (450.0, "B (measured) [4x16x1, on-demand]"),
-        (400.0, "B (measured) [4x16x1, on-demand]"),  # exactly on time counts
+        (5000.0, "A (measured) [1 node × 16 ranks × 1 thread, intra-node, on-demand]"),
+        (1200.0, "A (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]"),
+        (450.0, "B (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]"),
+        (400.0, f"B (measured) [{P4}, on-demand]"),  # exactly on time counts
     ],
 )
 def test_cheapest_within_a_deadline(deadline: float, choice: str) -> None:
@@ -112,7 +119,7 @@ def test_no_configuration_meets_the_deadline() -> None:
     assert r.within_deadline is None
     assert r.deadline_message.startswith(
         "none of the 5 priced configurations meets the 300 s deadline; "
-        "the fastest, C (measured) [2x16x1], takes 250 s"
+        "the fastest, C (measured) [2 nodes × 16 ranks × 1 thread, inter-node], takes 250 s"
     )
     assert "without a price would meet it" in r.deadline_message
     r = recommend(frame, CG, prices={"A": A, "B": B}, deadline_s=100.0)
@@ -123,7 +130,7 @@ def test_no_configuration_meets_the_deadline() -> None:
 def test_pricing_models_and_currencies() -> None:
     frame = build_frame(HAND_MADE)
     r = recommend(frame, CG, prices={"A": [A, A_SPOT], "B": B})
-    assert r.cheapest is not None and r.cheapest.label() == "A (measured) [1x16x1, spot]"
+    assert r.cheapest is not None and r.cheapest.label() == f"A (measured) [{P1}, spot]"
     assert r.cheapest.cost is not None and r.cheapest.cost.amount == pytest.approx(0.3)
     in_eur = recommend(
         frame,
@@ -152,13 +159,13 @@ def test_a_set_of_workloads_runs_on_one_configuration() -> None:
     times = {c.label(): c.time_s for c in r.candidates}
     assert times == pytest.approx(
         {
-            "A (measured) [1x16x1, on-demand]": 5400.0,
-            "A (measured) [4x16x1, on-demand]": 1500.0,
-            "B (measured) [4x16x1, on-demand]": 700.0,
+            "A (measured) [1 node × 16 ranks × 1 thread, intra-node, on-demand]": 5400.0,
+            "A (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]": 1500.0,
+            "B (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]": 700.0,
         }
     )
     assert r.within_deadline is not None
-    assert r.within_deadline.label() == "A (measured) [4x16x1, on-demand]"
+    assert r.within_deadline.label() == f"A (measured) [{P4}, on-demand]"
     assert r.within_deadline.cost is not None
     assert r.within_deadline.cost.amount == pytest.approx(4 * 1.0 * 1500 / 3600)
     with pytest.raises(UserError, match="no measurements of npb"):
@@ -177,8 +184,8 @@ def test_rank_filter_and_origins() -> None:
         frame, Workload("npb", {"kernel": "cg", "class": "C"}, ranks=64), origin="measured"
     )
     assert {c.label() for c in at_64.candidates} == {
-        "A (measured) [4x16x1]",
-        "B (measured) [4x16x1]",
+        "A (measured) [4 nodes × 16 ranks × 1 thread, inter-node]",
+        "B (measured) [4 nodes × 16 ranks × 1 thread, inter-node]",
     }
 
 
@@ -199,18 +206,18 @@ def test_oversubscribed_and_thin_configurations_are_not_recommended() -> None:
         ]
     )
     r = recommend(frame, CG, prices={"A": A, "B": B}, deadline_s=450.0)
-    assert r.fastest is not None and r.fastest.label() == "C (measured) [2x16x1]"
+    assert r.fastest is not None and r.fastest.label() == f"C (measured) [{P2}]"
     assert r.within_deadline is not None
-    assert r.within_deadline.label() == "B (measured) [4x16x1, on-demand]"
+    assert r.within_deadline.label() == f"B (measured) [{P4}, on-demand]"
     reasons = {c.label(): c.excluded for c in r.excluded}
     assert reasons == {
-        "A (measured) [2x16x1 oversubscribed, on-demand]":
+        "A (measured) [2 nodes × 16 ranks × 1 thread, inter-node, oversubscribed, on-demand]":
             "oversubscribed (more ranks than cores; --allow-oversubscribed)",
-        "B (measured) [2x16x1, on-demand]": "too few repetitions (n=2, need ≥3)",
+        f"B (measured) [{P2}, on-demand]": "too few repetitions (n=2, need ≥3)",
     }  # fmt: skip
     assert "2 configuration(s) not eligible" in r.deadline_message
     answer = r.deadline_answer()
-    assert answer["choice"] == "B (measured) [4x16x1, on-demand]"
+    assert answer["choice"] == "B (measured) [4 nodes × 16 ranks × 1 thread, inter-node, on-demand]"
     assert answer["origin"] == "measured" and answer["statistic"] == "median"
     assert answer["time_s"] == pytest.approx(400.0)
     assert answer["cost"] == pytest.approx(4 * 3.0 * 400 / 3600)
@@ -218,11 +225,11 @@ def test_oversubscribed_and_thin_configurations_are_not_recommended() -> None:
     # Asked for: the oversubscribed one is a candidate, and the fastest.
     allowed = recommend(frame, CG, prices={"A": A, "B": B}, allow_oversubscribed=True)
     assert allowed.fastest is not None
-    assert allowed.fastest.label() == "A (measured) [2x16x1 oversubscribed, on-demand]"
+    assert allowed.fastest.label() == f"A (measured) [{P2}, oversubscribed, on-demand]"
     # Fewer repetitions required: B's two repetitions are enough.
     lenient = recommend(frame, CG, prices={"A": A, "B": B},
                         policy=StatisticPolicy(min_repetitions=2))  # fmt: skip
-    assert "B (measured) [2x16x1, on-demand]" in labels(lenient.candidates)
+    assert f"B (measured) [{P2}, on-demand]" in labels(lenient.candidates)
 
 
 def test_recommend_bills_at_the_price_granularity_and_uses_the_statistic() -> None:

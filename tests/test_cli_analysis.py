@@ -43,6 +43,11 @@ on-demand = 1.0
 """
 
 
+# Placements in the one notation (hpceval.labels).
+P1 = "1 node × 16 ranks × 1 thread, intra-node"
+P2 = "2 nodes × 16 ranks × 1 thread, inter-node"
+
+
 def spread(value: float) -> tuple[float, ...]:
     return (value * 0.99, value, value * 1.01)
 
@@ -213,7 +218,10 @@ def test_cost_with_platform_and_catalog_prices(db: str, catalog: str, tmp_path: 
     assert len(json.loads(out_json.read_text())) == 6
     assert "0.125" in r.output  # vm on-demand, 1 node
     assert "USD per GOPS-hour" in r.output and "time s (median)" in r.output
-    assert {row["placement"] for row in rows} == {"1×16×1", "2×16×1"}
+    assert {row["placement"] for row in rows} == {
+        "1 node × 16 ranks × 1 thread, intra-node",
+        "2 nodes × 16 ranks × 1 thread, inter-node",
+    }
     assert {row["billing"] for row in rows} == {"per-second"}
     assert {row["repetitions"] for row in rows} == {"3"}
 
@@ -267,17 +275,17 @@ def test_recommend_fastest_cheapest_pareto_and_deadline(db: str, tmp_path: Path)
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].startswith("statistic: median")
-    assert "fastest:  bare (measured) [2x16x1, on-demand]: 60 s [" in lines[2]
+    assert f"fastest:  bare (measured) [{P2}, on-demand]: 60 s [" in lines[2]
     assert "(3 reps), 0.03333 USD" in lines[2]
-    assert "cheapest: bare (measured) [1x16x1, on-demand]: 100 s [" in lines[3]
-    assert "deadline: bare (measured) [2x16x1, on-demand] meets the 80 s deadline" in lines[4]
+    assert f"cheapest: bare (measured) [{P1}, on-demand]: 100 s [" in lines[3]
+    assert f"deadline: bare (measured) [{P2}, on-demand] meets the 80 s deadline" in lines[4]
     assert "without a price: vm" in r.output
     rows = read_csv(out_csv)
     assert [row["configuration"] for row in rows] == [
-        "bare (measured) [2x16x1, on-demand]",
-        "vm (measured) [2x16x1]",
-        "bare (measured) [1x16x1, on-demand]",
-        "vm (measured) [1x16x1]",
+        "bare (measured) [2 nodes × 16 ranks × 1 thread, inter-node, on-demand]",
+        "vm (measured) [2 nodes × 16 ranks × 1 thread, inter-node]",
+        "bare (measured) [1 node × 16 ranks × 1 thread, intra-node, on-demand]",
+        "vm (measured) [1 node × 16 ranks × 1 thread, intra-node]",
     ]
     assert {row["statistic"] for row in rows} == {"median"}
     assert [row["pareto"] for row in rows] == ["True", "False", "True", "False"]
@@ -289,10 +297,10 @@ def test_recommend_with_catalog_ranks_and_no_deadline_met(db: str, catalog: str)
     r = invoke("recommend", "-w", "CG.c:32", "--db", db, "--catalog", catalog, "--deadline", "10")
     assert r.exit_code == 0, r.output
     assert "workload npb(kernel=cg, class=C, ranks=32)" in r.output
-    assert "fastest:  bare (measured) [2x16x1, on-demand]: 60 s" in r.output
-    assert "cheapest: bare (measured) [2x16x1, on-demand]" in r.output
+    assert f"fastest:  bare (measured) [{P2}, on-demand]: 60 s" in r.output
+    assert f"cheapest: bare (measured) [{P2}, on-demand]" in r.output
     assert "deadline: none meets it: none of the 3 priced configurations" in r.output
-    assert "vm (measured) [2x16x1, spot]" in r.output
+    assert "vm (measured) [2 nodes × 16 ranks × 1 thread, inter-node, spot]" in r.output
 
 
 def test_recommend_errors(db: str) -> None:

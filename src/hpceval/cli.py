@@ -42,7 +42,6 @@ app = typer.Typer(
 out = console()
 
 
-
 @app.command()
 @user_errors
 def run(
@@ -85,7 +84,10 @@ def run(
     else:
         platform_loaded = load_platform(platform)
         suite_loaded = load_suite(suite)
-        cases = plan_cases(suite_loaded, platform_loaded.config)
+        left_out: list[str] = []
+        cases = plan_cases(suite_loaded, platform_loaded.config, left_out)
+        for line in left_out:
+            err.print(line, style="yellow", highlight=False, markup=False)
         prepared = prepare_run(platform_loaded.config, cases)
         store = open_store(db)
     launcher = prepared.launcher
@@ -102,7 +104,9 @@ def run(
                 )
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-                run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                run_id = start_new_run(
+                    prepared, store, suite_loaded, platform_loaded, cases, note="; ".join(left_out)
+                )
                 err.print(
                     f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
                     f"{platform_loaded.config.name!r}: {len(cases)} cases, "
@@ -183,6 +187,8 @@ def show(
     head = Table.grid(padding=(0, 2))
     head.add_row("run", f"{row.id} ({row.status})")
     head.add_row("suite / platform", f"{row.suite_name} / {row.platform_name}")
+    if row.note:
+        head.add_row("note", row.note)
     head.add_row("statistic", policy.describe().split(";")[0].removeprefix("statistic: "))
     for key, value in summarize(facts):
         head.add_row(key, value)

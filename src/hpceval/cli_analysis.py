@@ -57,8 +57,6 @@ JsonOption = Annotated[
 ]
 
 
-
-
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
     """Add compare and fit to `app` (cost and recommend: hpceval.cli_cost); they print their
     tables on `out`."""
@@ -173,16 +171,27 @@ def compare_command(
     top: Annotated[
         int, typer.Option("--top", min=0, help="Significant differences to show.")
     ] = TOP_DEFAULT,
+    placement: Annotated[
+        str,
+        typer.Option(
+            "--placement",
+            help="Which placements are paired: default (each platform as a user would run "
+            "it), best (each platform's best measured placement), same (like for like).",
+        ),
+    ] = "default",
     csv: CsvOption = None,
     json: JsonOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
-    """Compare platforms with a baseline: ratios with confidence intervals, verdicts and
-    overhead summaries per category."""
+    """Compare platforms with a baseline by workload: ratios with confidence intervals,
+    verdicts and overhead summaries per category."""
     from hpceval.analysis.compare import compare
+    from hpceval.analysis.matching import MODE_QUESTIONS, parse_mode
 
+    mode = parse_mode(placement)
     policy = policy_option(statistic, min_repetitions)
     frame = _load(db, benchmark=benchmark, metric=metric, cache=not no_cache)
+    context = _platform_context(db)
     result = compare(
         frame,
         baseline,
@@ -190,6 +199,8 @@ def compare_command(
         baseline_origin=origin_option(baseline_origin),
         allow_mixed_origins=allow_mixed_origins,
         policy=policy,
+        placement=mode,
+        platform_configs=context.configs,
     )
     out = _Consoles.out
     table = result.table
@@ -200,9 +211,9 @@ def compare_command(
         )
     out.print(policy.describe(), highlight=False)
     summary = Table(
-        title=f"overhead against {baseline} ({result.baseline_origin.value}): geometric mean "
-        f"of the {policy.statistic} performance ratio (> 1: better than the baseline), "
-        f"CIs by {result.method}",
+        title=f"overhead against {baseline} ({result.baseline_origin.value}), "
+        f"{MODE_QUESTIONS[mode]}: geometric mean of the {policy.statistic} performance ratio "
+        f"(> 1: better than the baseline), CIs by {result.method}",
         title_justify="left",
     )
     for col in ("platform", "category", "points", "geomean", "overhead", "GSD", "min", "max"):
@@ -228,11 +239,13 @@ def compare_command(
         )
     out.print(summary)
 
+    # Placements (platform / baseline) by a short key in the tables, spelled out below them.
+    where: dict[str, int] = {}
     verdict = table["verdict"].astype(object).to_numpy()
     significant = table.loc[(verdict == "faster") | (verdict == "slower")]
     if len(significant) and top:
         out.print(_largest(significant, top, "significant differences", policy.statistic,
-                           result.parameters))  # fmt: skip
+                           result.parameters, where))  # fmt: skip
     else:
         out.print("no significant difference at any point", highlight=False)
     too_few = table.loc[verdict == "too few repetitions"]
@@ -240,15 +253,22 @@ def compare_command(
         what = (f"no verdict, too few repetitions (need ≥{policy.min_repetitions} per side; "
                 "--min-repetitions)")  # fmt: skip
         out.print(_largest(too_few, top or len(too_few), what, policy.statistic,
-                           result.parameters))  # fmt: skip
-    for name, count in sorted(result.unmatched.items()):
-        if count:
-            out.print(f"{name}: {count} point(s) without a baseline counterpart", highlight=False)
+                           result.parameters, where))  # fmt: skip
+    for label, key in where.items():
+        out.print(f"[{key}] {label}", highlight=False, markup=False)
+    _print_unmatched(result.unmatched_points)
+    for line in context.caveat_lines([*result.platforms, baseline]):
+        out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
     _export(table, csv, json)
 
 
 def _largest(
-    rows: pd.DataFrame, top: int, what: str, statistic: str, parameters: Sequence[str]
+    rows: pd.DataFrame,
+    top: int,
+    what: str,
+    statistic: str,
+    parameters: Sequence[str],
+    where: dict[str, int],
 ) -> Table:
     """The `top` rows of a comparison table farthest from a ratio of 1, as a table."""
     strength = np.abs(np.log(rows["performance"].to_numpy(dtype=np.float64)))
@@ -256,32 +276,72 @@ def _largest(
     table = Table(title=f"{what}: {len(chosen)} largest of {len(rows)}", title_justify="left")
     _point_columns(table, statistic)
     for record in chosen.to_dict("records"):
-        _point_row(table, {str(k): v for k, v in record.items()}, parameters)
+        _point_row(table, {str(k): v for k, v in record.items()}, parameters, where)
     return table
 
 
+UNMATCHED_SHOWN = 40
+
+
+def _print_unmatched(listed: pd.DataFrame) -> None:
+    """The points without counterpart, with the reason (the first UNMATCHED_SHOWN)."""
+    if listed.empty:
+        return
+    t = Table(title=f"{len(listed)} point(s) without counterpart", title_justify="left")
+    columns = ("platform", "side", "benchmark", "metric", "workload", "placement", "reason")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for record in listed.head(UNMATCHED_SHOWN).to_dict("records"):
+        t.add_row(*(str(record[c]) for c in columns))
+    _Consoles.out.print(t)
+    if len(listed) > UNMATCHED_SHOWN:
+        _Consoles.out.print(f"... and {len(listed) - UNMATCHED_SHOWN} more", highlight=False)
+
+
+def _workload(parameters: Sequence[str]) -> list[str]:
+    """The parameters that say what was computed (the placement has its own column)."""
+    from hpceval.labels import PLACEMENT_FACETS
+
+    return [p for p in parameters if p.removeprefix("parameter.") not in PLACEMENT_FACETS]
+
+
+def _platform_context(db: str | None) -> Any:
+    """The platform files and caveats of the database's runs (analysis.platforms)."""
+    from hpceval.analysis.platforms import platform_context
+    from hpceval.store import open_store
+
+    with open_store(db, create=False, read_only=True) as store:
+        return platform_context(store)
+
+
 def _point_columns(table: Table, statistic: str) -> None:
+    # Key numbers first; the placements last (long: folded, never pushing numbers away).
     for col in ("platform", "benchmark", "metric", "point", statistic, f"baseline {statistic}",
                 "ratio", "CI", "reps", "verdict"):  # fmt: skip
         left = col in ("platform", "benchmark", "metric", "point", "verdict")
         table.add_column(col, justify="left" if left else "right")
+    table.add_column("where", justify="right")
 
 
-def _point_row(table: Table, record: Mapping[str, Any], parameters: Sequence[str]) -> None:
+def _point_row(
+    table: Table, record: Mapping[str, Any], parameters: Sequence[str], where: dict[str, int]
+) -> None:
     """One compared point: both sides' values, the ratio with its interval (and over what
     it was resampled), the repetitions on each side, the verdict."""
     over = "" if str(record["ci_over"]) in ("", "repetitions") else " (within-run)"
+    placements = f"{record['placement']} / {record['baseline_placement']}"
     table.add_row(
         f"{record['platform']} ({record['origin']})",
         str(record["benchmark"]),
         str(record["metric"]),
-        _parameters(record, parameters),
+        _parameters(record, _workload(parameters)),
         _num(record["value"]),
         _num(record["baseline_value"]),
         _num(record["ratio"]),
         f"[{_num(record['ratio_low'])}, {_num(record['ratio_high'])}]{over}",
         f"{record['repetitions']}/{record['baseline_repetitions']}",
         str(record["verdict"]),
+        f"[{where.setdefault(placements, len(where) + 1)}]",
     )
 
 

@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,12 @@ from hpceval.analysis.frame import (
     point_columns,
     present,
 )
+from hpceval.analysis.matching import (
+    UNMATCHED_COLUMNS,
+    PlacementMode,
+    match_groups,
+    parse_mode,
+)
 from hpceval.analysis.policy import StatisticPolicy, summarize_groups
 from hpceval.analysis.ratios import (
     DEFAULT_RESAMPLES,
@@ -79,8 +85,12 @@ from hpceval.analysis.ratios import (
 from hpceval.catalog import SUMMARY_METRICS as SUMMARY_METRICS  # the report reads it here
 from hpceval.catalog import BenchmarkCategory, declaration
 from hpceval.errors import UserError
+from hpceval.labels import PLACEMENT_FACETS, placement_label
 from hpceval.model import Origin, ParamValue
 from hpceval.patterns import COLLECTIVES
+
+if TYPE_CHECKING:  # the CLI starts without pydantic (tests/test_cli.py)
+    from hpceval.config import PlatformConfig
 
 
 class Category(StrEnum):
@@ -208,6 +218,11 @@ class Comparison:
     unmatched: Mapping[str, int]
     baseline_only: Mapping[str, int]
     summaries: tuple[CategorySummary, ...]
+    placement_mode: PlacementMode = PlacementMode.DEFAULT
+    # One row per point without counterpart, with the reason (matching.UNMATCHED_COLUMNS).
+    unmatched_points: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(UNMATCHED_COLUMNS))
+    )
 
     @property
     def confidence(self) -> float:
@@ -236,11 +251,16 @@ def compare(
     method: CiMethod = "auto",
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    placement: PlacementMode | str = PlacementMode.DEFAULT,
+    platform_configs: Mapping[str, PlatformConfig] | None = None,
 ) -> Comparison:
     """Compare `platforms` (default: every other platform of the frame) with `baseline`,
-    under the statistics `policy` (default: median, verdicts from 3 repetitions)."""
+    under the statistics `policy` (default: median, verdicts from 3 repetitions), pairing
+    their points by workload as `placement` says (hpceval.analysis.matching; the default
+    placements come from `platform_configs`, the platform files of the runs)."""
     check_frame(frame)
     policy = policy or StatisticPolicy()
+    mode = placement if isinstance(placement, PlacementMode) else parse_mode(placement)
     if resamples < 100:
         raise ValueError(f"resamples {resamples} is too few for a percentile interval")
     names = sorted(str(p) for p in frame["platform"].unique())
@@ -306,29 +326,35 @@ def compare(
     pooled = summarize_groups(sub, rows, first.astype(np.int64), ["platform", "origin", *pcols],
                               policy)  # fmt: skip
     g_side = side_code[first]
-    g_point = point_code[first]
 
-    is_base = g_side == base_side
-    base_of_point = np.full(max(n_points, 1), -1, dtype=np.int64)
-    base_of_point[g_point[is_base]] = np.flatnonzero(is_base)
-    others = np.flatnonzero(~is_base)
-    partner = base_of_point[g_point[others]]
-    matched = partner >= 0
-    unmatched: dict[str, int] = {}
-    baseline_only: dict[str, int] = {}
-    n_base = int(is_base.sum())
-    for s in compared:
-        name = side_platform[s] + (
-            f" ({side_origin[s]})" if side_origin[s] != b_origin.value else ""
-        )
-        in_side = g_side[others] == s
-        unmatched[name] = int((in_side & ~matched).sum())
-        baseline_only[name] = n_base - int((in_side & matched).sum())
-    ga = others[matched]
-    gb = partner[matched]
+    side_labels = [
+        side_platform[i] + (f" ({side_origin[i]})" if side_origin[i] != b_origin.value else "")
+        for i in range(len(side_first))
+    ]
+    matched = match_groups(
+        pooled.keys,
+        pooled.value,
+        pooled.samples,
+        g_side,
+        base_side,
+        compared,
+        side_labels,
+        side_platform,
+        mode,
+        platform_configs or {},
+    )
+    ga, gb = matched.platform_groups, matched.baseline_groups
+    unpaired = matched.unmatched
+
+    def count_listed(s: int, side: str) -> int:
+        return int(((unpaired["platform"] == side_labels[s]) & (unpaired["side"] == side)).sum())
+
+    unmatched = {side_labels[s]: count_listed(s, "platform") for s in compared}
+    baseline_only = {side_labels[s]: count_listed(s, "baseline") for s in compared}
 
     table, used = ratio_columns(pooled, ga, gb, policy, method, resamples, seed)
     keys = pooled.keys.iloc[ga].reset_index(drop=True)
+    base_keys = pooled.keys.iloc[gb].reset_index(drop=True)
     columns: dict[str, Any] = {
         "platform": _categorical(keys["platform"]),
         "origin": _categorical(keys["origin"]),
@@ -345,6 +371,8 @@ def compare(
         columns[f"parameter.{column}" if column in taken else column] = keys[column]
     params = tuple(f"parameter.{c}" if c in taken else c for c in params)
     columns.update(table)
+    columns["placement"] = _labels(keys)
+    columns["baseline_placement"] = _labels(base_keys)
     out = pd.DataFrame(columns)
     summaries = summarize(out, baseline=baseline)
     return Comparison(
@@ -360,6 +388,8 @@ def compare(
         unmatched=unmatched,
         baseline_only=baseline_only,
         summaries=summaries,
+        placement_mode=mode,
+        unmatched_points=unpaired,
     )
 
 
@@ -446,23 +476,46 @@ def _is_in(table: pd.DataFrame, column: str, values: Collection[str]) -> npt.NDA
     return np.asarray(series.isin(list(values)).to_numpy(), dtype=bool)
 
 
+def _labels(keys: pd.DataFrame) -> pd.Categorical[Any]:
+    """The placement label of each row (hpceval.labels), computed once per distinct one."""
+    facets = [c for c in ("ranks", "threads_per_rank", *PLACEMENT_FACETS) if c in keys.columns]
+    if not facets or keys.empty:
+        return pd.Categorical([""] * len(keys))
+    codes, first = group_codes(keys, facets)
+    names = [placement_label(_record(keys, int(i), facets)) for i in first]
+    return pd.Categorical(np.asarray(names, dtype=object)[codes])
+
+
+def _record(keys: pd.DataFrame, row: int, columns: Sequence[str]) -> dict[str, Any]:
+    return {c: keys[c].iloc[row] for c in columns}
+
+
 def _categorical(series: pd.Series[Any]) -> pd.Categorical:
     if isinstance(series.dtype, pd.CategoricalDtype):
         return pd.Categorical(series).remove_unused_categories()
     return pd.Categorical(series.astype(object))
 
 
-def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
-    """Overhead summaries of a comparison table per platform, origin and category."""
-    if table.empty:
-        return ()
+def summarized_rows(table: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """The rows of a comparison table that overhead summaries use: one metric per kind of
+    measurement (SUMMARY_METRICS) and a positive, finite performance."""
     bench = table["benchmark"].astype(object).to_numpy()
     metric = table["metric"].astype(object).to_numpy()
     use = np.ones(len(table), dtype=bool)
     for name, metrics in SUMMARY_METRICS.items():
         use &= (bench != name) | np.isin(metric, list(metrics))
     perf = table["performance"].to_numpy(dtype=np.float64)
-    use &= np.isfinite(perf) & (perf > 0)
+    out: npt.NDArray[np.bool_] = use & np.isfinite(perf) & (perf > 0)
+    return out
+
+
+def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
+    """Overhead summaries of a comparison table per platform, origin and category."""
+    if table.empty:
+        return ()
+    use = summarized_rows(table)
+    perf = table["performance"].to_numpy(dtype=np.float64)
+    metric = table["metric"].astype(object).to_numpy()
     by = ["platform", "origin", "baseline_origin", "category"]
     part = table.loc[use, by].reset_index(drop=True)
     if part.empty:

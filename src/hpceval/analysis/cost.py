@@ -78,6 +78,7 @@ from hpceval.analysis.prices import (
     shipped_catalogs as shipped_catalogs,
 )
 from hpceval.errors import UserError
+from hpceval.labels import PLACEMENT_PARAMETERS, placement_label
 from hpceval.store import Store
 
 # --------------------------------------------------------------------------- metrics
@@ -175,27 +176,14 @@ class CostTable:
 
 
 def placement_labels(keys: pd.DataFrame) -> list[str]:
-    """A short placement string per row: nodes×ranks per node×threads, binding, and
-    "oversubscribed" where more ranks ran than cores."""
-    nodes = numeric(keys, "nodes")
-    per_node = numeric(keys, "ranks_per_node")
-    threads = numeric(keys, "threads_per_rank")
-    binding = keys["binding"].astype(object).to_numpy() if "binding" in keys else None
-    over = keys["oversubscribed"].astype(object).to_numpy() if "oversubscribed" in keys else None
-    out = []
-    for i in range(len(keys)):
-        parts = [_whole(nodes[i]), _whole(per_node[i]), _whole(threads[i], "1")]
-        label = "×".join(parts)
-        if binding is not None and isinstance(binding[i], str):
-            label += f" {binding[i]}"
-        if over is not None and over[i] is True:
-            label += " oversubscribed"
-        out.append(label)
-    return out
-
-
-def _whole(v: float, missing: str = "?") -> str:
-    return missing if math.isnan(v) else str(int(v))
+    """The placement of each row in the one notation (hpceval.labels), once per distinct
+    placement."""
+    columns = [c for c in sorted(PLACEMENT_PARAMETERS) if c in keys.columns]
+    if not columns or keys.empty:
+        return [""] * len(keys)
+    codes, first = group_codes(keys, columns)
+    names = [placement_label({c: keys[c].iloc[int(i)] for c in columns}) for i in first]
+    return [names[int(c)] for c in codes]
 
 
 def cost_table(

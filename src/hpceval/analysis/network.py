@@ -53,6 +53,7 @@ from hpceval.analysis.frame import (
     select,
 )
 from hpceval.analysis.policy import StatisticPolicy, summarize_groups
+from hpceval.labels import described
 from hpceval.model import Origin, ParamValue
 
 DEFAULT_PATTERNS: Final[tuple[str, ...]] = ("pingpong",)
@@ -155,7 +156,7 @@ class HockneyFit:
         base = {
             "platform": self.platform,
             "origin": self.origin.value,
-            "placement": " ".join(f"{k}={v}" for k, v in self.placement.items()),
+            "placement": described(self.placement),
         }
         return [
             {
@@ -188,7 +189,7 @@ class HockneyFit:
         return {
             "platform": self.platform,
             "origin": self.origin.value,
-            "placement": " ".join(f"{k}={v}" for k, v in self.placement.items()),
+            "placement": described(self.placement),
             "alpha_us": self.alpha_us,
             "beta_mb_s": self.beta_mb_s,
             "n_half_bytes": self.n_half_bytes,

@@ -46,6 +46,7 @@ from hpceval.analysis.cost import ExchangeRates, HourlyPrice, Money, PriceMap, c
 from hpceval.analysis.frame import group_codes, point_columns, select
 from hpceval.analysis.policy import StatisticPolicy, summarize_groups
 from hpceval.errors import UserError
+from hpceval.labels import described
 from hpceval.model import Origin, ParamValue
 
 ConfigKey = tuple[str, str, tuple[tuple[str, ParamValue], ...]]
@@ -89,13 +90,7 @@ class Candidate:
         return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
     def label(self) -> str:
-        c = self.configuration
-        if {"nodes", "ranks_per_node"} <= c.keys():
-            place = f"{c['nodes']}x{c['ranks_per_node']}x{c.get('threads_per_rank', 1)}"
-        else:
-            place = ", ".join(f"{k}={v}" for k, v in c.items())
-        if c.get("oversubscribed"):
-            place += " oversubscribed"
+        place = described(self.configuration)
         priced = f", {self.price.pricing}" if self.price else ""
         return f"{self.platform} ({self.origin.value}) [{place}{priced}]"
 

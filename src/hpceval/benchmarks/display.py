@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from hpceval import labels
 from hpceval.model import Measurement, ParamValue
 from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, summary_value
 from hpceval.units import HIGHER_IS_BETTER
@@ -34,14 +35,8 @@ def format_ci(m: Measurement) -> str:
 
 
 def placement_label(m: Measurement) -> str:
-    """`2×4 ranks ×2 threads`: nodes × ranks per node, threads per rank when not 1."""
-    p = m.parameters
-    label = f"{p.get('nodes')}×{p.get('ranks_per_node')} ranks"
-    if p.get("threads_per_rank", 1) != 1:
-        label += f" ×{p.get('threads_per_rank')} threads"
-    if p.get("oversubscribed"):
-        label += ", oversubscribed"
-    return label
+    """Where the measurement ran, in the one placement notation (hpceval.labels)."""
+    return labels.placement_label(m.parameters)
 
 
 def best(values: Sequence[float], unit: str) -> float:

@@ -36,9 +36,10 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
     def order(key: tuple[str, str, str]) -> tuple[int, str, str]:
         return (PATTERNS.index(key[0]) if key[0] in PATTERNS else len(PATTERNS), key[1], key[2])
 
-    for (pattern, pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
+    for (pattern, _pair, placement), by_size in sorted(groups.items(), key=lambda kv: order(kv[0])):
         kind = "HPCC ring" if pattern in RINGS else "point-to-point"
-        title = f"{pattern} ({kind}{', ' + pair if pair else ''}, {placement})"
+        # The placement notation names the pair kind (intra-node, inter-node) itself.
+        title = f"{pattern} ({kind}, {placement})"
         statistic = DISPLAY_STATISTIC.get()
         t = Table(title=title, title_justify="left", min_width=70)
         t.add_column("size", justify="right")
@@ -76,25 +77,25 @@ def collective_tables(measurements: Sequence[Measurement]) -> list[Table]:
         pattern = str(m.parameters.get("pattern"))
         if m.benchmark != "mpibench" or pattern not in COLLECTIVES or m.metric != "time":
             continue
-        column = f"{m.parameters['ranks']} ranks"
-        if m.parameters.get("oversubscribed"):
-            column += "*"
+        # One column per placement (not per rank count: 4 ranks on 4 nodes and on one are
+        # different measurements), in the one notation.
+        column = placement_label(m)
         groups[pattern][int(m.parameters["size"])][column] = m
     tables = []
     for pattern in sorted(groups, key=PATTERNS.index):
         by_size = groups[pattern]
         columns = sorted(
-            {c for row in by_size.values() for c in row}, key=lambda c: int(c.split()[0])
+            {c for row in by_size.values() for c in row}, key=lambda c: (_ranks_of(c), c)
         )
         t = Table(
             title=f"{pattern} (collective, t_max µs, {DISPLAY_STATISTIC.get()}; "
-            "± the mean's 95% CI; * = oversubscribed)",
+            "± the mean's 95% CI)",
             title_justify="left",
             min_width=70,
         )
         t.add_column("size", justify="right")
         for c in columns:
-            t.add_column(c, justify="right")
+            t.add_column(c, justify="right", overflow="fold")
         for size in sorted(by_size):
             row = [format_bytes(size, exact=True)]
             for c in columns:
@@ -131,3 +132,9 @@ def smallest_and_best(ms: Sequence[Measurement]) -> str:
         at = format_bytes(int(bws[best].parameters["size"]), exact=True)
         parts.append(f"{statistic} bandwidth up to {format_value(values[best])} MB/s @ {at}")
     return "; ".join(parts)
+
+
+def _ranks_of(label: str) -> int:
+    """The rank count of a placement label (`2 nodes × 2 ranks × ...`: 4), for ordering."""
+    numbers = [int(word) for word in label.replace(",", " ").split() if word.isdigit()]
+    return numbers[0] * numbers[1] if len(numbers) >= 2 else numbers[0] if numbers else 0

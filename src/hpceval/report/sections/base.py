@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
+from hpceval import labels
 from hpceval.analysis.cost import ExchangeRates, HourlyPrice
 from hpceval.analysis.frame import IntArray, point_columns, pool
 from hpceval.analysis.policy import StatisticPolicy, summarize_groups
+from hpceval.config import PlatformConfig
 from hpceval.report.figures import (
     Line,
     RenderedFigure,
@@ -48,6 +50,8 @@ class Section:
     tables: list[ReportTable] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     empty: str = ""
+    # What qualifies the results shown (emulation limits, projections), set by the builder.
+    caveats: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ class Context:
     # the baseline is compared in (--baseline-origin; None: measured where it has such data).
     policy: StatisticPolicy = field(default_factory=StatisticPolicy)
     baseline_origin: str | None = None
+    # The platform files of the runs (default placements) and each platform's caveats
+    # (hpceval.analysis.platforms): emulation limits, projections.
+    platform_configs: Mapping[str, PlatformConfig] = field(default_factory=dict)
+    caveats: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def points(self, where: Callable[[pd.DataFrame], pd.Series[bool]]) -> pd.DataFrame:
         """The pooled points (`pooled_points`) for which `where` holds.
@@ -177,26 +185,9 @@ def plain(v: Any) -> Any:
 
 
 def placement_label(record: Mapping[str, Any], columns: Sequence[str]) -> str:
-    """A short description of a series' parameters: 2×4 (nodes × ranks per node), threads,
-    binding other than core, oversubscription, then any other parameter as name=value."""
-    values = {c: plain(record.get(c)) for c in columns}
-    parts: list[str] = []
-    nodes, rpn, ranks = values.pop("nodes", None), values.pop("ranks_per_node", None), None
-    ranks = values.pop("ranks", None)
-    if nodes is not None and rpn is not None:
-        parts.append(f"{nodes}×{rpn}")
-    elif ranks is not None:
-        parts.append(f"{ranks} ranks")
-    threads = values.pop("threads_per_rank", None)
-    if threads not in (None, 1):
-        parts.append(f"{threads} threads")
-    binding = values.pop("binding", None)
-    if binding not in (None, "core"):
-        parts.append(f"bind {binding}")
-    if values.pop("oversubscribed", None):
-        parts.append("oversubscribed")
-    parts.extend(f"{k}={v}" for k, v in values.items() if v is not None)
-    return " ".join(str(p) for p in parts)
+    """A short description of a series' parameters: the placement in the report's one
+    notation (hpceval.labels), then any other parameter as name=value."""
+    return labels.described({c: plain(record.get(c)) for c in columns})
 
 
 def series_of(

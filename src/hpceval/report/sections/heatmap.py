@@ -56,7 +56,10 @@ def heatmap_section(ctx: Context) -> Section:
         "(> 1: better; time and latency inverted). Bold with * : most of its points differ "
         "significantly (95 % confidence interval of the ratio from the raw samples) in the "
         "direction shown; grey italic: not significant. Columns of emulated or simulated data "
-        "say so; they are compared with the baseline's own origin, never pooled with it.",
+        "say so; they are compared with the baseline's own origin, never pooled with it. Points "
+        "are paired by workload (benchmark, size or class, rank count), each platform at its "
+        "default placement, as a user would run it: a cluster's inter-node points face the "
+        "baseline's single-node ones (compare --placement, docs/compare.md).",
     )
     if ctx.baseline is None:
         section.empty = "No baseline: give --baseline PLATFORM to compare the platforms with it."
@@ -81,6 +84,7 @@ def heatmap_section(ctx: Context) -> Section:
         baseline_origin=base_origin,
         allow_mixed_origins=True,
         policy=ctx.policy,
+        platform_configs=ctx.platform_configs,
     )
     table = result.table
     if table.empty:
@@ -217,6 +221,14 @@ def heatmap_section(ctx: Context) -> Section:
             "comparison", "Every compared point (the heat map's metrics)", table, show=False
         )
     )
+    if not result.unmatched_points.empty:
+        section.tables.append(
+            ReportTable(
+                "without_counterpart",
+                "Points without counterpart, and why",
+                result.unmatched_points,
+            )
+        )
     return section
 
 
