@@ -409,3 +409,27 @@ def test_a_schema_3_database_gains_the_study_tables(tmp_path: Path) -> None:
         assert store.upgraded_from == 3
         study_id = store.create_study("x", {}, "local", {"platforms": ["local"]})
         assert [s.id for s in store.studies("x")] == [study_id]
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not have_mpi(), reason="needs mpicc and mpirun")
+def test_an_interrupted_study_resumes_its_run(tmp_path: Path) -> None:
+    recipe = write(tmp_path / "tiny.toml", TINY)
+    db = str(tmp_path / "r.db")
+    assert runner.invoke(app, ["study", "run", str(recipe), "--db", db]).exit_code == 0
+    with open_store(db) as store:
+        (study,) = store.studies("tiny")
+        (link,) = store.study_runs(study.id)
+        # As if killed half-way: one point's measurements gone, the run and study interrupted.
+        with sqlite3.connect(tmp_path / "r.db") as conn:
+            conn.execute("DELETE FROM measurements WHERE point_key LIKE '%65536%'")
+            conn.execute("UPDATE run_cases SET status = 'pending'")
+            conn.execute("UPDATE runs SET status = 'interrupted'")
+            conn.execute("UPDATE studies SET status = 'interrupted'")
+    result = runner.invoke(app, ["study", "run", str(recipe), "--resume", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert f"resuming study {study.id}" in result.output and "1 points left" in result.output
+    with open_store(db) as store:
+        assert store.study(study.id).status == "completed"
+        sizes = {sm.measurement.parameters["size"] for sm in store.measurements(link.run_id)}
+        assert sizes == {8, 65536}
