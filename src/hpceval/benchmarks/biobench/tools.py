@@ -50,11 +50,11 @@ CLUSTALW = Tool(
 )  # fmt: skip
 HMMER = Tool(
     "hmmsearch", package="hmmer", needed_for="the BioBench HMMER case (sequences/s)",
-    package_words="HMMER 3 (hmmbuild, hmmsearch)", version_args=("-h",),
+    package_words="HMMER 3 (hmmbuild, hmmsearch)", version_args=None,
 )  # fmt: skip
 MUMMER = Tool(
     "nucmer", package="mummer", needed_for="the BioBench MUMmer case (Mbases/s)",
-    package_words="MUMmer 3 (nucmer, show-coords)", version_args=("--version",),
+    package_words="MUMmer 3 (nucmer, show-coords)", version_args=None,
 )  # fmt: skip
 VELVET = Tool(
     "velveth", package="velvet", needed_for="the BioBench Velvet case (Mbases/s)",
