@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from hpceval.benchmarks import get_benchmark
-from hpceval.benchmarks.milc import input_file, milc_point
+from hpceval.benchmarks.milc import input_file, milc_layout, milc_point
 from hpceval.benchmarks.milc.output import check_milc_output, parse_milc_output
 from hpceval.config import PlatformConfig
-from hpceval.errors import BenchmarkFailure
+from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.store import open_store
 
 from .cli_helpers import invoke, one_line_error
@@ -91,6 +91,18 @@ def test_input_file_is_the_cases(tmp_path: Path) -> None:
             assert mine[key] == "", key
 
 
+def test_layout_is_milcs_and_impossible_ones_are_refused(tmp_path: Path) -> None:
+    # The captured runs' "ON EACH NODE (RANK)" lines.
+    assert milc_layout((8, 8, 8, 8), 1) == parse_milc_output(ONE).local
+    assert milc_layout((8, 8, 8, 8), 2) == parse_milc_output(TWO).local
+    assert milc_layout((8, 8, 8, 8), 4) == (4, 4, 8, 8)
+    options = {"source": str(fake_tree(tmp_path / "milc")), "lattice": ["4"], "ranks": [2]}
+    with pytest.raises(UserError, match="Naik hop needs every local extent >= 4"):
+        entry_cases(get_benchmark("milc"), options, PLATFORM)
+    with pytest.raises(UserError, match="not enough factors of 3"):
+        milc_layout((8, 8, 8, 8), 3)
+
+
 def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
     bench = get_benchmark("milc")
     with pytest.raises(ValueError, match="not a directory"):
@@ -112,8 +124,8 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
 )
 def test_recipe_builds_and_runs_su3_rmd(tmp_path: Path) -> None:
     suite = write(tmp_path / "s.toml", 'name = "s"\ndescription = "d"\n[[benchmark]]\n'
-                  f'name = "milc"\nsource = "{MILC_SOURCE}"\nlattice = ["4"]\n'
-                  "ranks = [1, 2]\ntrajectories = 1\n")  # fmt: skip
+                  f'name = "milc"\nsource = "{MILC_SOURCE}"\nlattice = ["8"]\n'
+                  "ranks = [1, 2]\ntrajectories = 1\nsteps = 2\ntime_limit_s = 900\n")  # fmt: skip
     db = str(tmp_path / "r.db")
     result = invoke("run", "--suite", str(suite), "--db", db)
     assert result.exit_code == 0, result.output

@@ -41,12 +41,12 @@ from hpceval.benchmarks.common import (
     single_run_measurements,
 )
 from hpceval.benchmarks.display import application_headline, application_table
-from hpceval.benchmarks.lqcd.decomposition import decompose, lattice_label, parse_lattice
+from hpceval.benchmarks.lqcd.decomposition import lattice_label, parse_lattice
 from hpceval.benchmarks.lqcd.output import ITERATIONS_PER_SECOND
 from hpceval.benchmarks.milc.output import check_milc_output, parse_milc_output
 from hpceval.build import BUILD_TIMEOUT_S, cache_root
 from hpceval.config import PlatformConfig
-from hpceval.errors import BenchmarkFailure
+from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
 from hpceval.units import SECOND
 
@@ -64,12 +64,12 @@ MAKE_VARIABLES: Final = (
 # A tree is MILC's when it has these.
 MARKERS: Final = ("Makefile", "ks_imp_dyn/Make_template", "generic_ks", "libraries")
 RECIPE_VERSION: Final = "1"  # bump when MAKE_VARIABLES change: the build cache is keyed by it
-SECONDS_PER_SITE_STEP = 2e-4  # rough, for the ETA and default time limit only
+SECONDS_PER_SITE_STEP = 2e-3  # rough (a loaded 2-core machine), for the ETA and limit only
 
 
 class MilcOptions(RankSweepOptions):
     source: str  # the MILC source tree (milc_qcd, version 7)
-    lattice: list[str] = Field(default_factory=lambda: ["4"], min_length=1)
+    lattice: list[str] = Field(default_factory=lambda: ["8"], min_length=1)
     trajectories: int = Field(2, ge=1, le=1000)
     steps: int = Field(4, ge=1, le=1000)  # molecular-dynamics steps per trajectory
     step_size: float = Field(0.02, gt=0, le=1)
@@ -101,6 +101,45 @@ class MilcOptions(RankSweepOptions):
         if value != [1]:
             raise ValueError("threads_per_rank: su3_rmd is built without OpenMP, one per rank")
         return value
+
+
+MILC_PRIMES: Final = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
+# asqtad's Naik term hops 3 sites: MILC's gathers reach the next rank only, so a local
+# extent below 3 deadlocks (measured: 4^4 on 2 ranks, local 2x4x4x4, hangs after the
+# warm-ups); even extents, so at least 4.
+MIN_LOCAL_EXTENT: Final = 4
+
+
+def milc_layout(lattice: tuple[int, ...], ranks: int) -> tuple[int, ...]:
+    """The local lattice MILC's layout_hyper_prime gives: for each prime factor of the rank
+    count, largest first, divide the largest local extent divisible by it (one already
+    divided first, else the first such direction). UserError when it cannot, or when a
+    local extent would be below MIN_LOCAL_EXTENT."""
+    local, divided = list(lattice), [1] * len(lattice)
+    done = 1
+    while done < ranks:
+        prime = next((p for p in reversed(MILC_PRIMES) if (ranks // done) % p == 0), None)
+        if prime is None:
+            raise UserError(f"milc: {ranks} ranks has a prime factor above 53 (MILC's layout)")
+        largest = max((n for n in local if n % prime == 0), default=0)
+        candidates = [d for d, n in enumerate(local) if n == largest and largest]
+        if not candidates:
+            raise UserError(
+                f"milc: MILC cannot lay out lattice {lattice_label(lattice)} over {ranks} "
+                f"ranks (not enough factors of {prime})"
+            )
+        again = [d for d in candidates if divided[d] > 1]
+        d = (again or candidates)[0]
+        local[d] //= prime
+        divided[d] *= prime
+        done *= prime
+    if min(local) < MIN_LOCAL_EXTENT:
+        raise UserError(
+            f"milc: lattice {lattice_label(lattice)} over {ranks} ranks gives local "
+            f"{lattice_label(tuple(local))}; asqtad's 3-site Naik hop needs every local "
+            f"extent >= {MIN_LOCAL_EXTENT} (a larger lattice or fewer ranks)"
+        )
+    return tuple(local)
 
 
 def tree_key(tree: Path, compiler: str) -> str:
@@ -175,7 +214,7 @@ class Milc(Benchmark[MilcOptions]):
         for text in options.lattice:
             lattice = parse_lattice(text)
             for ranks in options.ranks:
-                decompose(lattice, ranks)  # MILC's layout needs an even split too
+                milc_layout(lattice, ranks)  # UserError when MILC cannot run it
                 sites = 1
                 for n in lattice:
                     sites *= n
