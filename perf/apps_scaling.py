@@ -21,14 +21,13 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from hpceval.benchmarks.lqcd.decomposition import decompose, parse_lattice
 from hpceval.store import open_store
+from java_vs_c import median_ci  # perf/ is the script's directory: its first path
 
 THREADED = ("blastn", "blastp", "hmmer")
 SINGLE = ("clustalw", "mummer", "velvet")
@@ -49,16 +48,6 @@ def suite_text(args: argparse.Namespace) -> str:
             f'lattice = ["{args.milc_lattice}"]', "ranks = [1, 2]", "trajectories = 1",
         ]  # fmt: skip
     return "\n".join(parts) + "\n"
-
-
-def median_ci(values: Sequence[float]) -> tuple[float, float, float]:
-    data = np.asarray(values, dtype=float)
-    if len(data) < 3 or np.all(data == data[0]):
-        return float(np.median(data)), float(data.min()), float(data.max())
-    ci = stats.bootstrap(
-        (data,), np.median, confidence_level=0.95, n_resamples=2000, random_state=0
-    ).confidence_interval
-    return float(np.median(data)), float(ci.low), float(ci.high)
 
 
 def fmt(triple: tuple[float, float, float], digits: int = 3) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hpceval.errors import UserError
@@ -38,7 +39,7 @@ def parse_lattice(text: str) -> Extents:
     return extents[0], extents[1], extents[2], extents[3]
 
 
-def lattice_label(extents: Extents) -> str:
+def lattice_label(extents: Sequence[int]) -> str:
     return "x".join(map(str, extents))
 
 
