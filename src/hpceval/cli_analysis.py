@@ -314,6 +314,19 @@ def compare_command(
 # --------------------------------------------------------------------------- cost
 
 
+# The time metric a run of each costable benchmark is priced by (its measured run time,
+# start-up excluded), and the parameters its cost table shows.
+COSTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "npb": ("time", ("kernel", "class", "ranks", "nodes")),
+    "lqcd": ("cg_time", ("lattice", "ranks", "nodes")),
+    "milc": ("time", ("lattice", "ranks", "nodes")),
+    "biobench": ("time", ("tool", "size", "threads_per_rank", "nodes")),
+}
+CostBenchmarkOption = Annotated[
+    str, typer.Option("--benchmark", help=f"What to cost: {', '.join(COSTED)}.")
+]
+
+
 def cost_command(
     catalog: CatalogOption = None,
     instance: InstanceOption = None,
@@ -321,11 +334,17 @@ def cost_command(
     currency: CurrencyOption = None,
     csv: CsvOption = None,
     json: JsonOption = None,
+    benchmark: CostBenchmarkOption = "npb",
 ) -> None:
-    """Cost of every NPB run and its price per GOPS, per platform and pricing model."""
+    """Cost of every NPB run (or lattice-QCD, MILC, BioBench run) and its price per GOPS,
+    per platform and pricing model."""
     from hpceval.analysis.cost import cost_table
 
-    frame = _load(db, benchmark="npb")
+    if benchmark not in COSTED:
+        raise UserError(f"--benchmark {benchmark!r}: one of {', '.join(COSTED)}")
+    time_metric, shown = COSTED[benchmark]
+    label = "NPB" if benchmark == "npb" else benchmark
+    frame = _load(db, benchmark=benchmark)
     prices, loaded = _prices(db, catalog, instance)
     measured = sorted(str(p) for p in frame["platform"].unique())
     for platform in measured:
@@ -343,15 +362,17 @@ def cost_command(
         {p: prices[p] for p in measured},
         currency=wanted,
         rates=loaded.rates if loaded is not None else None,
+        benchmark=benchmark,
+        time_metric=time_metric,
     )
     table = result.table
     if table.empty:
-        raise UserError("no NPB time measurements to cost")
-    params = [c for c in ("kernel", "class", "ranks", "nodes") if c in table.columns]
+        raise UserError(f"no {label} time measurements to cost")
+    params = [c for c in shown if c in table.columns]
     if "nodes" not in params:
         params.append("nodes")
     out = _Consoles.out
-    title = f"cost of the NPB runs ({result.currency})"
+    title = f"cost of the {label} runs ({result.currency})"
     if loaded is not None:
         title += f"; prices: {loaded.name} ({loaded.date}, {loaded.source})"
     t = Table(title=title, title_justify="left")
