@@ -24,6 +24,8 @@ from hpceval.store import open_store
 
 from .cli_helpers import invoke, one_line_error
 from .conftest import DATA, entry_cases, requires_mpi, write
+from .test_cli import hpceval
+from .test_netns import requires_netns
 
 CAPTURED = (DATA / "lqcd" / "lqcd-4x4x8x8-4ranks.txt").read_text()
 PLATFORM = PlatformConfig(name="l", cores_per_node=4)
@@ -174,3 +176,29 @@ def test_real_runs_at_1_2_4_ranks_verify_and_agree(tmp_path: Path) -> None:
     assert {int(r["ranks"]): r["run_cost"] for r in rows} == pytest.approx(
         {r: 0.001 * t for r, t in times.items()}, rel=1e-4
     )  # the JSON export keeps 6 significant digits
+
+
+@requires_mpi
+@requires_netns
+def test_on_the_emulated_cluster_one_rank_per_node(tmp_path: Path) -> None:
+    """The netns launcher: 2 ranks on 2 emulated nodes (the halo over TCP through veths),
+    and 4 ranks as 2 per node; both verify and their solutions agree."""
+    entry = ('[[benchmark]]\nname = "lqcd"\nlattice = ["4x4x4x8"]\nranks = [2]\n'
+             "ranks_per_node = [1]\n"
+             '[[benchmark]]\nname = "lqcd"\nlattice = ["4x4x4x8"]\nranks = [4]\n'
+             "ranks_per_node = [2]\n")  # fmt: skip
+    suite = write(tmp_path / "s.toml", f'name = "s"\ndescription = "d"\n{entry}')
+    proc = hpceval("run", "--platform", "netns-2x2", "--suite", str(suite), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    assert run.launcher == "netns"
+    ms = [s.measurement for s in store.measurements(run.id, metric="cg_rate")]
+    assert sorted((int(m.parameters["nodes"]), int(m.parameters["ranks"])) for m in ms) == [
+        (2, 2), (2, 4),
+    ]  # fmt: skip
+    for e in store.executions(run.id):
+        hosts = json.loads(e.stdout_tail.splitlines()[0])["hosts"]
+        assert len(set(hosts)) == 2, hosts
+    norms = [float(m.details["solution_norm2"]) for m in ms]
+    assert max(norms) - min(norms) <= 1e-9 * max(norms)
