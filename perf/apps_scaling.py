@@ -10,7 +10,11 @@ sums per CG iteration against what the 4-D decomposition implies, and the share 
 spent communicating. The machine is shared: medians, and the load average is printed.
 
     .venv/bin/python perf/apps_scaling.py [--rounds 3] [--lattice 16] [--size small]
-        [--milc-source /work/ref/milc] [--milc-lattice 8]
+        [--milc-source /work/ref/milc] [--milc-lattice 8] [--only lqcd,milc]
+        [--platform local --platform FILE ...]
+
+With several platforms (e.g. one whose launcher env sets OMPI_MCA_mpi_yield_when_idle=1),
+each round runs the suite on each platform in turn.
 """
 
 from __future__ import annotations
@@ -34,15 +38,19 @@ SINGLE = ("clustalw", "mummer", "velvet")
 
 
 def suite_text(args: argparse.Namespace) -> str:
-    parts = [
-        'name = "apps-scaling"', 'description = "perf/apps_scaling.py"',
-        "[[benchmark]]", 'name = "lqcd"', f'lattice = ["{args.lattice}"]', "ranks = [1, 2]",
-        "[[benchmark]]", 'name = "biobench"', f"tool = {list(THREADED)!r}".replace("'", '"'),
-        f'size = "{args.size}"', "threads = [1, 2]",
-        "[[benchmark]]", 'name = "biobench"', f"tool = {list(SINGLE)!r}".replace("'", '"'),
-        f'size = "{args.size}"',
-    ]  # fmt: skip
-    if args.milc_source:
+    only = set(args.only.split(",")) if args.only else {"lqcd", "biobench", "milc"}
+    parts = ['name = "apps-scaling"', 'description = "perf/apps_scaling.py"']
+    if "lqcd" in only:
+        parts += ["[[benchmark]]", 'name = "lqcd"', f'lattice = ["{args.lattice}"]',
+                  "ranks = [1, 2]"]  # fmt: skip
+    if "biobench" in only:
+        parts += [
+            "[[benchmark]]", 'name = "biobench"', f"tool = {list(THREADED)!r}".replace("'", '"'),
+            f'size = "{args.size}"', "threads = [1, 2]",
+            "[[benchmark]]", 'name = "biobench"', f"tool = {list(SINGLE)!r}".replace("'", '"'),
+            f'size = "{args.size}"',
+        ]  # fmt: skip
+    if args.milc_source and "milc" in only:
         parts += [
             "[[benchmark]]", 'name = "milc"', f'source = "{args.milc_source}"',
             f'lattice = ["{args.milc_lattice}"]', "ranks = [1, 2]", "trajectories = 1",
@@ -63,7 +71,10 @@ def main() -> int:
     default_milc = "/work/ref/milc" if Path("/work/ref/milc/ks_imp_dyn").is_dir() else ""
     parser.add_argument("--milc-source", default=default_milc)
     parser.add_argument("--milc-lattice", default="8")
+    parser.add_argument("--only", default="", help="comma list of lqcd, biobench, milc")
+    parser.add_argument("--platform", action="append", default=[])
     args = parser.parse_args()
+    platforms = args.platform or ["local"]
 
     work = Path(tempfile.mkdtemp(prefix="apps-scaling-"))
     suite = work / "suite.toml"
@@ -71,41 +82,45 @@ def main() -> int:
     db = work / "r.db"
     loads = []
     for r in range(args.rounds):
-        loads.append(os.getloadavg()[0])
-        proc = subprocess.run(
-            [sys.executable, "-m", "hpceval", "run", "--suite", str(suite), "--db", str(db)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        print(f"# round {r + 1}: exit {proc.returncode}, load avg {loads[-1]:.1f}", flush=True)
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:], proc.stderr[-2000:])
+        for platform in platforms:
+            loads.append(os.getloadavg()[0])
+            proc = subprocess.run(
+                [sys.executable, "-m", "hpceval", "run", "--suite", str(suite), "--db", str(db),
+                 "--platform", platform],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            print(f"# round {r + 1} on {platform}: exit {proc.returncode}, load avg "
+                  f"{loads[-1]:.1f}", flush=True)  # fmt: skip
+            if proc.returncode != 0:
+                print(proc.stdout[-3000:], proc.stderr[-2000:])
     loads.append(os.getloadavg()[0])
     store = open_store(str(db))
     # (benchmark, what, size label, side) -> metric -> values by round
-    series: dict[tuple[str, str, int], dict[str, dict[int, float]]] = defaultdict(
+    series: dict[tuple[str, str, str, int], dict[str, dict[int, float]]] = defaultdict(
         lambda: defaultdict(dict)
     )
-    details: dict[tuple[str, str, int], dict[str, object]] = {}
+    details: dict[tuple[str, str, str, int], dict[str, object]] = {}
     for run in store.runs():
         for sm in store.measurements(run.id):
             m = sm.measurement
             p = m.parameters
             what = str(p.get("tool") or p.get("lattice"))
             side = int(p.get("ranks", 1)) * int(p.get("threads_per_rank", 1))
-            key = (m.benchmark, what, side)
+            key = (run.platform_name, m.benchmark, what, side)
             series[key][m.metric][run.id] = m.value
             details[key] = dict(m.details)
     print(f"# {args.rounds} rounds; load average {min(loads):.1f}-{max(loads):.1f} on "
           f"{os.cpu_count()} cores; medians over rounds [95 % bootstrap CI]")  # fmt: skip
     main_metric = {"lqcd": "cg_rate", "milc": "cg_rate", "biobench": "throughput"}
     time_metric = {"lqcd": "cg_time", "milc": "time", "biobench": "time"}
-    for (bench, what, side), metrics in sorted(series.items()):
+    for (platform, bench, what, side), metrics in sorted(series.items()):
         figure = metrics[main_metric[bench]]
         times = list(metrics[time_metric[bench]].values())
-        line = (f"{bench:8s} {what:9s} {'ranks' if bench != 'biobench' else 'threads'}={side}"
+        unit = "ranks" if bench != "biobench" else "threads"
+        line = (f"{platform} {bench:8s} {what:9s} {unit}={side}"
                 f"  {main_metric[bench]} {fmt(median_ci(list(figure.values())))}"
                 f"  time {fmt(median_ci(times))} s")  # fmt: skip
-        base = series.get((bench, what, 1), {}).get(main_metric[bench], {})
+        base = series.get((platform, bench, what, 1), {}).get(main_metric[bench], {})
         if side == 2 and base:
             ratios = [figure[r] / base[r] for r in figure if r in base]
             line += f"  2/1 {fmt(median_ci(ratios))}"
@@ -119,7 +134,7 @@ def main() -> int:
                   f"{np.median(list(metrics['allreduces'].values())):g} (expected 2), comm share "
                   f"{fmt(median_ci(list(metrics['comm_share'].values())), 2)}")  # fmt: skip
         if bench == "milc":
-            print(f"         plaquettes {details[(bench, what, side)].get('plaquettes')}")
+            print(f"         plaquettes {details[(platform, bench, what, side)].get('plaquettes')}")
     print(f"# database: {db}")
     return 0
 
