@@ -108,6 +108,9 @@ def main() -> int:
             side = int(p.get("ranks", 1)) * int(p.get("threads_per_rank", 1))
             key = (run.platform_name, m.benchmark, what, side)
             series[key][m.metric][run.id] = m.value
+            per_cpu = m.details.get("gflops_per_cpu_s")
+            if m.metric == "gflops" and isinstance(per_cpu, float):
+                series[key]["gflops_per_cpu_s"][run.id] = per_cpu
             details[key] = dict(m.details)
     print(f"# {args.rounds} rounds; load average {min(loads):.1f}-{max(loads):.1f} on "
           f"{os.cpu_count()} cores; medians over rounds [95 % bootstrap CI]")  # fmt: skip
@@ -128,6 +131,9 @@ def main() -> int:
         if bench == "lqcd":
             d = decompose(parse_lattice(what), side)
             gflops = fmt(median_ci(list(metrics["gflops"].values())))
+            per_cpu = list(metrics.get("gflops_per_cpu_s", {}).values())
+            if per_cpu:
+                gflops += f" (per CPU second of all ranks: {fmt(median_ci(per_cpu))})"
             print(f"         grid {d.grid}: GFLOP/s {gflops}"
                   f", halo bytes/iteration {int(np.median(list(metrics['halo_bytes'].values())))}"
                   f" (expected {d.halo_bytes_per_iteration()}), allreduces/iteration "

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PROTOCOL_VERSION "1.0"
 #define NDIM 4
@@ -55,6 +56,13 @@ typedef struct {
 } su3_vector;
 
 static int my_rank = 0;
+
+/* CPU seconds of this process: under contention the wall time measures the scheduler too. */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void fail(const char *message) {
     if (my_rank == 0) {
@@ -489,7 +497,7 @@ int main(int argc, char **argv) {
     double rr = bb, stop = tol * tol * bb;
     int iters = 0, converged = 0;
     MPI_Barrier(lat.comm);
-    double t_start = MPI_Wtime();
+    double t_start = MPI_Wtime(), cpu_start = cpu_seconds();
     while (iters < max_iters) {
         apply_normal(&lat, p, tmp, ap, mass);
         double pap = global_sum(&lat, dot_re(&lat, p, ap, 0));
@@ -523,7 +531,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    double cg_time = MPI_Wtime() - t_start;
+    double cg_time = MPI_Wtime() - t_start, cg_cpu = cpu_seconds() - cpu_start;
     long long bytes_sent = lat.bytes_sent, allreduces = lat.allreduces;
     double comm_time = lat.comm_time;
 
@@ -559,19 +567,19 @@ int main(int argc, char **argv) {
     long long counts[2] = {bytes_sent, allreduces}, total_counts[2], max_counts[2];
     MPI_Reduce(counts, total_counts, 2, MPI_LONG_LONG, MPI_SUM, 0, lat.comm);
     MPI_Reduce(counts, max_counts, 2, MPI_LONG_LONG, MPI_MAX, 0, lat.comm);
-    double times[2] = {cg_time, comm_time}, max_times[2], sum_times[2];
-    MPI_Reduce(times, max_times, 2, MPI_DOUBLE, MPI_MAX, 0, lat.comm);
-    MPI_Reduce(times, sum_times, 2, MPI_DOUBLE, MPI_SUM, 0, lat.comm);
+    double times[3] = {cg_time, comm_time, cg_cpu}, max_times[3], sum_times[3];
+    MPI_Reduce(times, max_times, 3, MPI_DOUBLE, MPI_MAX, 0, lat.comm);
+    MPI_Reduce(times, sum_times, 3, MPI_DOUBLE, MPI_SUM, 0, lat.comm);
     if (my_rank == 0) {
         long long global_volume = 1;
         for (int d = 0; d < NDIM; d++) global_volume *= lat.global[d];
         printf("{\"record\":\"result\",\"iterations\":%d,\"converged\":%s,"
-               "\"cg_time_s\":%.9e,\"comm_time_s\":%.9e,\"comm_share\":%.6f,"
+               "\"cg_time_s\":%.9e,\"cg_cpu_s\":%.9e,\"comm_time_s\":%.9e,\"comm_share\":%.6f,"
                "\"recursive_residual\":%.6e,\"true_residual\":%.6e,"
                "\"halo_bytes\":%lld,\"halo_bytes_max_rank\":%lld,"
                "\"allreduces\":%lld,\"allreduces_max_rank\":%lld,"
                "\"global_sites\":%lld,\"solution_norm2\":%.17g,\"solution_checksum\":%.17g}\n",
-               iters, converged ? "true" : "false", max_times[0], max_times[1],
+               iters, converged ? "true" : "false", max_times[0], sum_times[2], max_times[1],
                sum_times[0] > 0 ? sum_times[1] / sum_times[0] : 0.0, sqrt(rr / bb),
                sqrt(sums[0] / bb), total_counts[0], max_counts[0], total_counts[1] / nranks,
                max_counts[1], global_volume, sums[1], sums[2]);

@@ -133,6 +133,14 @@ def parse_output(stdout: str, case: Case, point: str) -> ParsedPoint:
         "solution_norm2": result["solution_norm2"],
         "solution_checksum": result["solution_checksum"],
         "comm_time_s": result["comm_time_s"],
+        # CPU seconds of all ranks in the CG (busy-waiting included): on a shared machine
+        # the wall time also measures the scheduler; flops per CPU second do not.
+        "cg_cpu_s": result.get("cg_cpu_s"),
+        "gflops_per_cpu_s": (
+            decomposition.flops_per_iteration() * iterations / float(result["cg_cpu_s"]) / 1e9
+            if isinstance(result.get("cg_cpu_s"), int | float) and result["cg_cpu_s"] > 0
+            else None
+        ),
         "halo_bytes_per_rank_per_iteration": decomposition.halo_bytes_per_rank(),
         "halo_bytes_max_rank": result.get("halo_bytes_max_rank"),
         "message_partners": decomposition.neighbours(),
