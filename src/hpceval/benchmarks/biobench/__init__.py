@@ -271,6 +271,7 @@ def step_times(stdout: str, tool: ToolName) -> dict[str, float]:
     """Seconds per step from the runner's records; BenchmarkFailure unless every step of
     the tool ran and the runner ended well."""
     times: dict[str, float] = {}
+    cpu_times: dict[str, float] = {}
     timed: set[str] = set()
     ended = False
     for line in stdout.splitlines():
@@ -285,6 +286,9 @@ def step_times(stdout: str, tool: ToolName) -> dict[str, float]:
             if not seconds > 0:
                 raise BenchmarkFailure(f"biobench: step {record.get('name')} took {seconds} s")
             times[str(record.get("name"))] = seconds
+            cpu = record.get("cpu_seconds")
+            if isinstance(cpu, int | float):
+                cpu_times[f"{record.get('name')}_cpu"] = float(cpu)
             if record.get("timed"):
                 timed.add(str(record.get("name")))
         ended = ended or (kind == "end" and record.get("status") == "ok")
@@ -293,7 +297,7 @@ def step_times(stdout: str, tool: ToolName) -> dict[str, float]:
         raise BenchmarkFailure(f"biobench {tool}: ran steps {sorted(times)}, expected "
                                f"{sorted(wanted)} and an end record")  # fmt: skip
     times["timed"] = sum(times[name] for name in timed)
-    return times
+    return {**times, **cpu_times}
 
 
 def read_output(run_dir: Path, name: str) -> str:
