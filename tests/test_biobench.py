@@ -229,3 +229,19 @@ def test_missing_tool_is_skipped_with_the_remedy(
     assert execution.error == (
         "nucmer not found on PATH; install Debian package mummer (./setup.sh deps)"
     )
+
+
+def test_cached_inputs_follow_the_size_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed size table or generator setting gets a fresh input, never a stale one
+    (measured: a cache keyed by tool, size and seed alone kept serving old sizes)."""
+    from hpceval.benchmarks import biobench
+    from hpceval.benchmarks.biobench import tools
+
+    before = biobench.input_key("blastn", "small")
+    assert biobench.input_key("blastn", "small") == before  # stable
+    bigger = {**SIZES["blastn"]["small"], "queries": 401}
+    monkeypatch.setitem(tools.SIZES["blastn"], "small", bigger)
+    assert biobench.input_key("blastn", "small") != before
+    monkeypatch.undo()
+    monkeypatch.setattr(tools, "BLASTN_DIVERGENCE", 0.2)
+    assert biobench.input_key("blastn", "small") != before

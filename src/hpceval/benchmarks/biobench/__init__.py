@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from pydantic import Field, model_validator
 
 from hpceval.benchmarks import records, register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
+from hpceval.benchmarks.biobench import tools as tools_module
 from hpceval.benchmarks.biobench import verify
 from hpceval.benchmarks.biobench.tools import (
     BLAST,
@@ -61,9 +63,9 @@ from hpceval.units import SECOND
 if TYPE_CHECKING:
     from rich.table import Table
 
-# Bump when the generators change what a (tool, size, seed) produces: the cached inputs
-# are keyed by it.
-GENERATOR_VERSION: Final = "1"
+# Bump when the generators' code changes what a (tool, size, seed) produces; the cached
+# inputs are keyed by it and by the sizes and settings (input_key).
+GENERATOR_VERSION: Final = "2"
 UNITS: Final[Mapping[ToolName, str]] = {
     "blastn": QUERIES_PER_SECOND, "blastp": QUERIES_PER_SECOND,
     "clustalw": SEQUENCES_PER_SECOND, "hmmer": SEQUENCES_PER_SECOND,
@@ -131,11 +133,23 @@ def tool_version(tool: ToolName) -> str:
     return found.group(1) if found else "unknown"
 
 
+def input_key(tool: ToolName, size: Size) -> str:
+    """What the generated input depends on besides the seed: the generator version, the
+    size's parameters and the fixed settings (a changed table never reuses a stale input)."""
+    settings = {
+        name: value
+        for name, value in vars(tools_module).items()
+        if name.isupper() and isinstance(value, int | float | str)
+    }
+    text = json.dumps([GENERATOR_VERSION, SIZES[tool][size], settings], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def prepared_input(tool: ToolName, size: Size, seed: int) -> Path:
     """The cached input directory of (tool, size, seed), generated now if needed (into a
     temporary directory renamed into place: concurrent runs never see half an input)."""
     root = cache_root() / "biobench" / "inputs"
-    target = root / f"{tool}-{size}-seed{seed}-v{GENERATOR_VERSION}"
+    target = root / f"{tool}-{size}-seed{seed}-{input_key(tool, size)}"
     if (target / "expected.json").is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
