@@ -42,7 +42,7 @@ MBASES_PER_SECOND: Final = "Mbases/s"
 
 BLAST = Tool(
     "blastn", package="ncbi-blast+", needed_for="the BioBench BLAST cases (queries/s)",
-    package_words="NCBI BLAST+ (blastn, blastp, makeblastdb)", version_args=("-version",),
+    package_words="NCBI BLAST+ (blastn, blastp, makeblastdb)", version_args=None,
 )  # fmt: skip
 CLUSTALW = Tool(
     "clustalw", package="clustalw", needed_for="the BioBench ClustalW case (sequences/s)",
