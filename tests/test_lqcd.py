@@ -6,6 +6,7 @@ and 4 ranks that verify and agree on the solution."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -165,19 +166,21 @@ def test_real_runs_at_1_2_4_ranks_verify_and_agree(tmp_path: Path) -> None:
     assert by_ranks == {1: 0, 2: 2 * 96 * 256 // 4, 4: 4 * 2 * 96 * 128 // 4}
     shown = invoke("show", "--db", db)
     assert shown.exit_code == 0 and "Lattice QCD" in shown.output
-    # Cost per run: the CG time of each run at 3.6 USD per node-hour (0.001 USD per s).
+    # Cost per run: the CG time of each run, billed per started second, at 3.6 USD per
+    # node-hour (0.001 USD per s).
     catalog = write(tmp_path / "prices.toml", 'format = 1\nname = "p"\nsource = "test"\n'
-                    'date = "2024-01"\ncurrency = "USD"\n[[entry]]\nname = "n"\n'
+                    'date = "2024-01"\ncurrency = "USD"\nbilling = "per-second"\n'
+                    '[[entry]]\nname = "n"\n'
                     "[entry.hourly]\non-demand = 3.6\n")  # fmt: skip
     out = tmp_path / "cost.json"
     cost = invoke("cost", "--benchmark", "lqcd", "--db", db, "--catalog", str(catalog),
                   "--instance", "local=n", "--json", str(out))  # fmt: skip
-    assert cost.exit_code == 0 and "cost of the lqcd runs (USD)" in cost.output, cost.output
+    assert cost.exit_code == 0 and "cost of the lqcd runs (USD;" in cost.output, cost.output
     times = {int(m.parameters["ranks"]): m.value for m in (
         s.measurement for s in store.measurements(metric="cg_time"))}  # fmt: skip
     rows = json.loads(out.read_text())
     assert {int(r["ranks"]): r["run_cost"] for r in rows} == pytest.approx(
-        {r: 0.001 * t for r, t in times.items()}, rel=1e-4
+        {r: 0.001 * math.ceil(t) for r, t in times.items()}, rel=1e-4
     )  # the JSON export keeps 6 significant digits
 
 
