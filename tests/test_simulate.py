@@ -423,7 +423,7 @@ def test_mpibench_cases_are_fast_in_simulation(tmp_path: Path) -> None:
     argv = get_benchmark("mpibench").command(case, program, case.points)
     assert argv[argv.index("--budget") :] == [
         "--budget", "0.05", "--min-samples", "3", "--max-samples", "10", "--warmup-s", "0.0",
-        "--sample-s", "0.0001", "--seed", str(case.options["seed"]),
+        "--sample-s", "0.01", "--seed", str(case.options["seed"]),
     ]  # fmt: skip
     assert MPIBENCH_SIM_CONFIG == {"smpi/simulate-computation": "no"}
 

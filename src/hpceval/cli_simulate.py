@@ -76,7 +76,8 @@ def calibration_table(row: Any) -> Table:
         f"{'converged' if row.converged else 'NOT converged'} in {row.iterations} iterations",
         title_justify="left",
     )
-    paths = sorted({str(r["path"]) for r in row.residuals if "size" in r})
+    pingpong = [r for r in row.residuals if "measured_us" in r]
+    paths = sorted({str(r["path"]) for r in pingpong})
     t.add_column("size B", justify="right")
     for p in paths:
         calibrated = any(r["path"] == p and r.get("calibrated") for r in row.residuals)
@@ -84,8 +85,8 @@ def calibration_table(row: Any) -> Table:
         t.add_column(f"{label}: measured µs", justify="right")
         t.add_column("simulated µs", justify="right")
         t.add_column("residual", justify="right")
-    sizes = sorted({int(r["size"]) for r in row.residuals if "size" in r})
-    by = {(str(r["path"]), int(r["size"])): r for r in row.residuals if "size" in r}
+    sizes = sorted({int(r["size"]) for r in pingpong})
+    by = {(str(r["path"]), int(r["size"])): r for r in pingpong}
     for size in sizes:
         cells = [str(size)]
         for p in paths:
@@ -100,6 +101,37 @@ def calibration_table(row: Any) -> Table:
                 ]
         t.add_row(*cells)
     return t
+
+
+def contention_lines(row: Any) -> list[str]:
+    """The contention fit, the rings against their targets, the collective selector and the
+    flags of the input and of the fit: one line each."""
+    params = row.parameters
+    lines: list[str] = []
+    selector = params.get("collective_selector") or {}
+    lines.append(
+        f"collectives: {selector.get('mpi') or 'SMPI defaults'} selector "
+        f"({selector.get('source') or 'no MPI library known'})"
+    )
+    c = params.get("contention") or {}
+    if c.get("fitted_on"):
+        lines.append(
+            f"contention: per-message overhead {c['overhead_s'] * 1e6:.3g} µs each at send "
+            f"and receive (share {c['overhead_share']:.2f} of the start-up); fitted on "
+            f"{c['fitted_on']}"
+        )
+    else:
+        lines.append("contention: no rings measured, no per-message overhead (assumed); "
+                     "measure natural_ring and random_ring across nodes to fit it")  # fmt: skip
+    for r in [r for r in row.residuals if str(r.get("path", "")).endswith("_ring")]:
+        unit = "µs" if r["metric"] == "latency" else "MB/s"
+        lines.append(
+            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks: measured "
+            f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
+            f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
+        )
+    lines += [f"flag: {f}" for f in [*c.get("flags", []), *params.get("input_flags", [])]]
+    return lines
 
 
 def _speed_line(row: Any) -> str:
@@ -247,6 +279,8 @@ def simulate_command(
         )
         out = _Consoles.out
         out.print(calibration_table(calibration))
+        for line in contention_lines(calibration):
+            out.print(line, highlight=False)
         out.print(
             ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
             + _speed_line(calibration),

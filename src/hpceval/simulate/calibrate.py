@@ -48,13 +48,15 @@ from scipy.optimize import nnls
 
 from hpceval.analysis.network import fit_hockney
 from hpceval.errors import UserError
+from hpceval.simulate.contention import overhead_config
 from hpceval.simulate.platform import LinkSpec, PlatformSpec
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 
 # 2: PingPong simulated without host computation, segments fitted with SMPI's 16-byte
 # envelope, one-size segments of large messages as bandwidth. Bump when the procedure
-# changes: old calibrations are not reused.
-CALIBRATION_VERSION: Final = 2
+# changes: old calibrations are not reused. 3: 10 ms samples (plan.MPIBENCH_SIM_OPTIONS),
+# per-message overheads, collective selector, contention fit, input checks.
+CALIBRATION_VERSION: Final = 3
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are
@@ -421,3 +423,22 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
     }
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- contention
+
+def overhead_settings(
+    target: Target, network: NetworkCalibration, overhead_s: float
+) -> tuple[dict[str, str], PlatformSpec]:
+    """Latency factors with 2 x `overhead_s` (send + receive side) taken off every segment's
+    start-up, SMPI's per-message overheads, and the platform whose loopback is refitted on
+    the intra-node curve less 2 x `overhead_s`: both PingPongs keep their times."""
+    two_o_us = 2 * overhead_s * 1e6
+    segments = [replace(s, alpha_us=max(s.alpha_us - two_o_us, 0.0)) for s in network.segments]
+    spec = network.spec
+    lat, _ = factors(segments, spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps)
+    intra = target.curves.get("intra-node")
+    if target.primary_path == "inter-node" and intra is not None:
+        less = [max(t - two_o_us, 1e-3 * t) for t in intra.times_us]
+        spec = _with_loopback(spec, fit_loopback(intra.sizes, less, lat, network.bw_factor))
+    return {"smpi/lat-factor": factor_string(lat), **overhead_config(overhead_s)}, spec

@@ -47,12 +47,16 @@ SMPICC = "smpicc"
 SMPIRUN = "smpirun"
 SMPI_REMEDY = "install Debian package libsimgrid-dev (./setup.sh deps)"
 # Simulated time is deterministic once the host's computation is not simulated (below): a
-# point needs few samples, no warm-up, and short samples (SMPI.md: a 16-rank alltoall took
-# 57 s of wall time with mpibench's defaults, 1.5 s with these).
+# point needs few samples and no warm-up (SMPI.md: a 16-rank alltoall took 57 s of wall time
+# with mpibench's defaults, 1.5 s with these). A sample spans 10 ms of simulated time: the
+# ranks leave the barrier before a sample up to a latency apart, and with 0.1 ms samples
+# (one iteration of a 45 µs PingPong) that skew was a third of the time (a 0-byte PingPong
+# simulated at 67.8 µs on a 45.2 µs route, 45.4 µs with 10 ms samples), so the calibration
+# of magellan-amazon-cc never converged.
 MPIBENCH_SIM_OPTIONS: Mapping[str, Any] = {
     "budget_s": 0.05,
     "warmup_s": 0.0,
-    "sample_s": 0.0001,
+    "sample_s": 0.01,
     "min_samples": 3,
     "max_samples": 10,
 }

@@ -31,12 +31,16 @@ from hpceval.simulate.calibrate import (
     BASE_CONFIG,
     REFERENCE_SPEED_FLOPS,
     NetworkCalibration,
+    Residual,
     SpeedCalibration,
     calibrate_network,
     calibrate_speed,
     calibration_key,
     nominal_spec,
+    overhead_settings,
 )
+from hpceval.simulate.contention import NONE as NO_CONTENTION
+from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
 from hpceval.simulate.plan import (
     MPIBENCH_SIM_CONFIG,
     MPIBENCH_SIM_OPTIONS,
@@ -55,6 +59,7 @@ from hpceval.simulate.plan import (
     target_platform,
 )
 from hpceval.simulate.platform import PlatformSpec, placement_for, platform_xml
+from hpceval.simulate.sanity import check_curve
 from hpceval.simulate.sources import NetworkPath, SpeedReference, Target
 from hpceval.store import CalibrationRow, Store
 
@@ -148,6 +153,24 @@ class SmpiCalibrationRunner:
         by_size = {int(m.parameters["size"]): m.value for m in measured if m.metric == "latency"}
         return [by_size[s] for s in sizes]
 
+    def pattern(
+        self, spec: PlatformSpec, cfg: Mapping[str, str], pattern: str, ranks: int, ppn: int,
+        sizes: Sequence[int],
+    ) -> dict[tuple[str, int], float]:
+        """mpibench `pattern` on `ranks` ranks at `ppn` per node: (metric, size) -> value."""
+        bench = get_benchmark("mpibench")
+        spec = replace(spec, nodes=max(spec.nodes, ranks // ppn),
+                       cores_per_node=max(ppn, spec.cores_per_node))  # fmt: skip
+        launcher = _launcher(
+            spec, {**cfg, **MPIBENCH_SIM_CONFIG}, self.workdir, self.tools, "calibration"
+        )
+        options = {"patterns": [pattern], "sizes": list(sizes), "ranks": [ranks],
+                   "ranks_per_node": [ppn], **MPIBENCH_SIM_OPTIONS}  # fmt: skip
+        (case,) = bench.cases(bench.parse_options(options), launcher.platform, 0)
+        self.runs += 1
+        measured = run_once(launcher, bench, self.program("mpibench"), case, CALIBRATION_TIMEOUT_S)
+        return {(m.metric, int(m.parameters["size"])): float(m.value) for m in measured}
+
     def kernel(
         self, spec: PlatformSpec, cfg: Mapping[str, str], reference: SpeedReference
     ) -> float:
@@ -173,6 +196,59 @@ def choose_speed_reference(
     if short:
         return max(short, key=lambda s: s.time_s)
     return min(pool, key=lambda s: s.time_s)
+
+
+def curve_flags(target: Target) -> list[str]:
+    """The suspect points of the target's curves (a refusal if one misses by too much)."""
+    remedy = (
+        f"hpceval run --platform {target.name} --suite p2p"
+        if target.source_kind == "platform"
+        else "correct the profile's figures"
+    )
+    flags: list[str] = []
+    for path, curve in target.curves.items():
+        flags += check_curve(curve, what=f"the {path} PingPong of {target.name!r}", remedy=remedy)
+    return flags
+
+
+def fit_rings(
+    target: Target,
+    network: NetworkCalibration,
+    spec: PlatformSpec,
+    config: dict[str, str],
+    runner: SmpiCalibrationRunner,
+    tolerance: float,
+) -> tuple[Contention, dict[str, str], PlatformSpec, list[dict[str, Any]]]:
+    """The contention fit on the target's rings (nothing without rings), and the PingPong
+    with its result (residuals not calibrated: the rings moved it)."""
+    rings = target.rings
+    if rings is None:
+        return NO_CONTENTION, config, spec, []
+
+    def ring(
+        cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern
+    ) -> tuple[float, float]:
+        platform = replace(platform, speed_flops=spec.speed_flops)
+        values = runner.pattern(platform, cfg, pattern, rings.ranks, rings.ppn,
+                                [rings.small, rings.large])  # fmt: skip
+        return values[("latency", rings.small)], values[("bandwidth", rings.large)]
+
+    alpha = network.segments[0].alpha_us
+    intra = target.curves.get("intra-node")
+    # SMPI's overheads hold for every path: the intra-node start-up bounds them.
+    cap = (intra.times_us[0] if intra is not None else alpha) * 1e-6 / 2
+    contention, config, fitted, residuals = fit_contention(
+        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring
+    )
+    spec = replace(fitted, speed_flops=spec.speed_flops)
+    for path, curve in target.curves.items():
+        simulated = runner.pingpong(spec, config, path, curve.sizes)
+        residuals += [
+            {**Residual(f"{path} (with contention)", size, measured, value, False).to_dict(),
+             "fitted": False}
+            for size, measured, value in zip(curve.sizes, curve.times_us, simulated, strict=True)
+        ]  # fmt: skip
+    return contention, config, spec, residuals
 
 
 def calibration_config(row: CalibrationRow) -> tuple[PlatformSpec, dict[str, str]]:
@@ -203,6 +279,8 @@ def obtain_calibration(
             "tolerance": tolerance,
             "speed_reference": dataclasses.asdict(reference) if reference else None,
             "base_config": dict(BASE_CONFIG),
+            "rings": target.rings.to_dict() if target.rings else None,
+            "mpi": target.mpi_family,
         },
     )
     if not recalibrate:
@@ -221,7 +299,11 @@ def obtain_calibration(
         network.spec, network.config(), reference, runner.kernel, tolerance=tolerance
     )
     spec = replace(network.spec, speed_flops=speed.speed_flops)
-    residuals = [r.to_dict() for r in network.residuals]
+    config = {**network.config(), **selector_config(target.mpi_family)}
+    contention, config, spec, ring_residuals = fit_rings(
+        target, network, spec, config, runner, tolerance
+    )
+    residuals = [r.to_dict() for r in network.residuals] + ring_residuals
     if speed.reference is not None and speed.simulated_s is not None:
         residuals.append(
             {
@@ -242,7 +324,10 @@ def obtain_calibration(
     parameters = {
         "platform": spec.to_dict(),
         "platform_xml": platform_xml(spec),
-        "smpi_config": network.config(),
+        "smpi_config": config,
+        "contention": contention.to_dict(),
+        "collective_selector": {"mpi": target.mpi_family, "source": target.mpi_source},
+        "input_flags": curve_flags(target),
         "segments": [dataclasses.asdict(s) for s in network.segments],
         "lat_factor": [list(p) for p in network.lat_factor],
         "bw_factor": [list(p) for p in network.bw_factor],
@@ -310,6 +395,7 @@ def prepare(
     """Every check that can fail on bad input, before any calibration or run is stored."""
     check_request(request)
     target = resolve_target(store, platform, profile, request)
+    curve_flags(target)  # refuses an implausible curve before anything is stored
     nodes, cores, ppn = simulated_shape(target, request)
     tools = detect_smpi()
     spec = nominal_spec(target, nodes=nodes, cores_per_node=cores, speed=REFERENCE_SPEED_FLOPS)
