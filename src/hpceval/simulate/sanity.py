@@ -7,8 +7,9 @@ message that paid for it drags the bandwidth down (issue 21: 32 KiB in 58 µs, t
 8 ms, was fitted with a latency factor of 162). Such points are named, and the curve is
 refused when they move it by more than the calibration could absorb.
 
-- non-monotone: t(n) below the slowest smaller size by more than NOISE; a small-message
-  time (n < 1 KiB) that sits far above both neighbours (a spike) counts as well;
+- non-monotone: t(n) above the fastest larger size by more than NOISE (the slow point is
+  named, not the ones after it); a small-message time (n < 1 KiB) far above both
+  neighbours (a spike) counts as well;
 - implausible bandwidth: from 1 KiB up, n / t(n) below BANDWIDTH_DROP of the best bandwidth
   of the smaller sizes.
 
@@ -18,6 +19,7 @@ from REFUSE up the curve is refused with a one-line error naming the points.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -58,12 +60,12 @@ def suspect_points(curve: Curve) -> list[SuspectPoint]:
         if point.size not in found or found[point.size].miss < point.miss:
             found[point.size] = point
 
-    slowest = 0.0
     best_bw = 0.0
     for i, (n, t) in enumerate(zip(sizes, times, strict=True)):
-        if slowest and t < slowest * (1 - NOISE):
-            note(SuspectPoint(n, t, f"faster than a smaller size ({slowest:.4g} us)",
-                              1 - t / slowest))  # fmt: skip
+        later = min(times[i + 1 :], default=math.inf)
+        if t > later * (1 + NOISE):
+            note(SuspectPoint(n, t, f"slower than a larger size ({later:.4g} us)",
+                              t / later - 1))  # fmt: skip
         if n < BANDWIDTH_FROM and 0 < i < len(sizes) - 1:
             around = max(times[i - 1], times[i + 1])
             if t > SPIKE * around:
@@ -72,7 +74,6 @@ def suspect_points(curve: Curve) -> list[SuspectPoint]:
         if n >= BANDWIDTH_FROM and best_bw and bw < BANDWIDTH_DROP * best_bw:
             note(SuspectPoint(n, t, f"bandwidth {bw:.4g} MB/s, {best_bw:.4g} MB/s at a "
                               "smaller size", 1 - bw / best_bw))  # fmt: skip
-        slowest = max(slowest, t)
         best_bw = max(best_bw, bw)
     return sorted(found.values(), key=lambda p: -p.miss)
 
