@@ -117,8 +117,9 @@ def contention_lines(row: Any) -> list[str]:
     if c.get("fitted_on"):
         lines.append(
             f"contention: per-message overhead {c['overhead_s'] * 1e6:.3g} µs each at send "
-            f"and receive (share {c['overhead_share']:.2f} of the start-up); fitted on "
-            f"{c['fitted_on']}"
+            f"and receive (share {c['overhead_share']:.2f} of the start-up); NIC "
+            f"{c.get('nic_scale', 1):.3g}x the PingPong's bandwidth at {c.get('nic_ppn', 1)} "
+            f"ranks per node (1x at 1, log-linear between); fitted on {c['fitted_on']}"
         )
     else:
         lines.append("contention: no rings measured, no per-message overhead (assumed); "

@@ -442,3 +442,8 @@ def overhead_settings(
         less = [max(t - two_o_us, 1e-3 * t) for t in intra.times_us]
         spec = _with_loopback(spec, fit_loopback(intra.sizes, less, lat, network.bw_factor))
     return {"smpi/lat-factor": factor_string(lat), **overhead_config(overhead_s)}, spec
+
+
+def scale_nic(spec: PlatformSpec, scale: float) -> PlatformSpec:
+    """Node links `scale` x as wide (hpceval.simulate.contention: ranks per node)."""
+    return replace(spec, link=LinkSpec(spec.link.latency_s, spec.link.bandwidth_Bps * scale))

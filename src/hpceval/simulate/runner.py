@@ -38,6 +38,7 @@ from hpceval.simulate.calibrate import (
     calibration_key,
     nominal_spec,
     overhead_settings,
+    scale_nic,
 )
 from hpceval.simulate.contention import NONE as NO_CONTENTION
 from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
@@ -238,8 +239,9 @@ def fit_rings(
     # SMPI's overheads hold for every path: the intra-node start-up bounds them.
     cap = (intra.times_us[0] if intra is not None else alpha) * 1e-6 / 2
     contention, config, fitted, residuals = fit_contention(
-        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring
-    )
+        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring,
+        scale_nic,
+    )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
     for path, curve in target.curves.items():
         simulated = runner.pingpong(spec, config, path, curve.sizes)
@@ -448,8 +450,12 @@ def execute(
 ) -> tuple[int, CampaignResult]:
     """Write the simulated run and run its cases; points are committed as they complete."""
     calibrated, cfg = calibration_config(calibration)
+    stored = {**NO_CONTENTION.to_dict(), **calibration.parameters.get("contention", {})}
+    contention = Contention(**{**stored, "flags": tuple(stored["flags"])})
+    ppn = max((c.placement.ranks_per_node for c in sim.cases), default=1)
+    nic_scale = contention.nic_scale_at(ppn)
     spec = replace(
-        calibrated,
+        scale_nic(calibrated, nic_scale),
         name=sim.target.name,
         nodes=sim.spec.nodes,
         cores_per_node=sim.spec.cores_per_node,
@@ -478,6 +484,7 @@ def execute(
             "calibration": calibration.run_reference(),
             "platform_xml": platform_xml(spec),
             "smpi_config": dict(cfg),
+            "nic_scale": {"ranks_per_node": ppn, "scale": nic_scale},
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
                if sim.build is not None else {}),
         },
