@@ -244,3 +244,68 @@ def test_nic_scale_is_fitted_on_the_random_ring_and_follows_the_ranks_per_node()
     fast = RingFigures(32, 8, 8, 2000000, 1.0, 1.0, 1.0, 5000.0, "synthetic")
     c, *_ = fit_contention(fast, {}, 10.0, 5e-6, lambda o: ({}, 1.0), ring, lambda p, k: p * k)
     assert c.nic_scale == 1.0 and any("not modelled" in f for f in c.flags)
+
+
+# --------------------------------------------------------------------------- topology
+
+
+def test_fat_tree_and_torus_platform_files() -> None:
+    from hpceval.simulate.platform import LinkSpec, PlatformSpec, platform_xml
+
+    base = dict(name="t", nodes=6, cores_per_node=2, speed_flops=1e9,
+                link=LinkSpec(1e-6, 1e9), loopback=LinkSpec(1e-7, 8e9))  # fmt: skip
+    fat = PlatformSpec(**base, topology="fat_tree", leaf_nodes=4, oversubscription=2.0,  # type: ignore[arg-type]
+                       topology_source="test")  # fmt: skip
+    xml = platform_xml(fat)
+    # 6 nodes padded to 2 leaves of 4; 4 / 2 = 2 up-links per leaf; no backbone.
+    assert 'radical="0-7"' in xml and 'topology="FAT_TREE"' in xml
+    assert 'topo_parameters="2;4,2;1,2;1,1"' in xml and "bb_bw" not in xml
+    assert fat.describe_topology() == (
+        "two-level fat tree, 4 nodes per leaf, 2:1 oversubscribed (test)")  # fmt: skip
+    torus = PlatformSpec(**base, topology="torus", torus_dims=(2, 4))  # type: ignore[arg-type]
+    assert 'topology="TORUS"' in platform_xml(torus) and 'topo_parameters="2,4"' in platform_xml(
+        torus)  # fmt: skip
+    assert PlatformSpec.from_dict(torus.to_dict()) == torus
+    with pytest.raises(ValueError, match="whole up-links"):
+        PlatformSpec(**base, topology="fat_tree", leaf_nodes=4, oversubscription=3.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="does not hold 6 nodes"):
+        PlatformSpec(**base, topology="torus", torus_dims=(2, 2))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [("flat", {"topology": "flat"}),
+     ("fat_tree:16:4", {"topology": "fat_tree", "leaf_nodes": 16, "oversubscription": 4.0}),
+     ("torus:4x4x2", {"topology": "torus", "torus_dims": (4, 4, 2)})],
+)  # fmt: skip
+def test_topology_option(text: str, fields: dict[str, object]) -> None:
+    from hpceval.simulate.plan import parse_topology
+
+    parsed = parse_topology(text)
+    assert {k: v for k, v in parsed.items() if k != "topology_source"} == fields
+    assert parsed["topology_source"] == f"--topology {text}"
+
+
+@pytest.mark.parametrize("text", ["fat_tree:16:3", "fat_tree:0:1", "ring", "torus:4x0", "x;rm"])
+def test_bad_topology_is_one_line(text: str) -> None:
+    from hpceval.simulate.plan import parse_topology
+
+    with pytest.raises(UserError, match="--topology"):
+        parse_topology(text)
+
+
+@requires_smpi
+def test_an_oversubscribed_fat_tree_slows_the_random_ring(tmp_path: Path) -> None:
+    from hpceval.simulate.plan import detect_smpi
+    from hpceval.simulate.platform import LinkSpec, PlatformSpec
+    from hpceval.simulate.runner import SmpiCalibrationRunner
+
+    runner = SmpiCalibrationRunner(detect_smpi(), tmp_path)
+    plain = {**BASE_CONFIG, "smpi/lat-factor": "0:1", "smpi/bw-factor": "0:1"}
+    bandwidth = {}
+    for ratio in (1.0, 4.0):
+        spec = PlatformSpec("t", 8, 1, 1e9, LinkSpec(1e-6, 1e9), LinkSpec(1e-7, 8e9),
+                            topology="fat_tree", leaf_nodes=4, oversubscription=ratio)  # fmt: skip
+        ring = runner.pattern(spec, plain, "random_ring", 8, 1, [1048576])
+        bandwidth[ratio] = ring[("bandwidth", 1048576)]
+    assert bandwidth[4.0] < 0.8 * bandwidth[1.0]

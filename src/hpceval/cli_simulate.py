@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import re
+import statistics
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -135,6 +138,28 @@ def contention_lines(row: Any) -> list[str]:
     return lines
 
 
+def validation_table(store: Any, run_id: int, rings: Any) -> Table:
+    """Projected vs measured (or published) per figure, and the error."""
+    from hpceval.simulate.validate import published_rings, validate_run
+
+    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {})
+    errors = [abs(c.error) for c in checks]
+    t = Table(
+        title=f"validation of run {run_id}: {len(checks)} figures held against measurements"
+        + (f", median |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}"
+           if errors else "")
+        + (f"; {missing} without a measured counterpart" if missing else ""),
+        title_justify="left",
+    )  # fmt: skip
+    for name, justify in (("figure", "left"), ("measured", "right"), ("projected", "right"),
+                          ("error", "right"), ("measured in", "left")):  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for c in checks:
+        t.add_row(c.figure, f"{c.measured:.4g} {c.unit}", f"{c.projected:.4g} {c.unit}",
+                  _pct(c.error), c.source)  # fmt: skip
+    return t
+
+
 def _speed_line(row: Any) -> str:
     speed = row.parameters.get("host_speed", {})
     line = (
@@ -189,6 +214,14 @@ def simulate_command(
     backbone_gbps: Annotated[
         float | None, typer.Option("--backbone-gbps", help="Shared backbone bandwidth, Gbit/s.")
     ] = None,
+    topology: Annotated[
+        str | None,
+        typer.Option(
+            "--topology",
+            help="flat (one switch), fat_tree:LEAF_NODES:RATIO (two levels, RATIO:1 "
+            "oversubscribed) or torus:XxYxZ \\[default: the profile's, else flat].",
+        ),
+    ] = None,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -198,6 +231,14 @@ def simulate_command(
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="Seconds per simulated execution.")
     ] = 3600.0,
+    validate: Annotated[
+        bool,
+        typer.Option(
+            "--validate",
+            help="Hold the projection against the platform's measured runs (or the "
+            "profile's published figures): error per figure.",
+        ),
+    ] = False,
     sampling: Annotated[
         bool | None,
         typer.Option(
@@ -255,6 +296,7 @@ def simulate_command(
         oversubscribe=oversubscribe,
         backbone=bb,
         backbone_gbps=backbone_gbps,
+        topology=topology,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,
@@ -269,6 +311,10 @@ def simulate_command(
         err.print(
             f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
         )
+        # One directory per command: two calibrations at once must not share platform files.
+        (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
+        calibrating = tempfile.TemporaryDirectory(dir=cache_root() / "simulate",
+                                                  prefix="calibrating-")  # fmt: skip
         calibration, reused = obtain_calibration(
             store,
             sim.target,
@@ -276,7 +322,7 @@ def simulate_command(
             kernel=request.kernel,
             tolerance=tolerance,
             recalibrate=recalibrate,
-            workdir=cache_root() / "simulate" / "calibrating",
+            workdir=Path(calibrating.name),
         )
         out = _Consoles.out
         out.print(calibration_table(calibration))
@@ -299,6 +345,9 @@ def simulate_command(
             f"hpceval show --run {run_id}",
             highlight=False,
         )
+        if validate:
+            published = sim.target.rings if sim.target.source_kind == "profile" else None
+            out.print(validation_table(store, run_id, published))
         if result.failed:
             raise typer.Exit(1)
 

@@ -316,6 +316,7 @@ def nominal_spec(target: Target, *, nodes: int, cores_per_node: int, speed: floa
         backbone=target.backbone,
         backbone_bandwidth_Bps=target.backbone_Bps,
         description=f"{target.name}: {target.source}",
+        **target.topology,
     )
 
 
@@ -419,6 +420,7 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
             for p, c in sorted(target.curves.items())
         },
         "backbone": [target.backbone, target.backbone_Bps],
+        "topology": dict(target.topology),
         **parts,
     }
     text = json.dumps(payload, sort_keys=True, default=str)

@@ -139,6 +139,7 @@ class Request:
     oversubscribe: bool = False
     backbone: Literal["fatpipe", "shared"] | None = None
     backbone_gbps: float | None = None
+    topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     tolerance: float = DEFAULT_TOLERANCE
     recalibrate: bool = False
@@ -309,7 +310,32 @@ def resolve_target(
     if request.backbone is not None:
         backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
         target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)
+    if request.topology is not None:
+        target = replace(target, topology=parse_topology(request.topology))
     return target
+
+
+def parse_topology(text: str) -> dict[str, Any]:
+    """--topology: flat, fat_tree:LEAF_NODES:RATIO (ratio 1: full bisection) or torus:XxYxZ;
+    PlatformSpec's topology fields, or a one-line UserError."""
+    source = f"--topology {text}"
+    if text == "flat":
+        return {"topology": "flat", "topology_source": source}
+    fat = re.fullmatch(r"fat_tree:([1-9][0-9]*):([0-9]+(?:\.[0-9]+)?)", text)
+    if fat:
+        leaf, ratio = int(fat.group(1)), float(fat.group(2))
+        ups = leaf / ratio if ratio >= 1 else 0.0
+        if ups != int(ups) or ups < 1:
+            raise UserError(f"--topology {text}: the ratio must be >= 1 and divide the "
+                            f"{leaf} nodes of a leaf into whole up-links")  # fmt: skip
+        return {"topology": "fat_tree", "leaf_nodes": leaf, "oversubscription": ratio,
+                "topology_source": source}  # fmt: skip
+    torus = re.fullmatch(r"torus:([1-9][0-9]*(?:x[1-9][0-9]*){0,2})", text)
+    if torus:
+        dims = tuple(int(d) for d in torus.group(1).split("x"))
+        return {"topology": "torus", "torus_dims": dims, "topology_source": source}
+    raise UserError(f"--topology: {text!r} is not flat, fat_tree:LEAF_NODES:RATIO or "
+                    "torus:XxYxZ")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- planning

@@ -14,7 +14,7 @@ import importlib.resources
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -91,6 +91,21 @@ class RingsFigures(StrictModel):
         )  # fmt: skip
 
 
+class TopologyFigures(StrictModel):
+    """The network's shape (hpceval.simulate.platform) and where it comes from."""
+
+    kind: Literal["flat", "fat_tree", "torus"]
+    source: str = Field(min_length=1)
+    leaf_nodes: int | None = Field(None, ge=1)
+    oversubscription: float = Field(1.0, ge=1)
+    torus_dims: list[int] = Field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        return {"topology": self.kind, "leaf_nodes": self.leaf_nodes,
+                "oversubscription": self.oversubscription,
+                "torus_dims": tuple(self.torus_dims), "topology_source": self.source}  # fmt: skip
+
+
 class Profile(StrictModel):
     name: str
     description: str
@@ -103,6 +118,7 @@ class Profile(StrictModel):
     inter_node: PathFigures | None = None
     intra_node: PathFigures | None = None
     rings: RingsFigures | None = None
+    topology: TopologyFigures | None = None
     # The MPI library the figures were measured with (SMPI's collective selector).
     mpi: Literal["openmpi", "mpich"] | None = None
     mpi_source: str = ""
@@ -175,6 +191,11 @@ def profile_target(name_or_file: str) -> Target:
             rings = profile.rings.figures()
         except ValueError as e:
             raise ConfigError(str(e), source=source, field="rings") from None
+    topology = (
+        profile.topology.fields()
+        if profile.topology is not None
+        else {"topology_source": "assumed: the source gives no topology"}
+    )
     return Target(
         name=profile.name,
         source_kind="profile",
@@ -188,6 +209,7 @@ def profile_target(name_or_file: str) -> Target:
         assumed=tuple(profile.assumed),
         run_ids=(),
         rings=rings,
+        topology=topology,
         mpi_family=profile.mpi,
         mpi_source=profile.mpi_source or ("" if profile.mpi else "not given: SMPI's defaults"),
     )

@@ -400,7 +400,11 @@ def prepare(
     curve_flags(target)  # refuses an implausible curve before anything is stored
     nodes, cores, ppn = simulated_shape(target, request)
     tools = detect_smpi()
-    spec = nominal_spec(target, nodes=nodes, cores_per_node=cores, speed=REFERENCE_SPEED_FLOPS)
+    try:
+        spec = nominal_spec(target, nodes=nodes, cores_per_node=cores,
+                            speed=REFERENCE_SPEED_FLOPS)  # fmt: skip
+    except ValueError as e:
+        raise UserError(f"{target.name}: {e}") from None
     # Placements on the simulated platform (cores widened only with --oversubscribe).
     placements_ = []
     for r in request.ranks:

@@ -73,6 +73,9 @@ class Target:
     # "openmpi" or "mpich": SMPI's collective selector (None: SMPI's defaults), and why.
     mpi_family: str | None = None
     mpi_source: str = ""
+    # PlatformSpec's topology fields (topology, leaf_nodes, oversubscription, torus_dims,
+    # topology_source); empty: a single switch.
+    topology: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def primary_path(self) -> NetworkPath:
