@@ -116,6 +116,10 @@ def contention_lines(row: Any) -> list[str]:
         f"collectives: {selector.get('mpi') or 'SMPI defaults'} selector "
         f"({selector.get('source') or 'no MPI library known'})"
     )
+    if "platform" in params:
+        from hpceval.simulate.platform import PlatformSpec
+
+        lines.append(f"network: {PlatformSpec.from_dict(params['platform']).describe_topology()}")
     c = params.get("contention") or {}
     if c.get("fitted_on"):
         lines.append(

@@ -496,7 +496,10 @@ def execute(
         platform_raw=platform.model_dump(mode="json"),
         note=f"SimGrid SMPI {calibration.simgrid_version}, calibration {calibration.id} "
         f"({calibration.uid})"
-        + (f"; NPB {sim.build.describe()}" if sim.build is not None else ""),
+        + (f"; NPB {sim.build.describe()}" if sim.build is not None else "")
+        # The compute/communication balance rests on it: every projection says how.
+        + f"; core speed: {calibration.parameters.get('host_speed', {}).get('how', '?')}"
+        + f"; network: {spec.describe_topology()}",
     )  # fmt: skip
     campaign = Campaign(store, launcher, sim.programs, reporter)
     try:
