@@ -63,6 +63,14 @@ def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None,
     collective_ranks = [r for r in ranks if r >= 2]
     ring_ranks = [r for r in ranks if r >= 4]
     placement = f"ranks_per_node = [{ppn}]" if ppn else ""
+    mpibench_blocks = "".join(
+        "[[benchmark]]\nname = \"mpibench\"\n"
+        f"patterns = {list(patterns)!r}\nsizes = {sizes!r}\nranks = {rank_list!r}\n"
+        f"{placement}\nbudget_s = 0.3\n"
+        for patterns, sizes, rank_list in (
+            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks), (RINGS, RING_SIZES, ring_ranks))
+        if rank_list
+    )
     path.write_text(
         f"""name = "simulate-accuracy"
 description = "perf/simulate.py: what the projections are checked against"
@@ -72,21 +80,7 @@ patterns = ["pingpong"]
 sizes = "0..4MiB"
 ranks = [2]
 budget_s = 0.3
-[[benchmark]]
-name = "mpibench"
-patterns = {list(COLLECTIVES)!r}
-sizes = {COLLECTIVE_SIZES!r}
-ranks = {collective_ranks!r}
-{placement}
-budget_s = 0.3
-[[benchmark]]
-name = "mpibench"
-patterns = {list(RINGS)!r}
-sizes = {RING_SIZES!r}
-ranks = {ring_ranks!r}
-{placement}
-budget_s = 0.3
-[[benchmark]]
+{mpibench_blocks}[[benchmark]]
 name = "npb"
 kernels = {list(kernels)!r}
 classes = {classes!r}
