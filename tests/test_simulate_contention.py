@@ -141,7 +141,7 @@ def test_overheads_keep_both_pingpongs_and_recover_a_known_share() -> None:
     alpha = network.segments[0].alpha_us
     cap = 2.0e-6 / 2
 
-    def ring(cfg, platform, pattern):  # type: ignore[no-untyped-def]
+    def ring(cfg, platform, pattern, wanted):  # type: ignore[no-untyped-def]
         o = float(cfg["smpi/os"].split(":")[1]) * 1e6
         wire = alpha - 2 * o
         return (2 * o + wire / 2, 100.0)
@@ -227,7 +227,7 @@ def test_nic_scale_is_fitted_on_the_random_ring_and_follows_the_ranks_per_node()
     fitted scale is the one that gives the target, 1 at one rank per node, log-linear."""
     rings = RingFigures(32, 8, 8, 2000000, 1.0, 1.0, 1.0, 200.0, "synthetic")
 
-    def ring(cfg, platform, pattern):  # type: ignore[no-untyped-def]
+    def ring(cfg, platform, pattern, wanted):  # type: ignore[no-untyped-def]
         return (1.0, 800.0 * platform)
 
     contention, _, platform, residuals = fit_contention(

@@ -182,9 +182,15 @@ def bisect(
     return best[0], best[1], tried
 
 
-# (SMPI settings, platform, pattern) -> (latency µs at small, bandwidth MB/s at large) of the
-# ring on the target's ranks and placement.
-RingSimulator = Callable[[Mapping[str, str], Any, RingPattern], tuple[float, float]]
+# (SMPI settings, platform, pattern, figures wanted) -> (latency µs at small, bandwidth MB/s
+# at large) of the ring on the target's ranks and placement; NaN for a figure not wanted (a
+# 2 MB ring on 32 ranks is most of a bisection step's time).
+RingSimulator = Callable[
+    [Mapping[str, str], Any, RingPattern, frozenset[str]], tuple[float, float]
+]
+LATENCY: Final = frozenset({"latency"})
+BANDWIDTH: Final = frozenset({"bandwidth"})
+BOTH: Final = LATENCY | BANDWIDTH
 
 
 def fit_contention(
@@ -208,7 +214,7 @@ def fit_contention(
 
     def natural_latency(share: float) -> float:
         settings, platform = with_overhead(share * first_alpha_us * 1e-6 / 2)
-        return simulate({**base_config, **settings}, platform, "natural_ring")[0]
+        return simulate({**base_config, **settings}, platform, "natural_ring", LATENCY)[0]
 
     share, _, _ = bisect(natural_latency, rings.natural_latency_us, MIN_SHARE, cap)
     if share == cap and cap < MAX_SHARE:
@@ -228,7 +234,7 @@ def fit_contention(
     nic = 1.0
     if rings.ppn >= 2:
         nic, _, _ = bisect(
-            lambda k: simulate(config, scale_nic(platform, k), "random_ring")[1],
+            lambda k: simulate(config, scale_nic(platform, k), "random_ring", BANDWIDTH)[1],
             rings.random_bandwidth_mb_s, MIN_NIC_SCALE, 1.0, log=True,
         )  # fmt: skip
         if nic == 1.0:
@@ -244,7 +250,7 @@ def fit_contention(
                      "fitted (scale 1 at every placement)")  # fmt: skip
     residuals: list[dict[str, Any]] = []
     for pattern in ("natural_ring", "random_ring"):
-        lat, bw = simulate(config, scale_nic(platform, nic), pattern)
+        lat, bw = simulate(config, scale_nic(platform, nic), pattern, BOTH)
         name = pattern.split("_")[0]
         for metric, size, simulated, measured, fitted in (
             ("latency", rings.small, lat, getattr(rings, f"{name}_latency_us"),

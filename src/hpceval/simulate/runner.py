@@ -10,6 +10,7 @@ through the `smpi` launcher, every point committed as it completes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import time
@@ -227,12 +228,15 @@ def fit_rings(
         return NO_CONTENTION, config, spec, []
 
     def ring(
-        cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern
+        cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern,
+        wanted: frozenset[str],
     ) -> tuple[float, float]:
         platform = replace(platform, speed_flops=spec.speed_flops)
-        values = runner.pattern(platform, cfg, pattern, rings.ranks, rings.ppn,
-                                [rings.small, rings.large])  # fmt: skip
-        return values[("latency", rings.small)], values[("bandwidth", rings.large)]
+        sizes = [*([rings.small] if "latency" in wanted else []),
+                 *([rings.large] if "bandwidth" in wanted else [])]
+        values = runner.pattern(platform, cfg, pattern, rings.ranks, rings.ppn, sizes)
+        return (values.get(("latency", rings.small), math.nan),
+                values.get(("bandwidth", rings.large), math.nan))  # fmt: skip
 
     alpha = network.segments[0].alpha_us
     intra = target.curves.get("intra-node")
