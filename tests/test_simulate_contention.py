@@ -309,3 +309,84 @@ def test_an_oversubscribed_fat_tree_slows_the_random_ring(tmp_path: Path) -> Non
         ring = runner.pattern(spec, plain, "random_ring", 8, 1, [1048576])
         bandwidth[ratio] = ring[("bandwidth", 1048576)]
     assert bandwidth[4.0] < 0.8 * bandwidth[1.0]
+
+
+# --------------------------------------------------------------------------- stored runs
+
+
+def add_run(store, platform, origin, measurements):  # type: ignore[no-untyped-def]
+    import hpceval
+    from hpceval.model import Environment
+
+    env = store.add_environment(Environment(facts={"mpi": {"implementation": "Open MPI"}},
+                                            fingerprint=f"env-{origin.value}"))  # fmt: skip
+    cases = sorted({case for case, _ in measurements})
+    run_id = store.create_run(
+        suite_name="s", suite_config={},
+        platform_id=store.add_platform(platform, {"name": platform}), environment_id=env,
+        launcher="local", cases=[(c, "mpibench", {}) for c in cases],
+        hpceval_version=hpceval.__version__, git_revision=None, origin=origin, host="h",
+        pid=1, note=None,
+    )  # fmt: skip
+    for i, (case, m) in enumerate(measurements):
+        store.add_measurement(run_id, None, case, f"p{i}", m)
+    return run_id
+
+
+def ring_points(origin, scale):  # type: ignore[no-untyped-def]
+    from hpceval.model import Measurement
+
+    out = []
+    for pattern, lat, bw in (("natural_ring", 30.0, 90.0), ("random_ring", 40.0, 60.0)):
+        for metric, size, value, unit in (("latency", 8, lat, "us"),
+                                          ("bandwidth", 1048576, bw, "MB/s")):  # fmt: skip
+            params = {"pattern": pattern, "size": size, "ranks": 8, "nodes": 4,
+                      "ranks_per_node": 2}  # fmt: skip
+            v = value * scale
+            out.append((f"mpibench-{pattern}",
+                        Measurement("mpibench", metric, v, unit, params, (v, v * 1.01, v * 0.99),
+                                    origin=origin)))  # fmt: skip
+    return out
+
+
+def test_rings_and_mpi_are_read_from_the_store_and_projections_validated(tmp_path: Path) -> None:
+    from hpceval.model import Measurement, Origin
+    from hpceval.simulate.sources import store_rings, store_target
+    from hpceval.simulate.validate import published_rings, validate_run
+    from hpceval.store import open_store
+
+    with open_store(str(tmp_path / "v.db")) as store:
+        pingpong = [
+            ("mpibench-p2p", Measurement(
+                "mpibench", "latency", 20.0 + n / 110.0, "us",
+                {"pattern": "pingpong", "pair": "inter-node", "size": n, "ranks": 2,
+                 "nodes": 2, "ranks_per_node": 1}, origin=Origin.EMULATED))
+            for n in (0, 1024, 65536, 1048576)
+        ]  # fmt: skip
+        measured = add_run(store, "emu", Origin.EMULATED, pingpong + ring_points(
+            Origin.EMULATED, 1.0))  # fmt: skip
+        target = store_target(store, "emu")
+        assert target.mpi_family == "openmpi" and "Open MPI" in target.mpi_source
+        rings = target.rings
+        assert rings is not None and (rings.ranks, rings.ppn, rings.small, rings.large) == (
+            8, 2, 8, 1048576)  # fmt: skip
+        assert (rings.natural_latency_us, rings.random_bandwidth_mb_s) == (30.0, 60.0)
+        assert rings.origin == f"emulated run {measured}"
+        runs = {r.id: r for r in store.runs()}
+        assert store_rings(store, runs) == rings
+        # A projection 10 % high on every ring figure, plus one figure nobody measured.
+        extra = Measurement("mpibench", "time", 5.0, "us",
+                            {"pattern": "alltoall", "size": 8, "ranks": 8, "nodes": 4},
+                            origin=Origin.SIMULATED)  # fmt: skip
+        points = [*ring_points(Origin.SIMULATED, 1.1), ("mpibench-a2a", extra)]
+        simulated = add_run(store, "emu", Origin.SIMULATED, points)
+        checks, missing = validate_run(store, simulated)
+        assert len(checks) == 4 and missing == 1
+        assert all(c.error == pytest.approx(0.10) for c in checks)
+        assert all(c.source == f"emulated run {measured}" for c in checks)
+        with pytest.raises(UserError, match="not a simulated run"):
+            validate_run(store, measured)
+        # Against published figures (a profile): the rings' keys.
+        published = published_rings(rings)
+        checks, missing = validate_run(store, simulated, published)
+        assert len(checks) == 4 and missing == 1
