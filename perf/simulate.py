@@ -101,6 +101,7 @@ def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], floa
             m, p = sm.measurement, sm.measurement.parameters
             if m.origin is not origin or runs.get(sm.run_id) != platform:
                 continue
+            key: tuple[str, ...]
             if m.benchmark == "npb" and m.metric == "time":
                 key = ("npb", str(p["kernel"]), str(p["class"]), str(p["ranks"]))
             elif m.benchmark == "mpibench" and m.metric == "time":
