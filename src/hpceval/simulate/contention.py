@@ -15,9 +15,9 @@ neighbours at once):
   latency factors give the wire α - s·α, so that the PingPong keeps its time. s is fitted
   on the natural ring's latency at its small size (bisection on s: the ring latency grows
   with s).
-- the overhead is global in SMPI (one value for every path): it is capped so that the
-  intra-node PingPong keeps its start-up within the tolerance (2 x overhead at most that
-  start-up), and the cap is flagged when it binds.
+- the overhead is global in SMPI (one value for every path): send + receive overhead is
+  capped at half the intra-node PingPong's start-up (the loopback is refitted on the rest,
+  so that PingPong keeps its time), and the cap is flagged when it binds.
 
 A node's NIC is shared by its ranks' flows (each node's link in SimGrid's max-min sharing;
 SPLITDUPLEX: each direction apart). SMPI's bandwidth factor scales a flow's share of every
