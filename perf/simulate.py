@@ -18,8 +18,15 @@ With --netns the same cases (1 rank per emulated node) are measured across netns
 (root; four network-namespace nodes on 1 GbE-shaped veth links) and projected from its
 calibration; --skip-local leaves out the local part.
 
+With --magellan (issue 21) the shipped Magellan profiles project the HPCC rings (natural,
+random; 8 B latency, 2,000,000 B bandwidth) at 32 ranks (4 nodes x 8: the published
+figures, on which the contention model is fitted: two fitted, two checks) and at 256 ranks
+(the prediction), each projection's wall time printed; --magellan-table DB prints the table
+of a database those projections are in.
+
 Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
-                                [--skip-512] [--tolerance 0.1]
+                                [--skip-512] [--tolerance 0.1] [--magellan]
+                                [--magellan-table DB]
 """
 
 from __future__ import annotations
@@ -167,6 +174,61 @@ def accuracy(db: str, work: Path, platform: str, classes: list[str], ranks: str,
                 *placement, "--tolerance", tolerance, "--validate", "--db", db)  # fmt: skip
 
 
+MAGELLAN = ("magellan-ib", "magellan-tcpoib", "magellan-10gbe", "magellan-amazon-cc",
+            "magellan-10gbe-vm", "magellan-1gbe")  # fmt: skip
+
+
+def magellan(db: str) -> dict[tuple[str, str], float]:
+    """Project both rings of every Magellan profile at 32 and 256 ranks: wall times."""
+    walls = {}
+    for profile in MAGELLAN:
+        for pattern in RINGS:
+            walls[(profile, pattern)] = hpceval(
+                "simulate", "--profile", profile, "--bench", "mpibench", "--pattern", pattern,
+                "--ranks", "32,256", "--sizes", "8,2000000", "--validate", "--db", db)  # fmt: skip
+    return walls
+
+
+def magellan_table(db: str) -> None:
+    """Published 32-core rings vs projected at 32 ranks, and the 256-rank projection."""
+    from hpceval.simulate.profiles import profile_target
+
+    print(f"\n{'profile':20s} {'figure':28s} {'published':>10s} {'32 ranks':>10s} "
+          f"{'error':>8s} {'256 ranks':>10s} {'256/32':>7s}")  # fmt: skip
+    with open_store(db, create=False) as store:
+        runs = {r.id: r.platform_name for r in store.runs()}
+        projected: dict[tuple[str, str, str, int], float] = {}
+        for sm in store.measurements(benchmark="mpibench"):
+            m, p = sm.measurement, sm.measurement.parameters
+            if m.origin is Origin.SIMULATED and p.get("pattern") in RINGS:
+                key = (runs[sm.run_id], str(p["pattern"]), m.metric, int(p["ranks"]))
+                projected[key] = statistics.median(m.samples) if m.samples else m.value
+        calibrations = {row.platform_name: row for row in store.calibrations()}
+    for profile in MAGELLAN:
+        rings = profile_target(profile).rings
+        assert rings is not None
+        for pattern in RINGS:
+            name = pattern.split("_")[0]
+            for metric, published, unit in (
+                ("latency", getattr(rings, f"{name}_latency_us"), "us"),
+                ("bandwidth", getattr(rings, f"{name}_bandwidth_mb_s"), "MB/s"),
+            ):
+                at32 = projected.get((profile, pattern, metric, 32))
+                at256 = projected.get((profile, pattern, metric, 256))
+                error = f"{(at32 - published) / published:+8.1%}" if at32 else f"{'-':>8s}"
+                ratio = f"{at256 / at32:7.2f}" if at32 and at256 else f"{'-':>7s}"
+                print(f"{profile:20s} {pattern + ' ' + metric + ' (' + unit + ')':28s} "
+                      f"{published:10.4g} {at32 or float('nan'):10.4g} {error} "
+                      f"{at256 or float('nan'):10.4g} {ratio}")  # fmt: skip
+        row = calibrations.get(profile)
+        if row is not None:
+            c = row.parameters.get("contention", {})
+            print(f"{'':20s} fitted: overhead {c.get('overhead_s', 0) * 1e6:.3g} us per side, "
+                  f"NIC {c.get('nic_scale', 1):.3g}x at {c.get('nic_ppn', 1)} ranks/node; "
+                  f"calibration wall {row.parameters.get('wall_s', 0):.0f} s; flags: "
+                  f"{len(c.get('flags', []))}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", default=None)
@@ -176,7 +238,14 @@ def main() -> None:
     parser.add_argument("--netns", action="store_true",
                         help="also across netns-4x1-1gbe (root; 1 rank per emulated node)")
     parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
+    parser.add_argument("--magellan", action="store_true",
+                        help="project the Magellan profiles' rings at 32 and 256 ranks")
+    parser.add_argument("--magellan-table", metavar="DB",
+                        help="print the Magellan table of a database and stop")
     args = parser.parse_args()
+    if args.magellan_table:
+        magellan_table(args.magellan_table)
+        return
     work = Path(tempfile.mkdtemp(prefix="hpceval-simulate-"))
     db = args.db or str(work / "bench.db")
     classes = ["A", "B"] if args.class_b else ["A"]
@@ -192,6 +261,11 @@ def main() -> None:
         table(db, "local", Origin.MEASURED)
     if args.netns:
         table(db, NETNS, Origin.EMULATED)
+    if args.magellan:
+        walls = magellan(db)
+        magellan_table(db)
+        for (profile, pattern), wall in walls.items():
+            print(f"{profile} {pattern}: 32 + 256 ranks (calibration if new) {wall:.0f} s wall")
     if not args.skip_512:
         wall = hpceval("simulate", "--profile", "ec2-cc1", "--bench", "npb.cg", "--class", "C",
                        "--ranks", "512", "--db", db, "--time-limit", "1800")  # fmt: skip
