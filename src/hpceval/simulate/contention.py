@@ -16,8 +16,10 @@ neighbours at once):
   on the natural ring's latency at its small size (bisection on s: the ring latency grows
   with s).
 - the overhead is global in SMPI (one value for every path): send + receive overhead is
-  capped at half the intra-node PingPong's start-up (the loopback is refitted on the rest,
-  so that PingPong keeps its time), and the cap is flagged when it binds.
+  capped at half a measured or published intra-node PingPong start-up (the loopback is
+  refitted on the rest, so that PingPong keeps its time), and the cap is flagged when it
+  binds; an assumed intra-node curve caps nothing, and its small messages then pay the
+  overheads (the PingPong residuals with the overheads show by how much).
 
 A node's NIC is shared by its ranks' flows (each node's link in SimGrid's max-min sharing;
 SPLITDUPLEX: each direction apart). SMPI's bandwidth factor scales a flow's share of every
