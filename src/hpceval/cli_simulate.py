@@ -418,6 +418,8 @@ def calibrations_command(
         if calibration_id is not None:
             row = store.calibration(calibration_id)
             _Consoles.out.print(calibration_table(row))
+            for line in contention_lines(row):
+                _Consoles.out.print(line, highlight=False)
             _Consoles.out.print(_speed_line(row), highlight=False)
             _Consoles.out.print(
                 f"source: {row.source}; runs {list(row.source_run_ids)}; "
