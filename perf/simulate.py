@@ -197,24 +197,27 @@ def magellan_table(db: str) -> None:
           f"{'error':>8s} {'256 ranks':>10s} {'256/32':>7s}")  # fmt: skip
     with open_store(db, create=False) as store:
         runs = {r.id: r.platform_name for r in store.runs()}
-        projected: dict[tuple[str, str, str, int], float] = {}
+        projected: dict[tuple[str, str, str, int, int], float] = {}
         for sm in store.measurements(benchmark="mpibench"):
             m, p = sm.measurement, sm.measurement.parameters
             if m.origin is Origin.SIMULATED and p.get("pattern") in RINGS:
-                key = (runs[sm.run_id], str(p["pattern"]), m.metric, int(p["ranks"]))
+                key = (runs[sm.run_id], str(p["pattern"]), m.metric, int(p["size"]),
+                       int(p["ranks"]))  # fmt: skip
                 projected[key] = statistics.median(m.samples) if m.samples else m.value
         calibrations = {row.platform_name: row for row in store.calibrations()}
     for profile in MAGELLAN:
         rings = profile_target(profile).rings
         assert rings is not None
+        if not any(key[0] == profile for key in projected):
+            continue
         for pattern in RINGS:
             name = pattern.split("_")[0]
-            for metric, published, unit in (
-                ("latency", getattr(rings, f"{name}_latency_us"), "us"),
-                ("bandwidth", getattr(rings, f"{name}_bandwidth_mb_s"), "MB/s"),
+            for metric, size, published, unit in (
+                ("latency", rings.small, getattr(rings, f"{name}_latency_us"), "us"),
+                ("bandwidth", rings.large, getattr(rings, f"{name}_bandwidth_mb_s"), "MB/s"),
             ):
-                at32 = projected.get((profile, pattern, metric, 32))
-                at256 = projected.get((profile, pattern, metric, 256))
+                at32 = projected.get((profile, pattern, metric, size, 32))
+                at256 = projected.get((profile, pattern, metric, size, 256))
                 error = f"{(at32 - published) / published:+8.1%}" if at32 else f"{'-':>8s}"
                 ratio = f"{at256 / at32:7.2f}" if at32 and at256 else f"{'-':>7s}"
                 print(f"{profile:20s} {pattern + ' ' + metric + ' (' + unit + ')':28s} "
