@@ -390,3 +390,23 @@ def test_rings_and_mpi_are_read_from_the_store_and_projections_validated(tmp_pat
         published = published_rings(rings)
         checks, missing = validate_run(store, simulated, published)
         assert len(checks) == 4 and missing == 1
+
+
+@requires_smpi
+def test_bad_topology_on_the_command_line_stores_nothing(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hpceval.cli import app
+    from hpceval.store import open_store
+
+    db = tmp_path / "sim.db"
+    open_store(str(db)).close()
+    for topology, message in (("fat_tree:8:3", "whole up-links"),
+                              ("torus:2x2", "does not hold 8 nodes")):  # fmt: skip
+        result = CliRunner().invoke(app, [
+            "simulate", "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "pingpong",
+            "--ranks", "64", "--topology", topology, "--db", str(db)])  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.split())
+    with open_store(str(db)) as store:
+        assert store.runs() == [] and store.calibrations() == []
