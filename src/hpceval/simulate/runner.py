@@ -219,10 +219,9 @@ def fit_rings(
     spec: PlatformSpec,
     config: dict[str, str],
     runner: SmpiCalibrationRunner,
-    tolerance: float,
 ) -> tuple[Contention, dict[str, str], PlatformSpec, list[dict[str, Any]]]:
-    """The contention fit on the target's rings (nothing without rings), and the PingPong
-    with its result (residuals not calibrated: the rings moved it)."""
+    """The contention fit on the target's rings (nothing without rings), and the PingPongs
+    simulated with it (residuals "with contention", not calibrated: the rings moved them)."""
     rings = target.rings
     if rings is None:
         return NO_CONTENTION, config, spec, []
@@ -253,6 +252,11 @@ def fit_rings(
         scale_nic,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
+    if intra is not None and 2 * contention.overhead_s > intra.times_us[0] * 1e-6 / 2:
+        contention = replace(contention, flags=(*contention.flags, (
+            f"the intra-node PingPong ({intra.origin}) pays the per-message overheads: "
+            f"+{2 * contention.overhead_s * 1e6:.3g} us on its {intra.times_us[0]:g} us "
+            "start-up (SMPI's overheads are one for all paths)")))  # fmt: skip
     for path, curve in target.curves.items():
         simulated = runner.pingpong(spec, config, path, curve.sizes)
         residuals += [
@@ -312,9 +316,7 @@ def obtain_calibration(
     )
     spec = replace(network.spec, speed_flops=speed.speed_flops)
     config = {**network.config(), **selector_config(target.mpi_family)}
-    contention, config, spec, ring_residuals = fit_rings(
-        target, network, spec, config, runner, tolerance
-    )
+    contention, config, spec, ring_residuals = fit_rings(target, network, spec, config, runner)
     residuals = [r.to_dict() for r in network.residuals] + ring_residuals
     if speed.reference is not None and speed.simulated_s is not None:
         residuals.append(
