@@ -116,10 +116,14 @@ def contention_lines(row: Any) -> list[str]:
         f"collectives: {selector.get('mpi') or 'SMPI defaults'} selector "
         f"({selector.get('source') or 'no MPI library known'})"
     )
-    if "platform" in params:
-        from hpceval.simulate.platform import PlatformSpec
+    from hpceval.simulate.platform import PlatformSpec
 
-        lines.append(f"network: {PlatformSpec.from_dict(params['platform']).describe_topology()}")
+    try:
+        spec = PlatformSpec.from_dict(params["platform"])
+    except (KeyError, TypeError, ValueError):
+        spec = None  # an imported or older calibration may hold less
+    if spec is not None:
+        lines.append(f"network: {spec.describe_topology()}")
     c = params.get("contention") or {}
     if c.get("fitted_on"):
         lines.append(
