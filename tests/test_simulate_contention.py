@@ -57,7 +57,10 @@ def test_the_busy_host_curve_of_issue_21_is_refused_naming_its_points() -> None:
         check_curve(curve, what="the inter-node PingPong", remedy="hpceval run ...")
     text = str(e.value)
     assert "2 MiB" in text and "bandwidth 262.1 MB/s" in text and "emulated run 3" in text
-    assert "re-measure" in text and "\n" not in text
+    assert "re-measure" in text and "--accept-curve" in text and "\n" not in text
+    # Accepted (--accept-curve): the same points, as flags.
+    flags = check_curve(curve, what="c", remedy="r", refuse=False)
+    assert any("2 MiB" in f and "(accepted)" in f for f in flags)
 
 
 def test_small_noise_is_flagged_not_refused() -> None:

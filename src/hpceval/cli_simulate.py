@@ -230,6 +230,13 @@ def simulate_command(
             "oversubscribed) or torus:XxYxZ \\[default: the profile's, else flat].",
         ),
     ] = None,
+    accept_curve: Annotated[
+        bool,
+        typer.Option(
+            "--accept-curve",
+            help="Calibrate on a PingPong curve the input checks refuse (its points flagged).",
+        ),
+    ] = False,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -305,6 +312,7 @@ def simulate_command(
         backbone=bb,
         backbone_gbps=backbone_gbps,
         topology=topology,
+        accept_curve=accept_curve,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,

@@ -140,6 +140,7 @@ class Request:
     backbone: Literal["fatpipe", "shared"] | None = None
     backbone_gbps: float | None = None
     topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
+    accept_curve: bool = False  # calibrate on a curve the input checks refuse (flagged)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     tolerance: float = DEFAULT_TOLERANCE
     recalibrate: bool = False
@@ -312,6 +313,8 @@ def resolve_target(
         target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)
     if request.topology is not None:
         target = replace(target, topology=parse_topology(request.topology))
+    if request.accept_curve:
+        target = replace(target, curve_accepted=True)
     return target
 
 

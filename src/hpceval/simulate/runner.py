@@ -209,7 +209,8 @@ def curve_flags(target: Target) -> list[str]:
     )
     flags: list[str] = []
     for path, curve in target.curves.items():
-        flags += check_curve(curve, what=f"the {path} PingPong of {target.name!r}", remedy=remedy)
+        flags += check_curve(curve, what=f"the {path} PingPong of {target.name!r}",
+                             remedy=remedy, refuse=not target.curve_accepted)  # fmt: skip
     return flags
 
 

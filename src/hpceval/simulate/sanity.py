@@ -78,16 +78,19 @@ def suspect_points(curve: Curve) -> list[SuspectPoint]:
     return sorted(found.values(), key=lambda p: -p.miss)
 
 
-def check_curve(curve: Curve, *, what: str, remedy: str) -> list[str]:
+def check_curve(curve: Curve, *, what: str, remedy: str, refuse: bool = True) -> list[str]:
     """Flags (one line each) for the curve's suspect points; a one-line UserError naming
-    them if one misses by REFUSE or more. `what` names the curve, `remedy` how to re-measure."""
+    them if one misses by REFUSE or more (unless not `refuse`: the user accepted the curve,
+    they are flags then). `what` names the curve, `remedy` how to re-measure."""
     points = suspect_points(curve)
     bad = [p for p in points if p.miss >= REFUSE]
-    if bad:
+    if bad and refuse:
         named = "; ".join(p.describe() for p in bad[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         raise UserError(
             f"{what} ({curve.origin}) is not a plausible PingPong curve, not calibrated: "
-            f"{named}{more}; re-measure it on a quiet host: {remedy}"
+            f"{named}{more}; re-measure it on a quiet host ({remedy}), or calibrate on it "
+            "as it is with --accept-curve"
         )
-    return [f"{what}: {p.describe()} (noise?)" for p in points]
+    return [f"{what}: {p.describe()} ({'accepted' if p.miss >= REFUSE else 'noise?'})"
+            for p in points]  # fmt: skip

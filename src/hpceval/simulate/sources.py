@@ -76,6 +76,8 @@ class Target:
     # PlatformSpec's topology fields (topology, leaf_nodes, oversubscription, torus_dims,
     # topology_source); empty: a single switch.
     topology: Mapping[str, Any] = field(default_factory=dict)
+    # The user accepted curves the input checks would refuse (--accept-curve): flags only.
+    curve_accepted: bool = False
 
     @property
     def primary_path(self) -> NetworkPath:
