@@ -27,7 +27,8 @@ from hpceval.cli_policy import (
 )
 from hpceval.errors import UserError
 
-_WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
+# NPB KERNEL.CLASS[:RANKS]; multi-zone programs too (bt-mz.C:64).
+_WORKLOAD = re.compile(r"^([A-Za-z]+(?:-[Mm][Zz])?)\.([A-Za-z])(?::([1-9][0-9]*))?$")
 
 CatalogOption = Annotated[
     str | None,
@@ -194,7 +195,7 @@ def cost_command(
 
 
 def parse_workload(text: str) -> Any:
-    """`cg.C` or `cg.C:64` (kernel.class[:ranks]) as an NPB Workload."""
+    """`cg.C`, `cg.C:64` or `bt-mz.C:64` (kernel.class[:ranks]) as an NPB Workload."""
     from hpceval.analysis.recommend import Workload
 
     match = _WORKLOAD.match(text.strip())
@@ -210,7 +211,10 @@ def parse_workload(text: str) -> Any:
 
 def recommend_command(
     workload: Annotated[
-        str, typer.Option("--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64.")
+        str,
+        typer.Option(
+            "--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64, bt-mz.C:64."
+        ),
     ],
     deadline: Annotated[
         float | None,
