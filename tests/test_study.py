@@ -307,9 +307,11 @@ def test_too_little_data_is_not_answered_with_the_reason(tmp_path: Path) -> None
     assert only.verdict == "not answered" and "too few samples" in only.text
     (alone,) = answer(store, QUESTION, {"bare": runs["bare"]}, "bare")
     assert alone.text.startswith("not answered: only the baseline")
-    other = QUESTION.model_copy(update={"of": QUESTION.of.model_copy(update={"benchmark": "milc"})})
+    other = QUESTION.model_copy(
+        update={"of": QUESTION.of.model_copy(update={"benchmark": "no-such-benchmark"})}
+    )
     (missing,) = answer(store, other, runs, "bare")
-    assert "benchmark 'milc' is not in this hpceval yet" in missing.text
+    assert "benchmark 'no-such-benchmark' is not in this hpceval yet" in missing.text
     store.close()
 
 
