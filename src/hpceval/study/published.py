@@ -31,7 +31,12 @@ class PublishedFigure(StrictModel):
     # A list allows any of its values ("" stands for a parameter the row lacks).
     match: dict[str, str | int | float | list[str | int | float]] = Field(default_factory=dict)
 
+    # False: the figures are shown apart, never beside a row (their size is not stated).
+    beside: bool = True
+
     def matches(self, by: list[str], row: tuple[str, ...] | list[str]) -> bool:
+        if not self.beside:
+            return False
         for key, allowed in self.match.items():
             if key not in by:
                 return False
