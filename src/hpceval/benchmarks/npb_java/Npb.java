@@ -1,0 +1,307 @@
+/*
+ * hpceval's NAS Parallel Benchmark kernels EP, IS, CG, MG and FT in Java, against the mpiJava 1.2
+ * API that MPJ Express implements (docs/java.md). One jar, the kernel chosen by --kernel; the
+ * JSON-lines protocol of the C kernels (docs/npb.md: header, result, end, error records), the
+ * header naming program "npb-java", MPJ Express's version and device and the JVM.
+ *
+ * This file holds what every kernel shares: options, the NPB generator (randlc / vranlc in
+ * 64-bit integers, as NPB's randi8 build and the C kernels compute it), the timer and the
+ * records. Every rank of the multicore device is a thread of one JVM: a kernel keeps its state
+ * in instance fields, never in mutable statics.
+ *
+ * Usage (through MPJRun, which reads options without "--" as its own):
+ *   java -jar npb-java.jar --kernel=cg --class=S
+ */
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import mpi.Intracomm;
+import mpi.MPI;
+
+public final class Npb {
+    static final String VERSION = "1.0";
+    static final String KERNELS = "ep, is, cg, mg, ft";
+    static final int STATUS_ERROR = 2;
+    static final int STATUS_UNVERIFIED = 3;
+
+    // ------------------------------------------------------------------ generator --
+
+    /** 5^13, the NPB multiplier, and the common seed 314159265. */
+    static final long A = 1220703125L;
+    static final long SEED = 314159265L;
+    static final long MASK46 = (1L << 46) - 1;
+    static final double R46 = 1.0 / 70368744177664.0; // 2^-46
+
+    /** a x mod 2^46: the 64-bit product wraps modulo 2^64, its low 46 bits are exact. */
+    static long mul46(long a, long x) {
+        return (a * x) & MASK46;
+    }
+
+    /** a^e in the generator's arithmetic: the multiplier that jumps e steps. */
+    static long jump(long a, long e) {
+        long result = 1, base = a;
+        while (e > 0) {
+            if ((e & 1) != 0) result = mul46(base, result);
+            base = mul46(base, base);
+            e >>= 1;
+        }
+        return result;
+    }
+
+    /** vranlc: n numbers x <- a x mod 2^46 into y[off..off+n), scaled by 2^-46; returns x. */
+    static long vranlc(int n, long x, long a, double[] y, int off) {
+        for (int i = 0; i < n; ++i) {
+            x = (x * a) & MASK46;
+            y[off + i] = R46 * (double) x;
+        }
+        return x;
+    }
+
+    static boolean isPowerOfTwo(int n) {
+        return n > 0 && (n & (n - 1)) == 0;
+    }
+
+    static int ilog2(int n) {
+        int l = 0;
+        while ((1 << l) < n) ++l;
+        return l;
+    }
+
+    /** Seconds of a monotonic clock (MPJ 0.44's MPI.Wtime advances in whole seconds). */
+    static double now() {
+        return System.nanoTime() * 1e-9;
+    }
+
+    // -------------------------------------------------------------------- errors --
+
+    /** A failure every rank reports the same way: error record, exit status 2. */
+    static final class Failure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Failure(String message) {
+            super(message);
+        }
+    }
+
+    static Failure fail(String format, Object... args) {
+        return new Failure(String.format(Locale.ROOT, format, args));
+    }
+
+    // -------------------------------------------------------------------- a run --
+
+    final Intracomm world;
+    final int rank, nranks;
+    final String device;
+    String kernel = "npb";
+    char className;
+
+    Npb(Intracomm world, String device) {
+        this.world = world;
+        this.rank = world.Rank();
+        this.nranks = world.Size();
+        this.device = device;
+    }
+
+    void parseOptions(String[] args) {
+        String k = null, c = null;
+        for (String arg : args) {
+            if (arg.startsWith("--kernel=")) k = arg.substring(9);
+            else if (arg.startsWith("--class=")) c = arg.substring(8);
+            else throw fail("unknown argument '%s' (usage: npb-java --kernel=K --class=S|W|A|B|C)",
+                clip(arg));
+        }
+        if (k == null) throw fail("missing --kernel= (one of %s)", KERNELS);
+        if (!List.of("ep", "is", "cg", "mg", "ft").contains(k))
+            throw fail("invalid kernel '%s' (one of %s)", clip(k), KERNELS);
+        kernel = k;
+        if (c == null) throw fail("missing --class= (S, W, A, B or C)");
+        if (c.length() != 1 || "SWABC".indexOf(c.charAt(0)) < 0)
+            throw fail("invalid class '%s' (one of S, W, A, B, C)", clip(c));
+        className = c.charAt(0);
+    }
+
+    static String clip(String text) {
+        return text.length() > 64 ? text.substring(0, 64) : text;
+    }
+
+    /** Slowest rank's time (the kernels' official timed section is the max over ranks). */
+    double maxOverRanks(double seconds) {
+        double[] in = {seconds}, out = new double[1];
+        world.Allreduce(in, 0, out, 0, 1, MPI.DOUBLE, MPI.MAX);
+        return out[0];
+    }
+
+    // ------------------------------------------------------------------- records --
+
+    static String json(double v) {
+        if (Double.isNaN(v) || Double.isInfinite(v)) return "null";
+        return Double.toString(v); // the shortest text that round-trips
+    }
+
+    static String jsonString(String text) {
+        String clean = text.trim().replaceAll("\\s+", " ").replaceAll("[^\\x20-\\x7e]", "?");
+        return "\"" + clean.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    static String mpjVersion() {
+        String home = System.getenv("MPJ_HOME");
+        if (home == null) return "unknown";
+        try {
+            for (String line : java.nio.file.Files.readAllLines(
+                    java.nio.file.Paths.get(home, "conf", "mpjexpress.conf")))
+                if (line.startsWith("mpjexpress.version="))
+                    return line.substring("mpjexpress.version=".length()).trim();
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
+        return "unknown";
+    }
+
+    static String jvmName() {
+        return System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
+    }
+
+    /** Rank 0 prints the header: kernel, class, ranks, MPJ and JVM, hosts, the problem. */
+    void header(String problemJson) {
+        final int width = 256;
+        byte[] mine = new byte[width];
+        byte[] name = MPI.Get_processor_name().getBytes(StandardCharsets.UTF_8);
+        System.arraycopy(name, 0, mine, 0, Math.min(name.length, width - 1));
+        byte[] all = new byte[width * nranks];
+        world.Gather(mine, 0, width, MPI.BYTE, all, 0, width, MPI.BYTE, 0);
+        if (rank != 0) return;
+        StringBuilder hosts = new StringBuilder();
+        for (int r = 0; r < nranks; ++r) {
+            int len = 0;
+            while (len < width && all[r * width + len] != 0) ++len;
+            hosts.append(r > 0 ? "," : "")
+                .append(jsonString(new String(all, r * width, len, StandardCharsets.UTF_8)));
+        }
+        String library = "MPJ Express " + mpjVersion() + " (" + device + " device)";
+        System.out.println("{\"record\":\"header\",\"program\":\"npb-java\",\"version\":\"" + VERSION
+            + "\",\"kernel\":\"" + kernel + "\",\"class\":\"" + className + "\",\"nranks\":" + nranks
+            + ",\"threads\":1,\"mpi_library\":" + jsonString(library)
+            + ",\"mpj_version\":" + jsonString(mpjVersion()) + ",\"device\":" + jsonString(device)
+            + ",\"jvm\":" + jsonString(jvmName())
+            + ",\"java_version\":" + jsonString(System.getProperty("java.version"))
+            + ",\"mpi_standard\":\"1.1\",\"hosts\":[" + hosts + "],\"problem\":" + problemJson + "}");
+        System.out.flush();
+    }
+
+    /** One verified quantity: |computed - reference| <= tolerance |reference|. */
+    static final class Quantity {
+        final String name;
+        final double computed, reference, tolerance;
+
+        Quantity(String name, double computed, double reference, double tolerance) {
+            this.name = name;
+            this.computed = computed;
+            this.reference = reference;
+            this.tolerance = tolerance;
+        }
+
+        double relativeError() {
+            double scale = Math.abs(reference) > 0 ? Math.abs(reference) : 1.0;
+            return Math.abs(computed - reference) / scale;
+        }
+
+        boolean passed() {
+            double e = relativeError();
+            return !Double.isNaN(e) && !Double.isInfinite(e) && e <= tolerance;
+        }
+    }
+
+    /** What a kernel hands back: the timed section, the operation count, the quantities. */
+    static final class Result {
+        double timeS, mopsTotal;
+        int iterations;
+        boolean verified = true; // kernel-specific checks beyond the quantities
+        final List<Quantity> quantities = new ArrayList<>();
+        String note;
+
+        void add(String name, double computed, double reference, double tolerance) {
+            quantities.add(new Quantity(name, computed, reference, tolerance));
+        }
+    }
+
+    /** Rank 0 prints the result and end records; returns whether the run verified. */
+    boolean report(Result r) {
+        boolean passed = r.verified;
+        for (Quantity q : r.quantities) passed &= q.passed();
+        if (rank != 0) return passed;
+        StringBuilder sb = new StringBuilder();
+        sb.append("{\"record\":\"result\",\"kernel\":\"").append(kernel).append("\",\"class\":\"")
+            .append(className).append("\",\"nranks\":").append(nranks).append(",\"threads\":1")
+            .append(",\"time_s\":").append(json(r.timeS)).append(",\"mops_total\":")
+            .append(json(r.mopsTotal)).append(",\"mops_per_process\":")
+            .append(json(r.mopsTotal / nranks)).append(",\"iterations\":").append(r.iterations)
+            .append(",\"verified\":").append(passed).append(",\"verification\":[");
+        for (int i = 0; i < r.quantities.size(); ++i) {
+            Quantity q = r.quantities.get(i);
+            sb.append(i > 0 ? "," : "").append("{\"quantity\":").append(jsonString(q.name))
+                .append(",\"computed\":").append(json(q.computed))
+                .append(",\"reference\":").append(json(q.reference))
+                .append(",\"rel_error\":").append(json(q.relativeError()))
+                .append(",\"tolerance\":").append(json(q.tolerance))
+                .append(",\"passed\":").append(q.passed()).append('}');
+        }
+        sb.append(']');
+        if (r.note != null) sb.append(",\"note\":").append(jsonString(r.note));
+        sb.append(",\"mpj_version\":").append(jsonString(mpjVersion()))
+            .append(",\"device\":").append(jsonString(device))
+            .append(",\"jvm\":").append(jsonString(jvmName())).append('}');
+        System.out.println(sb);
+        System.out.println("{\"record\":\"end\",\"status\":\"" + (passed ? "ok" : "verification_failed")
+            + "\"}");
+        System.out.flush();
+        return passed;
+    }
+
+    void printError(String message) {
+        System.out.println("{\"record\":\"error\",\"rank\":" + rank + ",\"message\":"
+            + jsonString(message) + "}");
+        System.out.flush();
+        System.err.println("npb-java-" + kernel + ": error: " + message);
+        System.err.flush();
+    }
+
+    // ---------------------------------------------------------------------- main --
+
+    Result run() {
+        switch (kernel) {
+            case "ep": return new Ep(this).run();
+            case "is": return new Is(this).run();
+            case "cg": return new Cg(this).run();
+            case "mg": return new Mg(this).run();
+            case "ft": return new Ft(this).run();
+            default: throw fail("invalid kernel '%s'", kernel);
+        }
+    }
+
+    public static void main(String[] argv) throws Exception {
+        // MPJ's starters put "rank, configuration, device" before the program's arguments;
+        // MPI.Init removes them (the device is the one MPJ runs: smpdev for multicore).
+        String mpjDevice = argv.length > 2 ? argv[2].replaceAll("[^A-Za-z0-9_.-]", "?") : "unknown";
+        String[] args = MPI.Init(argv);
+        Npb npb = new Npb(MPI.COMM_WORLD, mpjDevice);
+        int status = 0;
+        try {
+            npb.parseOptions(args);
+            // Rank 0's verdict is the run's (it printed the records).
+            if (!npb.report(npb.run()) && npb.rank == 0) status = STATUS_UNVERIFIED;
+        } catch (Failure e) {
+            // Option and rank-count errors are found alike by every rank: rank 0 reports.
+            if (npb.rank == 0) npb.printError(e.getMessage());
+            status = STATUS_ERROR;
+        } catch (RuntimeException | OutOfMemoryError e) {
+            npb.printError(e.getClass().getSimpleName() + ": " + e.getMessage());
+            // Other ranks may wait for this one forever: end the whole job.
+            System.exit(STATUS_ERROR);
+        }
+        MPI.Finalize();
+        if (status != 0) System.exit(status);
+    }
+}
