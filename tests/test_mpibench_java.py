@@ -377,6 +377,7 @@ def test_java_quick_suite_plans_p2p_and_collectives_on_local_mpj() -> None:
     cases = [
         c
         for i, entry in enumerate(suite.benchmark)
+        if entry.name == "mpibench-java"
         for c in bench.cases(bench.parse_options(entry.options()), target, i)
     ]
     patterns = {(c.parameters["pattern"], c.placement.ranks) for c in cases}

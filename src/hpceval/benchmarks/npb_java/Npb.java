@@ -214,6 +214,21 @@ public final class Npb {
         }
     }
 
+    /** The tests' way to see a failing verification from a real run: every reference value
+     *  multiplied by $HPCEVAL_NPB_JAVA_REFERENCE_SCALE (1 when unset, as in every measurement;
+     *  hpceval refuses a result whose references are not the official ones). */
+    static final double REFERENCE_SCALE = referenceScale();
+
+    static double referenceScale() {
+        String text = System.getenv("HPCEVAL_NPB_JAVA_REFERENCE_SCALE");
+        if (text == null || text.isEmpty()) return 1.0;
+        try {
+            return Double.parseDouble(text);
+        } catch (NumberFormatException e) {
+            return Double.NaN; // no reference: verification fails
+        }
+    }
+
     /** What a kernel hands back: the timed section, the operation count, the quantities. */
     static final class Result {
         double timeS, mopsTotal;
@@ -223,7 +238,7 @@ public final class Npb {
         String note;
 
         void add(String name, double computed, double reference, double tolerance) {
-            quantities.add(new Quantity(name, computed, reference, tolerance));
+            quantities.add(new Quantity(name, computed, reference * REFERENCE_SCALE, tolerance));
         }
     }
 
@@ -264,7 +279,7 @@ public final class Npb {
         System.out.println("{\"record\":\"error\",\"rank\":" + rank + ",\"message\":"
             + jsonString(message) + "}");
         System.out.flush();
-        System.err.println("npb-java-" + kernel + ": error: " + message);
+        System.err.println("npb-java: error: " + message);
         System.err.flush();
     }
 
