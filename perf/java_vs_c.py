@@ -9,14 +9,17 @@ alternates from one repeat to the next):
 - PingPong latency at 0 B, 8 B, 1 KiB and bandwidth at 64 KiB, 1 MiB, 4 MiB (2 ranks);
 - Allreduce at 8 B and 1 MiB on 2 and 4 ranks (4 oversubscribe this 2-core machine);
 - start-up cost per run: the wall time of the whole command (launcher, JVM or MPI start,
-  MPI.Init) minus the time the program itself reports (its end record's elapsed_s).
+  MPI.Init) minus the time the program itself reports (its end record's elapsed_s);
+- with --npb CLASS: the NPB kernels CG, IS, EP, FT, MG of that class at 1 and 2 ranks, the
+  Java kernels (npb-java) against the C ones (npb), Mop/s of the official timed section,
+  and the wall time of each run outside that section (start-up, set-up, verification).
 
 Per run and point the median over the samples is kept (JIT-warm figures for Java; the
 first-iteration figure of the fresh JVM is reported beside it). The report gives the median
 over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by repeat
 (adjacent in time) with its bootstrap CI. The machine is shared: medians, not means.
 
-Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3]
+Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3] [--npb A [--only-npb]]
 """
 
 from __future__ import annotations
@@ -140,11 +143,88 @@ def fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
     return f"{m:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
 
 
+NPB_KERNELS = ("cg", "is", "ep", "ft", "mg")
+NPB_RANKS = (1, 2)
+
+
+class NpbSide:
+    """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`."""
+
+    def __init__(self, benchmark: str, platform_name: str) -> None:
+        self.bench = get_benchmark(benchmark)
+        platform = load_platform(platform_name).config
+        toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
+        self.program = self.bench.build(
+            compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=["-O2"]
+        )
+        runtime = MpiRuntime(toolchain.implementation, toolchain.mpirun)
+        self.launcher = get_launcher_class(platform.launcher.kind)(platform, runtime)
+        self.name = benchmark
+
+    def run(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
+        """One verified run: its Mop/s and the wall seconds outside the timed section."""
+        c = Case(
+            key=f"{self.name}:{kernel}:{class_name}:{ranks}",
+            benchmark=self.name,
+            placement=Placement(1, ranks, 1, "none"),
+            parameters={"kernel": kernel, "class": class_name},
+            points=("rep=1",),
+            time_limit_s=900,
+        )
+        command = self.launcher.command(c.placement, self.bench.command(c, self.program, c.points))
+        start = time.monotonic()
+        proc = subprocess.run(
+            list(command.argv), env={**os.environ, **command.env}, capture_output=True,
+            text=True, timeout=900, check=False,
+        )  # fmt: skip
+        wall = time.monotonic() - start
+        self.bench.verify(proc.stdout, c, c.points)  # a run that does not verify stops here
+        (point,) = self.bench.parse(proc.stdout, c)
+        by_metric = {m.metric: m.value for m in point.measurements}
+        return by_metric["mops_total"], wall - by_metric["time"]
+
+
+def npb_main(class_name: str, repeat: int) -> None:
+    sides = {"C": NpbSide("npb", "local"), "Java": NpbSide("npb-java", "local-mpj")}
+    mops: dict[tuple[str, int, str], list[float]] = {}
+    outside: dict[tuple[str, int, str], list[float]] = {}
+    load = os.getloadavg()[0]
+    for rep in range(repeat):
+        order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+        for kernel in NPB_KERNELS:
+            for ranks in NPB_RANKS:
+                for side in order:
+                    m, rest = sides[side].run(kernel, class_name, ranks)
+                    mops.setdefault((kernel, ranks, side), []).append(m)
+                    outside.setdefault((kernel, ranks, side), []).append(rest)
+        print(f"npb repeat {rep + 1}/{repeat} done", file=sys.stderr)
+    load = max(load, os.getloadavg()[0])
+    print(f"# NPB class {class_name}: Java (npb-java, MPJ Express 0.44 multicore) vs C (npb, "
+          f"Open MPI), {repeat} repeats interleaved; load avg up to {load:.1f}")  # fmt: skip
+    print("# Mop/s of the official timed section, median [95 % bootstrap CI]; Java/C paired")
+    print("| kernel | ranks | C Mop/s | Java Mop/s | Java/C | C s outside | Java s outside |")
+    print("|---|---|---|---|---|---|---|")
+    for kernel in NPB_KERNELS:
+        for ranks in NPB_RANKS:
+            c, j = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "Java")]
+            print(
+                f"| {kernel.upper()} | {ranks} | {fmt(c)} | {fmt(j)} | {fmt(paired(j, c))} "
+                f"| {fmt(outside[(kernel, ranks, 'C')])} "
+                f"| {fmt(outside[(kernel, ranks, 'Java')])} |"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--budget", type=float, default=0.3)
+    parser.add_argument("--npb", choices=["S", "W", "A", "B"], help="also the NPB kernels")
+    parser.add_argument("--only-npb", action="store_true", help="the NPB part only")
     args = parser.parse_args(argv)
+    if args.npb:
+        npb_main(args.npb, args.repeat)
+        if args.only_npb:
+            return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets
     # on an oversubscribed node): on this shared, loaded machine a busy-polling rank loses its
     # core to other work, while MPJ's multicore ranks block in Object.wait.
