@@ -54,9 +54,11 @@ class MpjInstallation:
     def mpj_jar(self) -> Path:
         return self.home / "lib" / "mpj.jar"
 
-    def daemon_argv(self, port: int) -> list[str]:
-        """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH)."""
-        return [self.java, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]
+    def daemon_argv(self, port: int, home: Path | None = None) -> list[str]:
+        """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH); `home`: the
+        home directory it keeps its jobs' files in (~/.mpj_users), if not the user's."""
+        own_home = [f"-Duser.home={home}"] if home is not None else []
+        return [self.java, *own_home, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]
 
 
 def system_mpj_home() -> Path:

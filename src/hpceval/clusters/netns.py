@@ -40,6 +40,8 @@ from hpceval.execute import KILL_GRACE_S, last_line, running_as_root
 IP = "ip"
 TC = "tc"
 STATE_DIR = Path("/run/hpceval-netns")
+# `ip netns exec NODE` mounts the files of /etc/netns/NODE over those of /etc.
+NETNS_ETC = Path("/etc/netns")
 AGENT_RESOURCE = "netns-rsh"
 NAME_PREFIX = "hpce"
 SUBNET_BASE = "10.213"  # cluster X uses 10.213.X.0/24
@@ -323,6 +325,8 @@ def _remove_cluster(index: int) -> list[str]:
         _kill_processes_in(ns)
     for ns in cluster.namespaces:
         run_tool([IP, "netns", "delete", ns], check=False)
+    # Its nodes' hosts files, namespaces or not (a build interrupted before creating them).
+    _remove_hosts([p.name for p in NETNS_ETC.glob(f"{NAME_PREFIX}{index}-n*")])
     # Deleting a namespace deletes its veth pair; delete what is left, the bridge last.
     for link in sorted(cluster.links, key=lambda name: name.endswith("br")):
         if Path("/sys/class/net", link).exists():
@@ -364,6 +368,36 @@ def _allocate(nodes: int) -> ClusterLayout:
     )
 
 
+def hosts_file_text(layout: ClusterLayout, machine_hosts: str) -> str:
+    """The /etc/hosts of the cluster's nodes: this machine's, then every node's name and
+    address (pure). MPJ Express looks its own host name up (the agent names a node after its
+    namespace) and tells the other nodes that address."""
+    nodes = "".join(f"{layout.address(n)} {layout.namespace(n)}\n" for n in range(layout.nodes))
+    base = machine_hosts.rstrip("\n") + "\n" if machine_hosts.strip() else ""
+    return f"{base}# hpceval emulated cluster {layout.name}\n{nodes}"
+
+
+def _install_hosts(layout: ClusterLayout) -> None:
+    """/etc/netns/NODE/hosts, which `ip netns exec NODE` mounts over /etc/hosts."""
+    try:
+        machine_hosts = Path("/etc/hosts").read_text()
+    except OSError:
+        machine_hosts = "127.0.0.1 localhost\n"
+    text = hosts_file_text(layout, machine_hosts)
+    for n in range(layout.nodes):
+        directory = NETNS_ETC / layout.namespace(n)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "hosts").write_text(text)
+
+
+def _remove_hosts(namespaces: Sequence[str]) -> None:
+    for ns in namespaces:
+        with contextlib.suppress(FileNotFoundError):
+            (NETNS_ETC / ns / "hosts").unlink()
+        with contextlib.suppress(OSError):
+            (NETNS_ETC / ns).rmdir()
+
+
 def _install_agent(layout: ClusterLayout) -> None:
     """The rsh agent, copied beside the state file (no spaces in its path, always executable)."""
     text = (importlib.resources.files(__package__) / AGENT_RESOURCE).read_text()
@@ -379,6 +413,7 @@ def build_cluster(nodes: int, options: NetnsOptions) -> ClusterLayout:
     layout = _allocate(nodes)
     try:
         _install_agent(layout)
+        _install_hosts(layout)
         for argv in setup_commands(layout, options):
             run_tool(argv)
     except BaseException:

@@ -45,6 +45,8 @@ MAIN_CLASS = "MpiBench"
 PROGRAM = "mpibench-java"
 # The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
 LAUNCHER = "mpj"
+# The starter of MPJ Express, which other schedulers (netns) may use too.
+JAVA_STARTER = "mpjrun"
 
 
 DEFAULT_JIT_WARMUP_S = 0.5
@@ -79,6 +81,17 @@ def first_iteration_measurement(
     )
 
 
+def check_java_platform(program: str, platform: PlatformConfig) -> None:
+    """A Java program runs on MPJ Express: launcher `mpj`, or a scheduler with the mpjrun
+    starter (the netns emulated cluster); UserError otherwise."""
+    if platform.launcher.kind != LAUNCHER and platform.launcher.starter != JAVA_STARTER:
+        raise UserError(
+            f"benchmark {program} runs on a platform whose launcher is {LAUNCHER} "
+            f"(e.g. local-mpj) or whose starter is {JAVA_STARTER} (e.g. netns-2x2-mpj); "
+            f"platform {platform.name!r} uses {platform.launcher.kind}"
+        )
+
+
 # The JDK (javac compiles the program, its java runs MPJ); doctor shows the JVM's version
 # beside MPJ Express's (hpceval.doctor), without a second JVM start-up here.
 JAVA_TOOLS = (
@@ -106,11 +119,7 @@ class MpibenchJava(Mpibench):
     def cases(
         self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        if platform.launcher.kind != LAUNCHER:
-            raise UserError(
-                f"benchmark {PROGRAM} runs on a platform whose launcher is {LAUNCHER} "
-                f"(e.g. local-mpj); platform {platform.name!r} uses {platform.launcher.kind}"
-            )
+        check_java_platform(PROGRAM, platform)
         jit_warmup_s = getattr(options, "jit_warmup_s", DEFAULT_JIT_WARMUP_S)
         cases = []
         # mpibench's cases, keyed and labelled by this benchmark's name (self.name).
@@ -177,4 +186,4 @@ def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     return ParsedPoint(parsed.point_key, tuple(measurements))
 
 
-__all__ = ["MpibenchJava", "parse_java_line"]
+__all__ = ["MpibenchJava", "check_java_platform", "parse_java_line"]

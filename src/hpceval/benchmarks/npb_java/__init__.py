@@ -19,7 +19,11 @@ from pydantic import Field, model_validator
 
 from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Case, ParsedPoint, Program
-from hpceval.benchmarks.mpibench_java import JAVA_TOOLS, implementation_details
+from hpceval.benchmarks.mpibench_java import (
+    JAVA_TOOLS,
+    check_java_platform,
+    implementation_details,
+)
 from hpceval.benchmarks.npb import (
     Npb,
     NpbOptions,
@@ -29,7 +33,7 @@ from hpceval.benchmarks.npb import (
 )
 from hpceval.benchmarks.records import check_program_header
 from hpceval.config import PlatformConfig
-from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.errors import BenchmarkFailure
 from hpceval.mpj import compile_java_program, installation, missing_java_tools
 
 HERE = Path(__file__).parent
@@ -38,7 +42,6 @@ MAIN_CLASS = "Npb"
 SOURCES = tuple(HERE / f"{name}.java" for name in ("Npb", "Ep", "Is", "Cg", "Mg", "Ft"))
 JAVA_KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
 PROTOCOL_VERSION = "1.0"
-LAUNCHER = "mpj"
 # Mg.java distributes every level (mg.c's coarse-level gather beyond 8 ranks is not written).
 MG_MAX_RANKS = 8
 # One class-S..C run in Java against the C kernel's (generous: JIT, MPJ's collectives).
@@ -88,11 +91,7 @@ class NpbJava(Npb):
         return super().unavailable(options, platform) or missing_java_tools()
 
     def cases(self, options: NpbOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
-        if platform.launcher.kind != LAUNCHER:
-            raise UserError(
-                f"benchmark {PROGRAM} runs on a platform whose launcher is {LAUNCHER} "
-                f"(e.g. local-mpj); platform {platform.name!r} uses {platform.launcher.kind}"
-            )
+        check_java_platform(PROGRAM, platform)
         cases = super().cases(options, platform, entry_index)
         return [
             replace(

@@ -25,6 +25,7 @@ from hpceval.errors import UserError
 from hpceval.launch.command import PLACEMENT_PROBE, Command
 from hpceval.launch.starters import register
 from hpceval.launch.starters.base import Starter, StartRequest
+from hpceval.model import Placement
 from hpceval.mpj import STARTER_CLASS, STARTER_JARS
 
 # MPJ Express's devices; the ones hpceval can start today.
@@ -33,7 +34,7 @@ SUPPORTED_DEVICES = ("multicore", "niodev")
 OVERSUBSCRIBED = "oversubscribed: more ranks than cores"
 DEVICE_NOTES = {
     "multicore": "MPJ multicore: ranks are threads of one JVM, not bound to cores",
-    "niodev": "MPJ niodev: one JVM per rank over TCP on this host, not bound to cores",
+    "niodev": "MPJ niodev: one JVM per rank over TCP, started by MPJ daemons, not bound to cores",
 }
 
 
@@ -52,7 +53,7 @@ def check_device(device: str) -> None:
     if device not in SUPPORTED_DEVICES:
         raise UserError(
             f"launcher.device {device}: not supported by hpceval yet "
-            '(supported: "multicore", "niodev" on one host)',
+            '(supported: "multicore" on one node, "niodev" on one or more)',
         )
 
 
@@ -72,6 +73,17 @@ def check_java_program(program: Sequence[str]) -> None:
                 f"launcher mpj: program argument {arg[:64]!r} does not start with '--' "
                 "(MPJRun would read it as its own option)"
             )
+
+
+def machines_file(hosts: Sequence[str], placement: Placement) -> str:
+    """MPJRun's machines file: rank r on line r (MPJ starts rank r on that line's daemon), the
+    ranks node by node as the placement has them (pure)."""
+    if len(hosts) < placement.nodes:
+        raise UserError(
+            f"placement {placement.label()}: {placement.nodes} nodes, {len(hosts)} hosts known"
+        )
+    return "".join(f"{hosts[n]}\n" for n in range(placement.nodes)
+                   for _ in range(placement.ranks_per_node))  # fmt: skip
 
 
 def class_path(mpj_home: str) -> str:
@@ -101,6 +113,11 @@ class MpjrunStarter(Starter):
             if request.nodes.hostfile is None:
                 raise UserError("launcher.device niodev: no machines file (no MPJ daemon runs)")
             hosts = ["-machinesfile", request.nodes.hostfile]
+        elif placement.nodes > 1:
+            raise UserError(
+                f"placement {placement.label()}: launcher.device multicore runs on one node "
+                '(use device = "niodev" across nodes)'
+            )
         argv = [
             request.executable, "-cp", class_path(request.mpj_home), STARTER_CLASS,
             "-np", str(placement.ranks), "-dev", options.device, *hosts,
