@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hpceval.build import BUILD_TIMEOUT_S, cache_root
 from hpceval.errors import ToolMissing, UserError
@@ -36,10 +37,31 @@ DEBIAN_DAEMON_JARS = (
 # MPJ's daemon port (its conf's mpjexpress.mpjdaemon.port.1, which MPJRun reads too).
 DEFAULT_DAEMON_PORT = 40055
 STARTER_CLASS = "runtime.starter.MPJRun"
+# hpceval's starter of MPJRun (hpceval.launch.starters.mpjrun): a platform that names it runs
+# Java ranks on MPJ Express.
+MPJ_STARTER = "mpjrun"
 # Jars the starter JVM needs on its class path (the ranks' JVMs find the rest in MPJ_HOME).
 STARTER_JARS = ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
 JDK_REMEDY = "install Java (Debian: apt-get install default-jdk-headless)"
 MPJ_REMEDY = "install MPJ Express (Debian: apt-get install libmpj-java)"
+
+
+def mpj_mpi_facts(device: str, c_mpi: Any) -> dict[str, Any]:
+    """The provenance's "mpi" of a run of Java ranks: MPJ Express, its device, the JVM (the
+    machine's C MPI, which built nothing of it, kept under "c_mpi")."""
+    facts: dict[str, Any] = {
+        "implementation": "MPJ Express",
+        "version": None,
+        "device": device,
+        "jvm": None,
+        "consistent": True,
+        "c_mpi": c_mpi,
+    }
+    try:
+        mpj = installation()
+    except ToolMissing:
+        return facts
+    return {**facts, "version": mpj.version, "jvm": java_version(mpj.java), "home": str(mpj.home)}
 
 
 @dataclass(frozen=True)

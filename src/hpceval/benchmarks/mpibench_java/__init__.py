@@ -36,7 +36,7 @@ from hpceval.benchmarks.mpibench import (
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement
-from hpceval.mpj import compile_java_program, installation, missing_java_tools
+from hpceval.mpj import MPJ_STARTER, compile_java_program, installation, missing_java_tools
 from hpceval.statistics import describe
 from hpceval.units import MICROSECOND
 
@@ -45,8 +45,6 @@ MAIN_CLASS = "MpiBench"
 PROGRAM = "mpibench-java"
 # The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
 LAUNCHER = "mpj"
-# The starter of MPJ Express, which other schedulers (netns) may use too.
-JAVA_STARTER = "mpjrun"
 
 
 DEFAULT_JIT_WARMUP_S = 0.5
@@ -84,10 +82,10 @@ def first_iteration_measurement(
 def check_java_platform(program: str, platform: PlatformConfig) -> None:
     """A Java program runs on MPJ Express: launcher `mpj`, or a scheduler with the mpjrun
     starter (the netns emulated cluster); UserError otherwise."""
-    if platform.launcher.kind != LAUNCHER and platform.launcher.starter != JAVA_STARTER:
+    if platform.launcher.kind != LAUNCHER and platform.launcher.starter != MPJ_STARTER:
         raise UserError(
             f"benchmark {program} runs on a platform whose launcher is {LAUNCHER} "
-            f"(e.g. local-mpj) or whose starter is {JAVA_STARTER} (e.g. netns-2x2-mpj); "
+            f"(e.g. local-mpj) or whose starter is {MPJ_STARTER} (e.g. netns-2x2-mpj); "
             f"platform {platform.name!r} uses {platform.launcher.kind}"
         )
 

@@ -52,13 +52,12 @@ from hpceval.launch.schedulers.mpj_daemons import node_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
 from hpceval.launch.starters.mpjrun import check_device, machines_file
 from hpceval.model import Origin, Placement
-from hpceval.mpj import DEFAULT_DAEMON_PORT, installation
+from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled"
 # The starters that start daemons through an rsh agent.
 RSH_STARTERS = ("openmpi", "mpich")
-# MPJ Express's starter: its daemons are started by the session, one per node.
-MPJ_STARTER = "mpjrun"
+# With MPJ Express's starter (its daemons started by the session, one per node): its device.
 MPJ_DEVICE = "niodev"
 
 # MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would

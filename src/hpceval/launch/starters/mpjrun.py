@@ -26,7 +26,7 @@ from hpceval.launch.command import PLACEMENT_PROBE, Command
 from hpceval.launch.starters import register
 from hpceval.launch.starters.base import Starter, StartRequest
 from hpceval.model import Placement
-from hpceval.mpj import STARTER_CLASS, STARTER_JARS
+from hpceval.mpj import MPJ_STARTER, STARTER_CLASS, STARTER_JARS
 
 # MPJ Express's devices; the ones hpceval can start today.
 MpjDevice = Literal["multicore", "niodev", "hybdev"]
@@ -92,7 +92,7 @@ def class_path(mpj_home: str) -> str:
 
 @register
 class MpjrunStarter(Starter):
-    name = "mpjrun"
+    name = MPJ_STARTER
     options_model = MpjrunOptions
     program = "java"
 
