@@ -30,7 +30,7 @@ from hpceval.mpj import STARTER_CLASS, missing_java_tools
 from hpceval.store import open_store
 
 from .conftest import write
-from .test_cli import hpceval
+from .test_cli import hpceval, one_line_error
 
 requires_mpj = pytest.mark.skipif(
     missing_java_tools() is not None,
@@ -215,3 +215,24 @@ def test_sigkill_leaves_no_daemon_or_jvm(tmp_path: Path) -> None:
             proc.kill()
         # The namespaces of a killed campaign stay until the next session or this cleanup.
         cleanup_netns()
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [("hostfile", 'hosts = ["node1", "node2"]\n'), ("slurm-netns", ""), ("slurm", "")],
+)
+def test_hostfile_and_slurm_refuse_mpjrun_in_one_line(
+    tmp_path: Path, kind: str, extra: str
+) -> None:
+    platform = write(
+        tmp_path / "p.toml",
+        f'name = "p"\nnodes = 2\n{extra}[launcher]\nkind = "{kind}"\nstarter = "mpjrun"\n'
+        'device = "niodev"\n',
+    )
+    suite = write(tmp_path / "s.toml", NPB_SUITE)
+    proc = hpceval(
+        "run", "-p", str(platform), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
+    )
+    line = one_line_error(proc)
+    assert 'runs under launcher kind "mpj" (this machine) or "netns"' in line
+    assert "hostfile hosts" in line and "Slurm job" in line

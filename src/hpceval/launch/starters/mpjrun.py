@@ -38,6 +38,17 @@ DEVICE_NOTES = {
 }
 
 
+# Where MPJRun cannot start ranks (docs/java.md): MPJ Express 0.44 starts them in one JVM
+# (multicore) or through an MPJ daemon on every host (niodev); hpceval starts the daemons on
+# this machine and in the netns emulated cluster's nodes only.
+NOT_THIS_SCHEDULER = (
+    'the mpjrun starter runs under launcher kind "mpj" (this machine) or "netns" (emulated '
+    "cluster): MPJ Express starts its ranks through an MPJ daemon on every host, which hpceval "
+    "does not start on hostfile hosts (over SSH) nor inside a Slurm job (its ranks are "
+    "started by srun, which MPJ cannot use)"
+)
+
+
 class MpjrunOptions(StrictModel):
     device: MpjDevice = "multicore"
 
@@ -98,7 +109,7 @@ class MpjrunStarter(Starter):
 
     def command(self, request: StartRequest) -> Command:
         if not isinstance(request, MpjStartRequest) or not request.mpj_home:
-            raise UserError('the mpjrun starter runs under launcher kind = "mpj"')
+            raise UserError(NOT_THIS_SCHEDULER)
         placement = request.placement
         if placement.threads_per_rank != 1:
             raise UserError(
