@@ -30,6 +30,7 @@ PAGE_ORDER: Final = (
     "collectives",
     "hpcc",
     "npb",
+    "java",
     "placement",
     "heatmap",
     "cost",

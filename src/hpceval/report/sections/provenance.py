@@ -20,6 +20,8 @@ PROVENANCE_FIELDS: Final[tuple[tuple[str, str], ...]] = (
     ("nic_io_path", "network.path"),
     ("mpi", "mpi.implementation"),
     ("mpi_version", "mpi.version"),
+    ("mpi_device", "mpi.device"),
+    ("jvm", "mpi.jvm"),
     ("compiler", "compiler.version"),
     ("cflags", "compiler.cflags"),
     ("os", "os.name"),
