@@ -178,9 +178,12 @@ def test_programs_mpjrun_must_not_see(program: list[str], cause: str) -> None:
         check_java_program(program)
 
 
-def test_hybdev_is_refused_in_one_line() -> None:
-    with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
+def test_hybdev_needs_a_machines_file() -> None:
+    # hybdev's ranks are started by MPJ daemons (netns-2x2-mpj-hybdev, tests/test_mpj_cluster).
+    with pytest.raises(UserError, match=r"launcher\.device hybdev: no machines file"):
         mpjrun_argv("hybdev", 2, [], ["/c/mb.jar"])
+    argv = mpjrun_argv("hybdev", 4, [], ["/c/mb.jar"], machines="/w/machines")
+    assert argv[-6:] == ["-dev", "hybdev", "-machinesfile", "/w/machines", "-jar", "/c/mb.jar"]
 
 
 def test_niodev_argv_names_the_machines_file() -> None:

@@ -67,6 +67,14 @@ def mpj_launcher(**keys: Any) -> Any:
 # --------------------------------------------------------------------------- pure parts
 
 
+@requires_mpj
+def test_hybdev_names_each_node_once() -> None:
+    command = mpj_launcher(device="hybdev").command(Placement(2, 2, 1, "none"), [JAR])
+    argv = shlex.split(command.argv[2])
+    assert argv[argv.index("-dev") + 1] == "hybdev" and argv[argv.index("-np") + 1] == "4"
+    assert machines_file(("a", "b"), Placement(2, 2), "hybdev") == "a\nb\n"
+
+
 def test_machines_file_places_ranks_node_by_node() -> None:
     hosts = ("hpce3-n0", "hpce3-n1")
     assert machines_file(hosts, Placement(2, 2)) == "hpce3-n0\nhpce3-n0\nhpce3-n1\nhpce3-n1\n"
@@ -104,17 +112,16 @@ def test_mpjrun_runs_in_node_0_through_the_agent() -> None:
 
 
 @requires_mpj
-def test_only_niodev_runs_on_the_emulated_cluster() -> None:
+def test_only_the_daemon_devices_run_on_the_emulated_cluster() -> None:
     with pytest.raises(UserError, match=r"launcher\.device multicore: the netns launcher runs"):
         mpj_launcher(device="multicore").command(Placement(2, 1, 1, "none"), [JAR])
-    with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
-        mpj_launcher(device="hybdev").command(Placement(2, 1, 1, "none"), [JAR])
     with pytest.raises(UserError, match="not /bin/true"):
         mpj_launcher(device="niodev").command(Placement(2, 1, 1, "none"), ["/bin/true"])
 
 
-def test_shipped_platform_loads() -> None:
-    platform = load_platform("netns-2x2-mpj").config
+@pytest.mark.parametrize("name", ["netns-2x2-mpj", "netns-2x2-mpj-hybdev"])
+def test_shipped_platforms_load(name: str) -> None:
+    platform = load_platform(name).config
     assert platform.launcher.kind == "netns" and platform.launcher.starter == "mpjrun"
     assert platform.nodes == 2
 
@@ -140,11 +147,14 @@ ranks_per_node = [2]
 
 @requires_netns
 @requires_mpj
-def test_npb_java_verifies_across_two_nodes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("platform", "device"), [("netns-2x2-mpj", "niodev"), ("netns-2x2-mpj-hybdev", "hybdev")]
+)
+def test_npb_java_verifies_across_two_nodes(tmp_path: Path, platform: str, device: str) -> None:
     suite = write(tmp_path / "suite.toml", NPB_SUITE)
     db = tmp_path / "r.db"
     hpceval(
-        "run", "-p", "netns-2x2-mpj", "-s", str(suite), "--db", str(db),
+        "run", "-p", platform, "-s", str(suite), "--db", str(db),
         cwd=tmp_path, check=True, timeout=600,
     )  # fmt: skip
     store = open_store(str(db))
@@ -157,11 +167,11 @@ def test_npb_java_verifies_across_two_nodes(tmp_path: Path) -> None:
     # 2 ranks: one per node; 4 ranks: two per node (the header's hosts were checked).
     assert placed == {(k, r, 2) for k in ("cg", "mg") for r in (2, 4)}
     for r in rows:
-        assert r.measurement.details["mpj_device"] == "niodev"
+        assert r.measurement.details["mpj_device"] == device
         assert r.measurement.origin.value == "emulated"
     (run,) = store.runs()
     mpi = store.environment(run.environment_id)["mpi"]
-    assert mpi["implementation"] == "MPJ Express" and mpi["device"] == "niodev"
+    assert mpi["implementation"] == "MPJ Express" and mpi["device"] == device
     assert str(mpi["jvm"]).startswith("openjdk")
 
 

@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from hpceval.errors import UserError
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.local import LocalScheduler
 from hpceval.launch.schedulers.mpj_daemons import local_daemon, port_is_free
@@ -58,11 +59,21 @@ class MpjScheduler(LocalScheduler):
     def session(self) -> AbstractContextManager[None]:
         return self._session()
 
-    def preflight(self) -> None:
+    def _check_device(self) -> None:
         check_device(self.device())
+        if self.device() == "hybdev":
+            raise UserError(
+                "launcher.device hybdev: MPJ's hybrid device runs across nodes: use the netns "
+                'emulated cluster (kind = "netns", starter = "mpjrun", e.g. '
+                'netns-2x2-mpj-hybdev); on this machine alone use "multicore"'
+            )
+
+    def preflight(self) -> None:
+        self._check_device()
         installation()  # ToolMissing (exit 2) when java or MPJ Express is not installed
 
     def start_request(self, placement: Placement, program: Sequence[str]) -> StartRequest:
+        self._check_device()
         request = super().start_request(placement, program)
         nodes = Nodes()
         if self.device() == "niodev":

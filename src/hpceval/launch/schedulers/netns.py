@@ -9,9 +9,9 @@ to the same cores) and ranks yield when idle: busy-polling ranks starve the veth
 (0-byte PingPong between two nodes of 2 ranks each on 2 cores: 14-20 ms without yielding,
 14-24 µs with it). Every measurement taken through this scheduler is labelled emulated.
 
-With `starter = "mpjrun"` (Java programs on MPJ Express, device niodev) the session also
-starts an MPJ daemon in every node (hpceval.launch.schedulers.mpj_daemons) and MPJRun runs in
-node 0 through the cluster's agent; its machines file names the placement's nodes.
+With `starter = "mpjrun"` (Java programs on MPJ Express, device niodev or hybdev) the session
+also starts an MPJ daemon in every node (hpceval.launch.schedulers.mpj_daemons) and MPJRun
+runs in node 0 through the cluster's agent; its machines file names the placement's nodes.
 
 The namespaces exist only inside `session()`: created on entry, removed on every exit.
 """
@@ -50,15 +50,15 @@ from hpceval.launch.schedulers.base import Scheduler, write_if_changed
 from hpceval.launch.schedulers.mpj import mpj_request
 from hpceval.launch.schedulers.mpj_daemons import node_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
-from hpceval.launch.starters.mpjrun import check_device, machines_file
+from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device, machines_file
 from hpceval.model import Origin, Placement
 from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled"
 # The starters that start daemons through an rsh agent.
 RSH_STARTERS = ("openmpi", "mpich")
-# With MPJ Express's starter (its daemons started by the session, one per node): its device.
-MPJ_DEVICE = "niodev"
+# With MPJ Express's starter (its daemons started by the session, one per node): its devices.
+MPJ_DEVICES = DAEMON_DEVICES
 
 # MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would
 # use its shared-memory transports between them, bypassing the veths (1 MiB ping-pong in
@@ -106,10 +106,10 @@ class NetnsScheduler(Scheduler):
         if self.runs_mpj:
             device = self.starter_options().device
             check_device(device)
-            if device != MPJ_DEVICE:
+            if device not in MPJ_DEVICES:
                 raise UserError(
-                    f"launcher.device {device}: the netns launcher runs MPJ Express's "
-                    f'{MPJ_DEVICE} device (one JVM per rank, TCP between the nodes)'
+                    f"launcher.device {device}: the netns launcher runs MPJ Express's niodev "
+                    "(one JVM per rank) or hybdev (one JVM per node) device, TCP between nodes"
                 )
         elif self.starter.name not in RSH_STARTERS:
             raise UserError(
@@ -179,7 +179,8 @@ class NetnsScheduler(Scheduler):
             machines = Path("machines")  # outside a session (the placement check): not read
             if self.mpj_workdir is not None:
                 machines = self.mpj_workdir / f"machines-{placement.label()}"
-                write_if_changed(machines, machines_file(hosts, placement))
+                device = self.starter_options().device
+                write_if_changed(machines, machines_file(hosts, placement, device))
             return mpj_request(request, Nodes(hosts=hosts, hostfile=str(machines)))
         return replace(
             request,

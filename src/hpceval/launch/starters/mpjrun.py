@@ -30,11 +30,15 @@ from hpceval.mpj import MPJ_STARTER, STARTER_CLASS, STARTER_JARS
 
 # MPJ Express's devices; the ones hpceval can start today.
 MpjDevice = Literal["multicore", "niodev", "hybdev"]
-SUPPORTED_DEVICES = ("multicore", "niodev")
+SUPPORTED_DEVICES = ("multicore", "niodev", "hybdev")
+# The devices whose ranks MPJ's daemons start (a machines file names the hosts).
+DAEMON_DEVICES = ("niodev", "hybdev")
 OVERSUBSCRIBED = "oversubscribed: more ranks than cores"
 DEVICE_NOTES = {
     "multicore": "MPJ multicore: ranks are threads of one JVM, not bound to cores",
     "niodev": "MPJ niodev: one JVM per rank over TCP, started by MPJ daemons, not bound to cores",
+    "hybdev": "MPJ hybdev: one JVM per node (its ranks threads, shared memory), niodev between "
+    "nodes, not bound to cores",
 }
 
 
@@ -64,7 +68,7 @@ def check_device(device: str) -> None:
     if device not in SUPPORTED_DEVICES:
         raise UserError(
             f"launcher.device {device}: not supported by hpceval yet "
-            '(supported: "multicore" on one node, "niodev" on one or more)',
+            '(supported: "multicore" on one node, "niodev" and "hybdev" with MPJ daemons)',
         )
 
 
@@ -86,15 +90,17 @@ def check_java_program(program: Sequence[str]) -> None:
             )
 
 
-def machines_file(hosts: Sequence[str], placement: Placement) -> str:
-    """MPJRun's machines file: rank r on line r (MPJ starts rank r on that line's daemon), the
-    ranks node by node as the placement has them (pure)."""
+def machines_file(hosts: Sequence[str], placement: Placement, device: str = "niodev") -> str:
+    """MPJRun's machines file, the ranks node by node as the placement has them (pure).
+
+    niodev: rank r on line r (MPJ starts rank r on that line's daemon); hybdev: one line per
+    node (MPJ gives each node's JVM an equal block of the ranks, measured)."""
     if len(hosts) < placement.nodes:
         raise UserError(
             f"placement {placement.label()}: {placement.nodes} nodes, {len(hosts)} hosts known"
         )
-    return "".join(f"{hosts[n]}\n" for n in range(placement.nodes)
-                   for _ in range(placement.ranks_per_node))  # fmt: skip
+    per_node = 1 if device == "hybdev" else placement.ranks_per_node
+    return "".join(f"{hosts[n]}\n" for n in range(placement.nodes) for _ in range(per_node))
 
 
 def class_path(mpj_home: str) -> str:
@@ -120,9 +126,11 @@ class MpjrunStarter(Starter):
         check_device(options.device)
         check_java_program(request.program)
         hosts: list[str] = []
-        if options.device == "niodev":
+        if options.device in DAEMON_DEVICES:
             if request.nodes.hostfile is None:
-                raise UserError("launcher.device niodev: no machines file (no MPJ daemon runs)")
+                raise UserError(
+                    f"launcher.device {options.device}: no machines file (no MPJ daemon runs)"
+                )
             hosts = ["-machinesfile", request.nodes.hostfile]
         elif placement.nodes > 1:
             raise UserError(
