@@ -19,12 +19,17 @@ first-iteration figure of the fresh JVM is reported beside it). The report gives
 over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by repeat
 (adjacent in time) with its bootstrap CI. The machine is shared: medians, not means.
 
+- with --inter-node (root): PingPong between the two nodes of the netns emulated cluster, C
+  (Open MPI over TCP, netns-2x2) against Java (MPJ Express niodev, netns-2x2-mpj).
+
 Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3] [--npb A [--only-npb]]
+       .venv/bin/python perf/java_vs_c.py --inter-node [--repeat 7]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -48,7 +53,9 @@ BANDWIDTH_FROM = 65536
 ALLREDUCE_SIZES = (8, 1 << 20)
 
 
-def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget: float) -> Case:
+def case(
+    benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget: float, nodes: int = 1
+) -> Case:
     options: dict[str, Any] = {
         "target_rci": 0.02,
         "budget_s": budget,
@@ -62,11 +69,11 @@ def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget:
     params: dict[str, Any] = {"pattern": pattern}
     if pattern == "pingpong":
         options["pair"] = [0, 1]
-        params["pair"] = "intra-node"
+        params["pair"] = "intra-node" if nodes == 1 else "inter-node"
     return Case(
         key=f"{benchmark}:{pattern}:{ranks}",
         benchmark=benchmark,
-        placement=Placement(1, ranks, 1, "none"),
+        placement=Placement(nodes, ranks // nodes, 1, "none"),
         parameters=params,
         points=tuple(f"size={s}" for s in sizes),
         time_limit_s=600,
@@ -228,13 +235,51 @@ def npb_main(class_name: str, repeat: int) -> None:
             )
 
 
+def internode_main(repeat: int, budget: float) -> None:
+    """PingPong between the two nodes of the netns emulated cluster, one rank per node."""
+    sides = {"C": Side("mpibench", "netns-2x2"), "Java": Side("mpibench-java", "netns-2x2-mpj")}
+    points: dict[tuple[str, int], list[float]] = {}
+    load = os.getloadavg()[0]
+    with contextlib.ExitStack() as stack:
+        for side in sides.values():  # each its cluster (and, for Java, its MPJ daemons)
+            stack.enter_context(side.launcher.session())
+        for rep in range(repeat):
+            order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+            for side in order:
+                c = case(sides[side].name, "pingpong", 2, PINGPONG_SIZES, budget, nodes=2)
+                result, _ = sides[side].run(c)
+                for size, point in result.items():
+                    points.setdefault((side, size), []).append(point["median"])
+            print(f"inter-node repeat {rep + 1}/{repeat} done", file=sys.stderr)
+    load = max(load, os.getloadavg()[0])
+    print(f"# PingPong between 2 emulated nodes (netns, veths, unshaped): Java (MPJ Express "
+          f"niodev) vs C (Open MPI, TCP), {repeat} repeats; load avg up to {load:.1f}")  # fmt: skip
+    print("| size | figure | C | Java | Java/C |")
+    print("|---|---|---|---|---|")
+    for size in PINGPONG_SIZES:
+        c, j = points[("C", size)], points[("Java", size)]
+        if size >= BANDWIDTH_FROM:
+            c, j = [size / t for t in c], [size / t for t in j]
+            figure = "bandwidth MB/s"
+        else:
+            figure = "latency µs"
+        print(f"| {size} | {figure} | {fmt(c)} | {fmt(j)} | {fmt(paired(j, c))} |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--budget", type=float, default=0.3)
     parser.add_argument("--npb", choices=["S", "W", "A", "B"], help="also the NPB kernels")
     parser.add_argument("--only-npb", action="store_true", help="the NPB part only")
+    parser.add_argument(
+        "--inter-node", action="store_true",
+        help="PingPong between the nodes of the netns emulated cluster only (needs root)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.inter_node:
+        internode_main(args.repeat, args.budget)
+        return 0
     if args.npb:
         npb_main(args.npb, args.repeat)
         if args.only_npb:
