@@ -154,24 +154,10 @@ NPB_KERNELS = ("cg", "is", "ep", "ft", "mg")
 NPB_RANKS = (1, 2)
 
 
-class NpbSide:
+class NpbSide(Side):
     """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`."""
 
-    def __init__(
-        self, benchmark: str, platform_name: str, extra_env: dict[str, str] | None = None
-    ) -> None:
-        self.extra_env = extra_env or {}
-        self.bench = get_benchmark(benchmark)
-        platform = load_platform(platform_name).config
-        toolchain = detect_mpi(platform.launcher.mpicc, platform.launcher.mpirun)
-        self.program = self.bench.build(
-            compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=["-O2"]
-        )
-        runtime = MpiRuntime(toolchain.implementation, toolchain.mpirun)
-        self.launcher = get_launcher_class(platform.launcher.kind)(platform, runtime)
-        self.name = benchmark
-
-    def run(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
+    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
         """One verified run: its Mop/s and the wall seconds outside the timed section."""
         c = Case(
             key=f"{self.name}:{kernel}:{class_name}:{ranks}",
@@ -209,7 +195,7 @@ def npb_main(class_name: str, repeat: int) -> None:
         for kernel in NPB_KERNELS:
             for ranks in NPB_RANKS:
                 for side in order:
-                    m, rest = sides[side].run(kernel, class_name, ranks)
+                    m, rest = sides[side].run_npb(kernel, class_name, ranks)
                     mops.setdefault((kernel, ranks, side), []).append(m)
                     outside.setdefault((kernel, ranks, side), []).append(rest)
         print(f"npb repeat {rep + 1}/{repeat} done", file=sys.stderr)
@@ -241,13 +227,13 @@ def internode_main(repeat: int, budget: float) -> None:
     points: dict[tuple[str, int], list[float]] = {}
     load = os.getloadavg()[0]
     with contextlib.ExitStack() as stack:
-        for side in sides.values():  # each its cluster (and, for Java, its MPJ daemons)
-            stack.enter_context(side.launcher.session())
+        for each in sides.values():  # each its cluster (and, for Java, its MPJ daemons)
+            stack.enter_context(each.launcher.session())
         for rep in range(repeat):
             order = list(sides) if rep % 2 == 0 else list(reversed(sides))
             for side in order:
-                c = case(sides[side].name, "pingpong", 2, PINGPONG_SIZES, budget, nodes=2)
-                result, _ = sides[side].run(c)
+                run_case = case(sides[side].name, "pingpong", 2, PINGPONG_SIZES, budget, nodes=2)
+                result, _ = sides[side].run(run_case)
                 for size, point in result.items():
                     points.setdefault((side, size), []).append(point["median"])
             print(f"inter-node repeat {rep + 1}/{repeat} done", file=sys.stderr)

@@ -19,41 +19,20 @@ from typing import Any
 import pytest
 
 from hpceval.campaign import load_platform
-from hpceval.clusters import netns as cluster_mod
 from hpceval.clusters.netns import ClusterLayout, cleanup_netns, hosts_file_text
 from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.launch.starters.mpjrun import machines_file
 from hpceval.model import Placement
-from hpceval.mpj import STARTER_CLASS, missing_java_tools
+from hpceval.mpj import STARTER_CLASS
 from hpceval.store import open_store
 
 from .conftest import write
 from .test_cli import hpceval, one_line_error
+from .test_mpibench_java import jvms_of, requires_mpj
+from .test_netns import requires_netns
 
-requires_mpj = pytest.mark.skipif(
-    missing_java_tools() is not None,
-    reason=f"{missing_java_tools()} (./setup.sh installs default-jdk-headless libmpj-java)",
-)
-
-
-def _netns_unusable() -> str | None:
-    if not cluster_mod.running_as_root():
-        return "not root: network namespaces need root (ip netns)"
-    probe = f"hpceval-probe-{os.getpid()}"
-    try:
-        proc = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    except FileNotFoundError:
-        return "iproute2's ip is not installed"
-    if proc.returncode != 0:
-        return f"ip netns is not permitted here: {proc.stderr.strip()}"
-    subprocess.run(["ip", "netns", "delete", probe], check=False)
-    return None
-
-
-_UNUSABLE = _netns_unusable()
-requires_netns = pytest.mark.skipif(_UNUSABLE is not None, reason=_UNUSABLE or "")
 JAR = "/cache/npb-java.jar"
 
 
@@ -175,11 +154,6 @@ def test_npb_java_verifies_across_two_nodes(tmp_path: Path, platform: str, devic
     assert str(mpi["jvm"]).startswith("openjdk")
 
 
-def _jvms_of(marker: str) -> list[str]:
-    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True)
-    return [ln for ln in ps.stdout.splitlines() if "java" in ln and marker in ln]
-
-
 LONG_PINGPONG = """name = "long"
 [[benchmark]]
 name = "mpibench-java"
@@ -209,17 +183,17 @@ def test_sigkill_leaves_no_daemon_or_jvm(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 180
         # 2 daemons, MPJRun and the 2 ranks' JVMs (their class paths name hpceval's MPJ_HOME).
-        while len(_jvms_of(str(cache))) < 5:
+        while len(jvms_of(str(cache))) < 5:
             assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, _jvms_of(str(cache))
+            assert time.monotonic() < deadline, jvms_of(str(cache))
             time.sleep(0.3)
-        assert any("daemon.jar" in ln for ln in _jvms_of(str(cache)))
+        assert any("daemon.jar" in ln for ln in jvms_of(str(cache)))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 15
-        while _jvms_of(str(cache)) and time.monotonic() < deadline:
+        while jvms_of(str(cache)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _jvms_of(str(cache)) == []
+        assert jvms_of(str(cache)) == []
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -18,19 +18,13 @@ from hpceval.benchmarks.npb_java import JAVA_KERNELS, java_rank_rule_error
 from hpceval.campaign import load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Placement
-from hpceval.mpj import missing_java_tools
 from hpceval.store import open_store
 
 from .conftest import write
 from .test_cli import hpceval
+from .test_mpibench_java import requires_mpj
 
 DATA = Path(__file__).parent / "data" / "npb_java"
-
-requires_mpj = pytest.mark.skipif(
-    missing_java_tools() is not None,
-    reason=f"{missing_java_tools()} (./setup.sh installs default-jdk-headless libmpj-java)",
-)
-
 
 def case_for(kernel: str, ranks: int, class_name: str = "S") -> Case:
     return Case(

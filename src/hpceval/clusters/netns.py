@@ -326,7 +326,7 @@ def _remove_cluster(index: int) -> list[str]:
     for ns in cluster.namespaces:
         run_tool([IP, "netns", "delete", ns], check=False)
     # Its nodes' hosts files, namespaces or not (a build interrupted before creating them).
-    _remove_hosts([p.name for p in NETNS_ETC.glob(f"{NAME_PREFIX}{index}-n*")])
+    remove_hosts([p.name for p in NETNS_ETC.glob(f"{NAME_PREFIX}{index}-n*")])
     # Deleting a namespace deletes its veth pair; delete what is left, the bridge last.
     for link in sorted(cluster.links, key=lambda name: name.endswith("br")):
         if Path("/sys/class/net", link).exists():
@@ -377,8 +377,11 @@ def hosts_file_text(layout: ClusterLayout, machine_hosts: str) -> str:
     return f"{base}# hpceval emulated cluster {layout.name}\n{nodes}"
 
 
-def _install_hosts(layout: ClusterLayout) -> None:
-    """/etc/netns/NODE/hosts, which `ip netns exec NODE` mounts over /etc/hosts."""
+def install_hosts(layout: ClusterLayout) -> None:
+    """/etc/netns/NODE/hosts, which `ip netns exec NODE` mounts over /etc/hosts (for MPJ
+    Express only: with node names that resolve, Open MPI's mpirun takes node 0 for itself and
+    starts its ranks without the agent, under this machine's host name). Removed with the
+    cluster (`remove_hosts`, and `_remove_cluster` after a kill)."""
     try:
         machine_hosts = Path("/etc/hosts").read_text()
     except OSError:
@@ -390,7 +393,7 @@ def _install_hosts(layout: ClusterLayout) -> None:
         (directory / "hosts").write_text(text)
 
 
-def _remove_hosts(namespaces: Sequence[str]) -> None:
+def remove_hosts(namespaces: Sequence[str]) -> None:
     for ns in namespaces:
         with contextlib.suppress(FileNotFoundError):
             (NETNS_ETC / ns / "hosts").unlink()
@@ -413,7 +416,6 @@ def build_cluster(nodes: int, options: NetnsOptions) -> ClusterLayout:
     layout = _allocate(nodes)
     try:
         _install_agent(layout)
-        _install_hosts(layout)
         for argv in setup_commands(layout, options):
             run_tool(argv)
     except BaseException:

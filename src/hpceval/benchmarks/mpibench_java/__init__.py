@@ -41,6 +41,8 @@ from hpceval.statistics import describe
 from hpceval.units import MICROSECOND
 
 SOURCE = Path(__file__).with_name("MpiBench.java")
+# The records' helpers shared with the other Java programs (npb-java compiles it too).
+RECORDS_SOURCE = Path(__file__).with_name("MpjRecords.java")
 MAIN_CLASS = "MpiBench"
 PROGRAM = "mpibench-java"
 # The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
@@ -130,7 +132,7 @@ class MpibenchJava(Mpibench):
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
         # javac, not the platform's C compiler: the C flags do not apply to Java.
         mpj = installation()
-        jar = compile_java_program(PROGRAM, [SOURCE], MAIN_CLASS, mpj)
+        jar = compile_java_program(PROGRAM, [SOURCE, RECORDS_SOURCE], MAIN_CLASS, mpj)
         return Program(jar, "javac", ())
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:

@@ -387,10 +387,17 @@ class Npb(Benchmark[NpbOptions]):
         if kind == "error":
             raise BenchmarkFailure(f"npb-{case.parameters['kernel']}: {record.get('message')}")
         if kind == "header":
-            check_header(record, case)
+            self.check_header(record, case)
             return None
         if kind != "result":
             return None
+        return self.result(record, case)
+
+    def check_header(self, record: Mapping[str, Any], case: Case) -> None:
+        check_header(record, case)
+
+    def result(self, record: Mapping[str, Any], case: Case) -> ParsedPoint:
+        """The measurements of a result record (verified, cross-checked)."""
         return result_measurements(record, case)
 
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:

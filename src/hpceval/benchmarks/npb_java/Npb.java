@@ -136,34 +136,6 @@ public final class Npb {
 
     // ------------------------------------------------------------------- records --
 
-    static String json(double v) {
-        if (Double.isNaN(v) || Double.isInfinite(v)) return "null";
-        return Double.toString(v); // the shortest text that round-trips
-    }
-
-    static String jsonString(String text) {
-        String clean = text.trim().replaceAll("\\s+", " ").replaceAll("[^\\x20-\\x7e]", "?");
-        return "\"" + clean.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
-    }
-
-    static String mpjVersion() {
-        String home = System.getenv("MPJ_HOME");
-        if (home == null) return "unknown";
-        try {
-            for (String line : java.nio.file.Files.readAllLines(
-                    java.nio.file.Paths.get(home, "conf", "mpjexpress.conf")))
-                if (line.startsWith("mpjexpress.version="))
-                    return line.substring("mpjexpress.version=".length()).trim();
-        } catch (java.io.IOException e) {
-            return "unknown";
-        }
-        return "unknown";
-    }
-
-    static String jvmName() {
-        return System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
-    }
-
     /** Rank 0 prints the header: kernel, class, ranks, MPJ and JVM, hosts, the problem. */
     void header(String problemJson) {
         final int width = 256;
@@ -178,15 +150,15 @@ public final class Npb {
             int len = 0;
             while (len < width && all[r * width + len] != 0) ++len;
             hosts.append(r > 0 ? "," : "")
-                .append(jsonString(new String(all, r * width, len, StandardCharsets.UTF_8)));
+                .append(MpjRecords.jsonString(new String(all, r * width, len, StandardCharsets.UTF_8)));
         }
-        String library = "MPJ Express " + mpjVersion() + " (" + device + " device)";
+        String library = "MPJ Express " + MpjRecords.mpjVersion() + " (" + device + " device)";
         System.out.println("{\"record\":\"header\",\"program\":\"npb-java\",\"version\":\"" + VERSION
             + "\",\"kernel\":\"" + kernel + "\",\"class\":\"" + className + "\",\"nranks\":" + nranks
-            + ",\"threads\":1,\"mpi_library\":" + jsonString(library)
-            + ",\"mpj_version\":" + jsonString(mpjVersion()) + ",\"device\":" + jsonString(device)
-            + ",\"jvm\":" + jsonString(jvmName())
-            + ",\"java_version\":" + jsonString(System.getProperty("java.version"))
+            + ",\"threads\":1,\"mpi_library\":" + MpjRecords.jsonString(library)
+            + ",\"mpj_version\":" + MpjRecords.jsonString(MpjRecords.mpjVersion()) + ",\"device\":" + MpjRecords.jsonString(device)
+            + ",\"jvm\":" + MpjRecords.jsonString(MpjRecords.jvmName())
+            + ",\"java_version\":" + MpjRecords.jsonString(System.getProperty("java.version"))
             + ",\"mpi_standard\":\"1.1\",\"hosts\":[" + hosts + "],\"problem\":" + problemJson + "}");
         System.out.flush();
     }
@@ -250,24 +222,24 @@ public final class Npb {
         StringBuilder sb = new StringBuilder();
         sb.append("{\"record\":\"result\",\"kernel\":\"").append(kernel).append("\",\"class\":\"")
             .append(className).append("\",\"nranks\":").append(nranks).append(",\"threads\":1")
-            .append(",\"time_s\":").append(json(r.timeS)).append(",\"mops_total\":")
-            .append(json(r.mopsTotal)).append(",\"mops_per_process\":")
-            .append(json(r.mopsTotal / nranks)).append(",\"iterations\":").append(r.iterations)
+            .append(",\"time_s\":").append(MpjRecords.json(r.timeS)).append(",\"mops_total\":")
+            .append(MpjRecords.json(r.mopsTotal)).append(",\"mops_per_process\":")
+            .append(MpjRecords.json(r.mopsTotal / nranks)).append(",\"iterations\":").append(r.iterations)
             .append(",\"verified\":").append(passed).append(",\"verification\":[");
         for (int i = 0; i < r.quantities.size(); ++i) {
             Quantity q = r.quantities.get(i);
-            sb.append(i > 0 ? "," : "").append("{\"quantity\":").append(jsonString(q.name))
-                .append(",\"computed\":").append(json(q.computed))
-                .append(",\"reference\":").append(json(q.reference))
-                .append(",\"rel_error\":").append(json(q.relativeError()))
-                .append(",\"tolerance\":").append(json(q.tolerance))
+            sb.append(i > 0 ? "," : "").append("{\"quantity\":").append(MpjRecords.jsonString(q.name))
+                .append(",\"computed\":").append(MpjRecords.json(q.computed))
+                .append(",\"reference\":").append(MpjRecords.json(q.reference))
+                .append(",\"rel_error\":").append(MpjRecords.json(q.relativeError()))
+                .append(",\"tolerance\":").append(MpjRecords.json(q.tolerance))
                 .append(",\"passed\":").append(q.passed()).append('}');
         }
         sb.append(']');
-        if (r.note != null) sb.append(",\"note\":").append(jsonString(r.note));
-        sb.append(",\"mpj_version\":").append(jsonString(mpjVersion()))
-            .append(",\"device\":").append(jsonString(device))
-            .append(",\"jvm\":").append(jsonString(jvmName())).append('}');
+        if (r.note != null) sb.append(",\"note\":").append(MpjRecords.jsonString(r.note));
+        sb.append(",\"mpj_version\":").append(MpjRecords.jsonString(MpjRecords.mpjVersion()))
+            .append(",\"device\":").append(MpjRecords.jsonString(device))
+            .append(",\"jvm\":").append(MpjRecords.jsonString(MpjRecords.jvmName())).append('}');
         System.out.println(sb);
         System.out.println("{\"record\":\"end\",\"status\":\"" + (passed ? "ok" : "verification_failed")
             + "\"}");
@@ -277,7 +249,7 @@ public final class Npb {
 
     void printError(String message) {
         System.out.println("{\"record\":\"error\",\"rank\":" + rank + ",\"message\":"
-            + jsonString(message) + "}");
+            + MpjRecords.jsonString(message) + "}");
         System.out.flush();
         System.err.println("npb-java: error: " + message);
         System.err.flush();

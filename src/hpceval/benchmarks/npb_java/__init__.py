@@ -21,13 +21,13 @@ from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Case, ParsedPoint, Program
 from hpceval.benchmarks.mpibench_java import (
     JAVA_TOOLS,
+    RECORDS_SOURCE,
     check_java_platform,
     implementation_details,
 )
 from hpceval.benchmarks.npb import (
     Npb,
     NpbOptions,
-    decode_record,
     rank_rule_error,
     result_measurements,
 )
@@ -39,7 +39,10 @@ from hpceval.mpj import compile_java_program, installation, missing_java_tools
 HERE = Path(__file__).parent
 PROGRAM = "npb-java"
 MAIN_CLASS = "Npb"
-SOURCES = tuple(HERE / f"{name}.java" for name in ("Npb", "Ep", "Is", "Cg", "Mg", "Ft"))
+SOURCES = (
+    *(HERE / f"{name}.java" for name in ("Npb", "Ep", "Is", "Cg", "Mg", "Ft")),
+    RECORDS_SOURCE,
+)
 JAVA_KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
 PROTOCOL_VERSION = "1.0"
 # Mg.java distributes every level (mg.c's coarse-level gather beyond 8 ranks is not written).
@@ -115,8 +118,17 @@ class NpbJava(Npb):
             f"--class={case.parameters['class']}",
         ]
 
-    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
-        return parse_java_line(line, case)
+    def check_header(self, record: Mapping[str, Any], case: Case) -> None:
+        check_java_header(record, case)
+
+    def result(self, record: Mapping[str, Any], case: Case) -> ParsedPoint:
+        """The C kernels' result, the implementation (MPJ's version, device, JVM) added."""
+        parsed = result_measurements(record, case)
+        details = implementation_details(record)
+        return ParsedPoint(
+            parsed.point_key,
+            tuple(replace(m, details={**m.details, **details}) for m in parsed.measurements),
+        )
 
 
 def check_java_header(record: Mapping[str, Any], case: Case) -> None:
@@ -129,25 +141,4 @@ def check_java_header(record: Mapping[str, Any], case: Case) -> None:
             )
 
 
-def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
-    """One line of npb-java's output (pure): the C kernels' records, the implementation added."""
-    record = decode_record(line)
-    if record is None:
-        return None
-    kind = record.get("record")
-    if kind == "error":
-        raise BenchmarkFailure(f"{PROGRAM} {case.parameters['kernel']}: {record.get('message')}")
-    if kind == "header":
-        check_java_header(record, case)
-        return None
-    if kind != "result":
-        return None
-    parsed = result_measurements(record, case)
-    details = implementation_details(record)
-    return ParsedPoint(
-        parsed.point_key,
-        tuple(replace(m, details={**m.details, **details}) for m in parsed.measurements),
-    )
-
-
-__all__ = ["JAVA_KERNELS", "NpbJava", "java_rank_rule_error", "parse_java_line"]
+__all__ = ["JAVA_KERNELS", "NpbJava", "java_rank_rule_error"]

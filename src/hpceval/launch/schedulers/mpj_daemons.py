@@ -9,7 +9,8 @@ by kill -9, and then ends everything below it: no daemon or rank JVM outlives hp
 
 In an emulated cluster a daemon runs through the cluster's rsh agent, as a real node's would
 through ssh: in the node's namespace, with the node's own host name (MPJ looks its host name
-up, in the nodes' hosts file, and tells the other nodes that address), and with a home
+up, in the nodes' hosts file installed for the daemons' lifetime, and tells the other nodes
+that address), and with a home
 directory of its own (the daemons keep their jobs' files under ~/.mpj_users and empty it;
 nodes sharing one home would delete each other's files).
 """
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hpceval.clusters.netns import IP, ClusterLayout
+from hpceval.clusters.netns import IP, ClusterLayout, install_hosts, remove_hosts
 from hpceval.errors import UserError
 from hpceval.execute import KILL_GRACE_S, die_with_parent, reaped
 from hpceval.mpj import MpjInstallation
@@ -128,6 +129,7 @@ def node_daemons(layout: ClusterLayout, mpj: MpjInstallation, port: int) -> Iter
     (where the machines files go)."""
     workdir = Path(tempfile.mkdtemp(prefix="hpceval-mpj-"))
     daemons: list[subprocess.Popen[bytes]] = []
+    install_hosts(layout)
     try:
         for node in range(layout.nodes):
             ns = layout.namespace(node)
@@ -147,4 +149,5 @@ def node_daemons(layout: ClusterLayout, mpj: MpjInstallation, port: int) -> Iter
     finally:
         for daemon in daemons:
             stop_daemon(daemon)
+        remove_hosts([layout.namespace(n) for n in range(layout.nodes)])
         shutil.rmtree(workdir, ignore_errors=True)
