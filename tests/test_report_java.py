@@ -81,6 +81,7 @@ def test_java_section_pairs_every_point_with_the_c_one(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
     assert "Java overhead: MPJ Express against C MPI" in page
+    assert (out / "figures" / "java_slowdown.svg").is_file()
     rows = read_csv(out / "tables" / "java_vs_c.csv")
     got = {(r["benchmark"], r["metric"], r["size"] or r["kernel"]) for r in rows}
     for size in SIZES:

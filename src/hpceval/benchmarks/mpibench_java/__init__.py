@@ -98,8 +98,8 @@ JAVA_TOOLS = (
     Tool(
         "javac",
         "default-jdk-headless",
-        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj): javac and "
-        "java; without them their cases are skipped",
+        "the Java benchmarks on MPJ Express (mpibench-java, npb-java; platform local-mpj): "
+        "javac and java; without them their cases are skipped",
         "a Java development kit (java, javac)",
         version_args=None,
     ),

@@ -10,14 +10,25 @@ sets the first iteration in a fresh JVM (interpreted code) beside the JIT-warm f
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
 
 from hpceval.analysis.compare import CrossOriginError, compare
+from hpceval.report.figures import Bar, BarPanel, bar_figure
 from hpceval.report.sections import register
-from hpceval.report.sections.base import Context, Section, export_columns, text_column
+from hpceval.report.sections.base import (
+    MAX_BARS_PER_PANEL,
+    Context,
+    Section,
+    export_columns,
+    figure_set,
+    plain,
+    text_column,
+)
+from hpceval.report.styles import mpl_text
 from hpceval.report.tables import ReportTable
 
 JAVA_MPI: Final = "MPJ Express"
@@ -122,6 +133,44 @@ def first_iterations(ctx: Context, javas: list[str]) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+# The bars: one figure per kind of point (the others restate them).
+BAR_METRICS: Final = {"mpibench": ("latency", "time"), "npb": ("time",)}
+
+
+def _bar_label(row: Mapping[Any, Any]) -> str:
+    ranks = f"{plain(row.get('ranks'))} ranks"
+    if row["benchmark"] == "npb":
+        return f"{str(row.get('kernel')).upper()}.{row.get('class')} {ranks}"
+    size = plain(row.get("size"))
+    return f"{row.get('pattern')} {size} B {ranks}"
+
+
+def slowdown_panels(ratios: pd.DataFrame, notes: list[str]) -> list[BarPanel]:
+    """Per Java and C platform pair and benchmark: the slowdown of every point (log axis)."""
+    panels = []
+    for (java, native, benchmark), part in ratios.groupby(
+        ["java_platform", "c_platform", "benchmark"], sort=True, observed=True
+    ):
+        metrics = BAR_METRICS.get(str(benchmark), ())
+        rows = [r for r in part.to_dict("records") if r["metric"] in metrics]
+        rows = [r for r in rows if np.isfinite(float(r.get("slowdown", np.nan)))]
+        if not rows:
+            continue
+        if len(rows) > MAX_BARS_PER_PANEL:
+            notes.append(
+                f"{java} vs {native}, {benchmark}: {len(rows) - MAX_BARS_PER_PANEL} more "
+                "points not drawn; table java_vs_c holds them all."
+            )
+            rows = rows[:MAX_BARS_PER_PANEL]
+        bars = [
+            Bar(mpl_text(_bar_label(r)), float(r["slowdown"]), str(java), str(r["origin"]))
+            for r in rows
+        ]
+        title = f"{benchmark}: {java} vs {native}"
+        panels.append(BarPanel(title, "slowdown: Java time / C time (log)", bars, 1.0, True))
+    return panels
+
+
 def java_section(ctx: Context) -> Section:
     section = Section(
         "java",
@@ -142,6 +191,16 @@ def java_section(ctx: Context) -> Section:
         return section
     ratios = java_vs_c(ctx, javas, section.notes)
     if not ratios.empty:
+        section.figures += figure_set(
+            slowdown_panels(ratios, section.notes),
+            lambda g: bar_figure(g, ctx.palette),
+            "java_slowdown",
+            "Java slowdown against C, point by point",
+            "How many times slower the Java program is than the C one at each point (1: "
+            "equal, below 1: Java faster), from the ratio of the pooled means; the table "
+            "below gives its 95 % confidence interval.",
+            section.notes,
+        )
         section.tables.append(ReportTable("java_vs_c", "Java / C, point by point", ratios))
     else:
         section.notes.append(
