@@ -25,7 +25,8 @@ from hpceval.errors import UserError
 from hpceval.launch import MpiRuntime, get_launcher_class
 from hpceval.launch.starters.mpjrun import machines_file
 from hpceval.model import Placement
-from hpceval.mpj import STARTER_CLASS
+from hpceval.mpj import STARTER_CLASS, mpj_mpi_facts
+from hpceval.provenance.display import summarize
 from hpceval.store import open_store
 
 from .conftest import write
@@ -220,3 +221,13 @@ def test_hostfile_and_slurm_refuse_mpjrun_in_one_line(
     line = one_line_error(proc)
     assert 'runs under launcher kind "mpj" (this machine) or "netns"' in line
     assert "hostfile hosts" in line and "Slurm job" in line
+
+
+def test_provenance_of_java_ranks_names_mpj_device_and_jvm() -> None:
+    facts = mpj_mpi_facts("niodev", {"implementation": "Open MPI", "version": "4.1.4"})
+    assert facts["implementation"] == "MPJ Express" and facts["device"] == "niodev"
+    assert facts["c_mpi"] == {"implementation": "Open MPI", "version": "4.1.4"}
+    shown = dict(summarize({"mpi": {**facts, "version": "0.44", "jvm": "openjdk 17.0.15"}}))
+    assert shown["MPI"] == "MPJ Express 0.44 (niodev device, JVM openjdk 17.0.15)"
+    # A C MPI's line is unchanged.
+    assert dict(summarize({"mpi": facts["c_mpi"]}))["MPI"] == "Open MPI 4.1.4"
