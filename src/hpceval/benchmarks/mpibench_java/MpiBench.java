@@ -566,21 +566,8 @@ public final class MpiBench {
     }
 
     void printHeader() {
-        // Host names: byte arrays gathered to rank 0 (every rank contributes its own).
-        final int width = 256;
-        byte[] mine = new byte[width];
-        byte[] name = MPI.Get_processor_name().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        System.arraycopy(name, 0, mine, 0, Math.min(name.length, width - 1));
-        byte[] all = new byte[width * nranks];
-        world.Gather(mine, 0, width, MPI.BYTE, all, 0, width, MPI.BYTE, 0);
+        String hosts = MpjRecords.gatherHosts(world);
         if (rank != 0) return;
-        StringBuilder hosts = new StringBuilder();
-        for (int r = 0; r < nranks; ++r) {
-            int len = 0;
-            while (len < width && all[r * width + len] != 0) ++len;
-            String host = new String(all, r * width, len, java.nio.charset.StandardCharsets.UTF_8);
-            hosts.append(r > 0 ? "," : "").append(MpjRecords.jsonString(host));
-        }
         StringBuilder sz = new StringBuilder();
         for (int i = 0; i < sizes.length; ++i) sz.append(i > 0 ? "," : "").append(sizes[i]);
         String jvm = MpjRecords.jvmName();

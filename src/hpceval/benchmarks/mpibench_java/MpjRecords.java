@@ -33,6 +33,27 @@ final class MpjRecords {
         return "unknown";
     }
 
+    /** Every rank's host name gathered to rank 0 as the items of a JSON list ("a","b"); null
+     *  on the other ranks. A collective: every rank calls it. */
+    static String gatherHosts(mpi.Intracomm world) {
+        final int width = 256;
+        final int rank = world.Rank(), nranks = world.Size();
+        byte[] mine = new byte[width];
+        byte[] name = mpi.MPI.Get_processor_name().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        System.arraycopy(name, 0, mine, 0, Math.min(name.length, width - 1));
+        byte[] all = new byte[width * nranks];
+        world.Gather(mine, 0, width, mpi.MPI.BYTE, all, 0, width, mpi.MPI.BYTE, 0);
+        if (rank != 0) return null;
+        StringBuilder hosts = new StringBuilder();
+        for (int r = 0; r < nranks; ++r) {
+            int len = 0;
+            while (len < width && all[r * width + len] != 0) ++len;
+            String host = new String(all, r * width, len, java.nio.charset.StandardCharsets.UTF_8);
+            hosts.append(r > 0 ? "," : "").append(jsonString(host));
+        }
+        return hosts.toString();
+    }
+
     static String jvmName() {
         return System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
     }

@@ -13,7 +13,6 @@
  *   java -jar npb-java.jar --kernel=cg --class=S
  */
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -138,20 +137,8 @@ public final class Npb {
 
     /** Rank 0 prints the header: kernel, class, ranks, MPJ and JVM, hosts, the problem. */
     void header(String problemJson) {
-        final int width = 256;
-        byte[] mine = new byte[width];
-        byte[] name = MPI.Get_processor_name().getBytes(StandardCharsets.UTF_8);
-        System.arraycopy(name, 0, mine, 0, Math.min(name.length, width - 1));
-        byte[] all = new byte[width * nranks];
-        world.Gather(mine, 0, width, MPI.BYTE, all, 0, width, MPI.BYTE, 0);
+        String hosts = MpjRecords.gatherHosts(world);
         if (rank != 0) return;
-        StringBuilder hosts = new StringBuilder();
-        for (int r = 0; r < nranks; ++r) {
-            int len = 0;
-            while (len < width && all[r * width + len] != 0) ++len;
-            hosts.append(r > 0 ? "," : "")
-                .append(MpjRecords.jsonString(new String(all, r * width, len, StandardCharsets.UTF_8)));
-        }
         String library = "MPJ Express " + MpjRecords.mpjVersion() + " (" + device + " device)";
         System.out.println("{\"record\":\"header\",\"program\":\"npb-java\",\"version\":\"" + VERSION
             + "\",\"kernel\":\"" + kernel + "\",\"class\":\"" + className + "\",\"nranks\":" + nranks
