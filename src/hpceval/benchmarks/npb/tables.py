@@ -9,11 +9,13 @@ from rich.table import Table
 
 from hpceval.benchmarks.display import format_value
 from hpceval.model import Measurement, Origin
+from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, summary_value
 
 
 def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -> list[Table]:
     """NPB kernels: one row per kernel (in the order of `kernels`), class and placement;
-    repetitions summarized."""
+    repetitions summarized by the display statistic (each repetition by its own samples,
+    then over the repetitions), with the fastest and slowest repetition beside."""
     rows: dict[tuple[str, str, int, int, int], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -32,17 +34,18 @@ def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -
             int(p.get("threads_per_rank", 1)),
             int(p.get("nodes", 1)),
         )
-        rows[key][m.metric].append(m.value)
+        rows[key][m.metric].append(measurement_value(m))
         if isinstance(m.details.get("verification"), str):
             unchecked[key] = str(m.details["verification"])
     if not rows:
         return []
-    title = "NPB kernels (verified runs; best of the repetitions)"
+    statistic = DISPLAY_STATISTIC.get()
+    title = f"NPB kernels (verified runs; {statistic} of the repetitions)"
     if simulated:
-        title = "NPB kernels, SIMULATED (SimGrid SMPI; best of the repetitions)"
+        title = f"NPB kernels, SIMULATED (SimGrid SMPI; {statistic} of the repetitions)"
     t = Table(title=title, title_justify="left")
-    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", "time s", "Mop/s",
-                "Mop/s/process"):  # fmt: skip
+    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", f"time s ({statistic})",
+                "min–max s", "Mop/s", "Mop/s/process"):  # fmt: skip
         t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
     if unchecked:
         t.add_column("verified")
@@ -52,6 +55,8 @@ def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -
     for key in sorted(rows, key=lambda k: (order.get(k[0], 99), k[0], k[1], k[2], k[3])):
         values = rows[key]
         times = values.get("time", [])
+        mops = values.get("mops_total", [])
+        per_process = values.get("mops_per_process", [])
         t.add_row(
             key[0].upper(),
             key[1],
@@ -59,18 +64,23 @@ def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -
             str(key[3]),
             str(key[4]),
             str(len(times)),
-            format_value(min(times)) if times else "",
-            format_value(max(values.get("mops_total", [0.0]))),
-            format_value(max(values.get("mops_per_process", [0.0]))),
+            format_value(summary_value(times, "s")) if times else "",
+            f"{format_value(min(times))}–{format_value(max(times))}" if times else "",
+            format_value(summary_value(mops, "Mop/s")) if mops else "",
+            format_value(summary_value(per_process, "Mop/s")) if per_process else "",
             *(["no" if key in unchecked else "yes"] if unchecked else []),
         )
     return [t]
 
 
 def best_run(ms: Sequence[Measurement]) -> str:
-    """The best Mop/s and the fastest time of a case's repetitions."""
-    best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
-    fastest = min((m.value for m in ms if m.metric == "time"), default=None)
-    if best is None or fastest is None:
+    """The Mop/s and time of a case's repetitions by the display statistic."""
+    mops = [measurement_value(m) for m in ms if m.metric == "mops_total"]
+    times = [measurement_value(m) for m in ms if m.metric == "time"]
+    if not mops or not times:
         return ""
-    return f"{format_value(best.value)} Mop/s, {format_value(fastest)} s (verified)"
+    statistic = DISPLAY_STATISTIC.get()
+    return (
+        f"{format_value(summary_value(mops, 'Mop/s'))} Mop/s, "
+        f"{format_value(summary_value(times, 's'))} s ({statistic} of {len(times)}, verified)"
+    )

@@ -90,10 +90,11 @@ def java_vs_c(ctx: Context, javas: list[str], notes: list[str]) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.concat(parts, ignore_index=True)
     lead = [*RATIO_COLUMNS, *(c for c in POINT_PARAMETERS if c in table.columns)]
-    stats = ["baseline_mean", "mean", "ratio", "ratio_low", "ratio_high", "slowdown",
-             "verdict", "samples", "baseline_samples", "ci_method", "note"]  # fmt: skip
-    table = table.rename(columns={"baseline_mean": "c_mean", "mean": "java_mean"})
-    stats = [{"baseline_mean": "c_mean", "mean": "java_mean"}.get(c, c) for c in stats]
+    # Each side's value is the statistics policy's statistic of its samples (compare's).
+    renamed = {"baseline_value": "c_value", "value": "java_value"}
+    table = table.rename(columns=renamed)
+    stats = ["statistic", "c_value", "java_value", "ratio", "ratio_low", "ratio_high",
+             "slowdown", "verdict", "samples", "baseline_samples", "ci_method", "note"]  # fmt: skip
     if "performance" in table.columns:
         with np.errstate(divide="ignore"):
             table["slowdown"] = 1.0 / table["performance"].astype(float)
@@ -177,7 +178,7 @@ def java_section(ctx: Context) -> Section:
         "Java overhead: MPJ Express against C MPI",
         "Java programs on MPJ Express (mpibench-java, the NPB kernels in Java) against the C "
         "programs on C MPI, point by point on the same placement: ratio Java / C of the "
-        "pooled means with its 95 % confidence interval, and the slowdown (how many times "
+        "two sides' values with its 95 % confidence interval, and the slowdown (how many times "
         "slower Java is; below 1: faster). The Java samples are JIT-warm; the first "
         "iteration in a fresh JVM (interpreted code, first touch of the buffers) is set "
         "beside them in the second table.",
@@ -197,7 +198,7 @@ def java_section(ctx: Context) -> Section:
             "java_slowdown",
             "Java slowdown against C, point by point",
             "How many times slower the Java program is than the C one at each point (1: "
-            "equal, below 1: Java faster), from the ratio of the pooled means; the table "
+            "equal, below 1: Java faster), from the ratio of the two sides' values; the table "
             "below gives its 95 % confidence interval.",
             section.notes,
         )
