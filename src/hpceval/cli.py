@@ -18,7 +18,7 @@ from rich.table import Table
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
-from hpceval.cli_common import DbOption, console, err, user_errors
+from hpceval.cli_common import DbOption, SourceOption, console, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
@@ -57,6 +57,7 @@ def run(
             "--resume", help="Continue the latest interrupted run: only the missing points."
         ),
     ] = False,
+    source: SourceOption = None,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
     from hpceval.campaign import (
@@ -68,10 +69,12 @@ def run(
         prepare_resume,
         prepare_run,
         start_new_run,
+        with_sources,
     )
     from hpceval.cli_run import RichReporter, case_label, run_summary
     from hpceval.execute import is_alive
     from hpceval.model import Status
+    from hpceval.sources import parse_source_options
     from hpceval.store import StoreUnavailable, open_store
 
     # The run once it is in the database: an error before that has no run to mark.
@@ -81,7 +84,8 @@ def run(
         run_id, prepared = prepare_resume(store)
         recorded = run_id
     else:
-        platform_loaded = load_platform(platform)
+        given = parse_source_options(source or [])
+        platform_loaded = with_sources(load_platform(platform), given)
         suite_loaded = load_suite(suite)
         cases = plan_cases(suite_loaded, platform_loaded.config)
         prepared = prepare_run(platform_loaded.config, cases)

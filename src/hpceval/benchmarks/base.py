@@ -158,6 +158,19 @@ class Benchmark(ABC, Generic[OptionsT]):
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
         """Compile (or fetch from the build cache) the benchmark's program."""
 
+    def build_for_cases(
+        self,
+        cases: Sequence[Case],
+        *,
+        compiler: str,
+        compiler_identity: str,
+        cflags: Sequence[str],
+    ) -> Program:
+        """Build what `cases` (this benchmark's cases of a run) need. Default: `build`; a
+        benchmark whose programs depend on the cases (an official code: one program per
+        kernel and class, from the sources the cases name) builds only those."""
+        return self.build(compiler=compiler, compiler_identity=compiler_identity, cflags=cflags)
+
     @abstractmethod
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
         """The program's argv (without launcher) measuring only `points` of `case`."""

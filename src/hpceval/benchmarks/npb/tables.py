@@ -11,18 +11,23 @@ from hpceval.benchmarks.display import format_value
 from hpceval.model import Measurement, Origin
 
 
-def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -> list[Table]:
+def kernel_tables(
+    measurements: Sequence[Measurement], kernels: Sequence[str], benchmark: str = "npb"
+) -> list[Table]:
     """NPB kernels: one row per kernel (in the order of `kernels`), class and placement;
-    repetitions summarized."""
+    repetitions summarized. The title names the implementation (hpceval's own, or the
+    official code and its version)."""
     rows: dict[tuple[str, str, int, int, int], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
     # SMPI sampled/folded builds are accepted unverified: their details say "not checked (...)".
     unchecked: dict[tuple[str, str, int, int, int], str] = {}
     simulated = False
+    implementations: set[str] = set()
     for m in measurements:
-        if m.benchmark != "npb":
+        if m.benchmark != benchmark:
             continue
+        implementations.add(m.implementation)
         simulated = simulated or m.origin is Origin.SIMULATED
         p = m.parameters
         key = (
@@ -37,7 +42,8 @@ def kernel_tables(measurements: Sequence[Measurement], kernels: Sequence[str]) -
             unchecked[key] = str(m.details["verification"])
     if not rows:
         return []
-    title = "NPB kernels (verified runs; best of the repetitions)"
+    who = ", ".join(sorted(implementations))
+    title = f"NPB kernels, {who} (verified runs; best of the repetitions)"
     if simulated:
         title = "NPB kernels, SIMULATED (SimGrid SMPI; best of the repetitions)"
     t = Table(title=title, title_justify="left")

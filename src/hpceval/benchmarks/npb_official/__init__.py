@@ -1,0 +1,260 @@
+"""`npb-official`: the official NAS Parallel Benchmarks 3.4 (MPI or OpenMP), built from the
+sources the user points hpceval at, run like hpceval's own `npb` (same cases, placements,
+sweeps), their output read by hpceval.importers.npb_output.
+
+The sources (platform `[sources] npb-mpi` / `npb-omp`, or `hpceval run --source`) are copied
+into the build cache once per source hash, compiler and flags (never built in the user's
+tree); `config/make.def` is written there with the platform's MPI wrappers and hpceval's NPB
+flags, and `make KERNEL CLASS=X` builds each program a suite needs. A run counts only with
+"Verification = SUCCESSFUL" and a summary that matches the case (class, processes).
+Measurements carry the implementation "official/NPB <version printed>".
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from hpceval.benchmarks import register
+from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
+from hpceval.benchmarks.common import (
+    RankSweepOptions,
+    rank_placements,
+    repeated_case,
+    single_run_measurements,
+)
+from hpceval.benchmarks.npb import (
+    NPB_CFLAGS,
+    SECONDS_ESTIMATE,
+    ClassName,
+    Kernel,
+    rank_rule_error,
+)
+from hpceval.benchmarks.npb.tables import best_run, kernel_tables
+from hpceval.config import PlatformConfig
+from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.importers.npb_output import NpbOutputError, NpbReport, parse_npb_output
+from hpceval.model import Measurement, ParamValue, official_implementation
+from hpceval.sources import private_tree, resolve_source, run_make
+from hpceval.units import MOPS, SECOND
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+NAME = "npb-official"
+# Source kind per programming model.
+SOURCE_OF_VARIANT = {"mpi": "npb-mpi", "omp": "npb-omp"}
+# Case options: where the sources are and which kind they are (stored with the case, so a
+# resumed run builds the same tree).
+SOURCE_OPTION = "source"
+SOURCE_KIND_OPTION = "source_kind"
+# gfortran >= 10 refuses NPB 3.4's MPI calls with buffers of different types and randi8's
+# BOZ constants unless told; NPB's recommended generator is randi8.
+GFORTRAN_FLAGS: tuple[str, ...] = ("-fallow-argument-mismatch", "-fallow-invalid-boz")
+RAND = "randi8"
+
+
+class NpbOfficialOptions(RankSweepOptions):
+    kernels: list[Kernel] = Field(min_length=1)
+    classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
+    variant: Literal["mpi", "omp"] = "mpi"
+
+    @model_validator(mode="after")
+    def _check(self) -> NpbOfficialOptions:
+        if self.variant == "omp" and self.ranks != [1]:
+            raise ValueError("ranks: the OpenMP NPB runs one process (ranks = [1])")
+        for kernel in self.kernels:
+            for class_name in self.classes:
+                for r in self.ranks:
+                    if why := rank_rule_error(kernel, class_name, r):
+                        raise ValueError(f"ranks: {why}")
+        return self
+
+
+def fortran_wrapper(mpicc: str) -> str:
+    """The MPI Fortran wrapper beside the C one: mpicc -> mpif90, mpicc.mpich -> mpif90.mpich."""
+    path = Path(mpicc)
+    name = path.name.replace("mpicc", "mpif90", 1)
+    return str(path.with_name(name)) if path.parent != Path() else name
+
+
+def make_def(variant: str, *, mpicc: str, flags: Sequence[str]) -> str:
+    """NPB's config/make.def: the platform's wrappers, hpceval's NPB flags, randi8."""
+    cflags = " ".join(f for f in flags if f not in ("-fopenmp", "-std=c11"))
+    fflags = " ".join([*(f for f in flags if f not in ("-std=c11", "-fopenmp")), *GFORTRAN_FLAGS])
+    if variant == "omp":
+        # The OpenMP NPB is not an MPI program: plain gfortran / gcc with OpenMP.
+        return (
+            f"FC = gfortran\nFLINK = $(FC)\nF_LIB =\nF_INC =\nFFLAGS = {fflags} -fopenmp\n"
+            "FLINKFLAGS = $(FFLAGS)\nCC = gcc\nCLINK = $(CC)\nC_LIB = -lm\nC_INC =\n"
+            f"CFLAGS = {cflags} -fopenmp\nCLINKFLAGS = $(CFLAGS)\nUCC = gcc\n"
+            f"BINDIR = ../bin\nRAND = {RAND}\nWTIME = wtime.c\n"
+        )
+    return (
+        f"MPIFC = {fortran_wrapper(mpicc)}\nFLINK = $(MPIFC)\nFMPI_LIB =\nFMPI_INC =\n"
+        f"FFLAGS = {fflags}\nFLINKFLAGS = $(FFLAGS)\nMPICC = {mpicc}\nCLINK = $(MPICC)\n"
+        f"CMPI_LIB =\nCMPI_INC =\nCFLAGS = {cflags}\nCLINKFLAGS = $(CFLAGS)\nCC = gcc\n"
+        f"BINDIR = ../bin\nCONVERTFLAG = -DFORTRAN_REC_SIZE=1\nRAND = {RAND}\n"
+    )
+
+
+def executable_key(kernel: str, class_name: str) -> str:
+    return f"{kernel}.{class_name}"
+
+
+def build_official(
+    cases: Sequence[Case], *, compiler: str, compiler_identity: str, flags: Sequence[str]
+) -> dict[str, Path]:
+    """Build (or find built) every program the cases run; {"cg.A": path}."""
+    built: dict[str, Path] = {}
+    wanted: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for case in cases:
+        source = (str(case.options[SOURCE_KIND_OPTION]), str(case.options[SOURCE_OPTION]))
+        wanted.setdefault(source, set()).add(
+            (str(case.parameters["kernel"]), str(case.parameters["class"]))
+        )
+    for (kind, source_text), programs in sorted(wanted.items()):
+        variant = next(v for v, k in SOURCE_OF_VARIANT.items() if k == kind)
+        # mpif90 calls gfortran (OMPI_FC, MPICH's default): the compiler must be there.
+        if shutil.which("gfortran") is None:
+            raise UserError(
+                "gfortran not found: building the official NPB needs a Fortran compiler "
+                "(Debian package gfortran, ./setup.sh deps)"
+            )
+        tree, _ = private_tree(
+            kind, resolve_source(kind, {kind: source_text}), compiler_identity, flags
+        )
+        (tree / "config" / "make.def").write_text(make_def(variant, mpicc=compiler, flags=flags))
+        (tree / "bin").mkdir(exist_ok=True)
+        for kernel, class_name in sorted(programs):
+            exe = tree / "bin" / f"{kernel}.{class_name}.x"
+            if not exe.is_file():
+                run_make(
+                    tree,
+                    [kernel, f"CLASS={class_name}"],
+                    env={"OMPI_FC": "gfortran"},
+                    what=f"official NPB {kernel.upper()} class {class_name} ({kind})",
+                )
+            if not exe.is_file():
+                raise UserError(
+                    f"building official NPB {kernel.upper()} class {class_name}: make "
+                    f"succeeded but left no bin/{exe.name} in {tree}"
+                )
+            built[f"{kind}:{executable_key(kernel, class_name)}"] = exe
+    return built
+
+
+def check_report(report: NpbReport, case: Case) -> None:
+    """The summary is this case's run, and it verified."""
+    kernel, class_name = str(case.parameters["kernel"]), str(case.parameters["class"])
+    what = f"official {kernel.upper()} class {class_name}"
+    if report.kernel != kernel or report.npb_class != class_name:
+        raise BenchmarkFailure(f"{what}: the output is {report.benchmark} class {report.npb_class}")
+    if not report.verified:
+        raise BenchmarkFailure(f"{what} failed verification: Verification = {report.verification}")
+    ranks = case.placement.ranks
+    if report.total_processes is not None and report.total_processes != ranks:
+        raise BenchmarkFailure(
+            f"{what}: ran on {report.total_processes} processes, the case has {ranks}"
+        )
+    if not (math.isfinite(report.time_s) and report.time_s > 0 and report.mops_total > 0):
+        raise BenchmarkFailure(f"{what}: nonsense timing {report.time_s!r} s")
+
+
+def report_measurements(report: NpbReport, case: Case) -> tuple[Measurement, ...]:
+    check_report(report, case)
+    # (The parser has checked the Mop/s against NPB's operation count over the time.)
+    params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
+    details = {
+        "verification": list(report.verification_lines),
+        "compile_options": dict(report.compile_options),
+        "version": report.version,
+    }
+    rows = (
+        ("time", report.time_s, SECOND),
+        ("mops_total", report.mops_total, MOPS),
+        ("mops_per_process", report.mops_total / case.placement.ranks, MOPS),
+    )
+    implementation = official_implementation(f"NPB {report.version or '?'}")
+    return tuple(
+        replace(m, implementation=implementation)
+        for m in single_run_measurements(NAME, rows, params, details)
+    )
+
+
+def parse_output(stdout: str, case: Case) -> NpbReport:
+    try:
+        return parse_npb_output(stdout, f"official {case.parameters['kernel']} output")
+    except NpbOutputError as e:
+        raise BenchmarkFailure(str(e)) from None
+
+
+@register
+class NpbOfficial(Benchmark[NpbOfficialOptions]):
+    name = NAME
+    description = "The official NPB 3.4 (MPI or OpenMP), built from the user's sources"
+    points_per_execution = 1
+    Options = NpbOfficialOptions
+
+    def cases(
+        self, options: NpbOfficialOptions, platform: PlatformConfig, entry_index: int
+    ) -> list[Case]:
+        kind = SOURCE_OF_VARIANT[options.variant]
+        source = resolve_source(kind, platform.sources)
+        cases = []
+        for kernel in options.kernels:
+            for class_name in options.classes:
+                for ranks in options.ranks:
+                    for threads in options.threads_per_rank:
+                        for placement in rank_placements(
+                            ranks, threads, options.ranks_per_node, options.binding, platform
+                        ):
+                            estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks * threads)
+                            cases.append(repeated_case(
+                                self.name, [kernel, class_name, f"np={ranks}", options.variant],
+                                placement, {"kernel": kernel, "class": class_name},
+                                repeat=options.repeat, run_estimate_s=estimate,
+                                explicit_limit_s=options.time_limit_s,
+                                options={SOURCE_OPTION: str(source), SOURCE_KIND_OPTION: kind},
+                            ))  # fmt: skip
+        return cases
+
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        raise UserError("npb-official is built for its cases (build_for_cases)")
+
+    def build_for_cases(
+        self, cases: Sequence[Case], *, compiler: str, compiler_identity: str, cflags: Sequence[str]
+    ) -> Program:
+        # The same flags as hpceval's own NPB kernels (NPB_CFLAGS), the platform's -O aside.
+        flags = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
+        executables = build_official(
+            cases, compiler=compiler, compiler_identity=compiler_identity, flags=flags
+        )
+        first = next(iter(executables.values()), Path())
+        return Program(first.parent, compiler, tuple(flags), executables)
+
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        key = executable_key(str(case.parameters["kernel"]), str(case.parameters["class"]))
+        return [str(program.executables[f"{case.options[SOURCE_KIND_OPTION]}:{key}"])]
+
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        return None  # the summary is read from the whole output (collect)
+
+    def collect(self, stdout: str, case: Case, points: Sequence[str]) -> list[ParsedPoint]:
+        (point,) = points
+        return [ParsedPoint(point, report_measurements(parse_output(stdout, case), case))]
+
+    def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
+        check_report(parse_output(stdout, case), case)
+
+    def headline(self, measurements: Sequence[Measurement]) -> str:
+        return best_run(measurements)
+
+    def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
+        return kernel_tables(measurements, ("ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"), NAME)
