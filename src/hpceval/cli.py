@@ -22,6 +22,7 @@ from hpceval.cli_common import DbOption, SourceOption, console, err, user_errors
 from hpceval.cli_db import db_app
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
+from hpceval.cli_validate import register_validate_command
 from hpceval.errors import UserError
 
 # What the commands that run, build or list things need (campaigns, launchers, benchmarks,
@@ -334,6 +335,7 @@ app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
 register_simulate_commands(app, out)
 register_report_command(app, out)
+register_validate_command(app, out)
 
 netns_app = typer.Typer(
     help="The emulated clusters of the netns launcher (network namespaces).",
