@@ -22,11 +22,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import stdtrit
 
+from hpceval.benchmarks.npb.tables import RATIO_TO_OFFICIAL
 from hpceval.model import Measurement, ParamValue, Statistics
 from hpceval.statistics import describe
 from hpceval.units import RATIO
 
-RATIO_METRIC = "ratio_to_official"
+RATIO_METRIC = RATIO_TO_OFFICIAL
 CI_METHOD = "Student t on the log ratios"
 COMPARED_METRIC = "mops_total"
 # The pair's identity: the problem and the placement (everything but the repetition).

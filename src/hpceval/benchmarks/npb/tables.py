@@ -10,6 +10,9 @@ from rich.table import Table
 from hpceval.benchmarks.display import format_value
 from hpceval.model import Measurement, Origin
 
+# The metric `hpceval validate` stores (hpceval.analysis.validation.RATIO_METRIC).
+RATIO_TO_OFFICIAL = "ratio_to_official"
+
 
 def kernel_tables(
     measurements: Sequence[Measurement], kernels: Sequence[str], benchmark: str = "npb"
@@ -24,6 +27,7 @@ def kernel_tables(
     unchecked: dict[tuple[str, str, int, int, int], str] = {}
     simulated = False
     implementations: set[str] = set()
+    validation: dict[tuple[str, str, int, int, int], Measurement] = {}
     for m in measurements:
         if m.benchmark != benchmark:
             continue
@@ -37,6 +41,10 @@ def kernel_tables(
             int(p.get("threads_per_rank", 1)),
             int(p.get("nodes", 1)),
         )
+        if m.metric == RATIO_TO_OFFICIAL:
+            # `hpceval validate`'s figure: shown beside the results it qualifies.
+            validation[key] = m
+            continue
         rows[key][m.metric].append(m.value)
         if isinstance(m.details.get("verification"), str):
             unchecked[key] = str(m.details["verification"])
@@ -50,6 +58,8 @@ def kernel_tables(
     for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", "time s", "Mop/s",
                 "Mop/s/process"):  # fmt: skip
         t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
+    if validation:
+        t.add_column("vs official (95 % CI)")
     if unchecked:
         t.add_column("verified")
         reasons = sorted(set(unchecked.values()))
@@ -68,9 +78,20 @@ def kernel_tables(
             format_value(min(times)) if times else "",
             format_value(max(values.get("mops_total", [0.0]))),
             format_value(max(values.get("mops_per_process", [0.0]))),
+            *([validation_cell(validation.get(key))] if validation else []),
             *(["no" if key in unchecked else "yes"] if unchecked else []),
         )
     return [t]
+
+
+def validation_cell(m: Measurement | None) -> str:
+    """ "1.03x NPB 3.4 [0.99, 1.07]": own Mop/s over the official code's (hpceval validate)."""
+    if m is None:
+        return ""
+    reference = str(m.details.get("reference", "official")).removeprefix("official/")
+    s = m.statistics
+    ci = "" if s is None or s.ci_low is None else f" [{s.ci_low:.2f}, {s.ci_high:.2f}]"
+    return f"{m.value:.2f}x {reference}{ci}"
 
 
 def best_run(ms: Sequence[Measurement]) -> str:

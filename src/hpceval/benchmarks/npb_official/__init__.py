@@ -1,6 +1,6 @@
 """`npb-official`: the official NAS Parallel Benchmarks 3.4 (MPI or OpenMP), built from the
 sources the user points hpceval at, run like hpceval's own `npb` (same cases, placements,
-sweeps), their output read by hpceval.importers.npb_output.
+sweeps), their output read by hpceval.benchmarks.npb.official_output.
 
 The sources (platform `[sources] npb-mpi` / `npb-omp`, or `hpceval run --source`) are copied
 into the build cache once per source hash, compiler and flags (never built in the user's
@@ -36,10 +36,10 @@ from hpceval.benchmarks.npb import (
     Kernel,
     rank_rule_error,
 )
+from hpceval.benchmarks.npb.official_output import NpbOutputError, NpbReport, parse_npb_output
 from hpceval.benchmarks.npb.tables import best_run, kernel_tables
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
-from hpceval.importers.npb_output import NpbOutputError, NpbReport, parse_npb_output
 from hpceval.model import Measurement, ParamValue, official_implementation
 from hpceval.sources import private_tree, resolve_source, run_make
 from hpceval.units import MOPS, SECOND
