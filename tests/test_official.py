@@ -195,6 +195,10 @@ def test_validate_interleaves_both_programs_and_stores_the_ratio(tmp_path: Path)
     assert order == ["npb", "npb-official"] * 3
     shown = hpceval("show", "--run", "1", "--db", "v.db", cwd=tmp_path, check=True).stdout
     assert "vs official" in shown and "NPB 3.4.2 [" in shown
+    hpceval("report", "--out", "rep", "--db", "v.db", cwd=tmp_path, check=True)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "hpceval CG class S on 1 ranks = " in page and "3 interleaved pairs" in page
+    assert (tmp_path / "rep" / "tables" / "npb_official.csv").is_file()
 
 
 def test_validate_without_sources_is_a_one_line_error(tmp_path: Path) -> None:
@@ -218,7 +222,9 @@ def test_mixed_implementations_are_found_per_benchmark() -> None:
     assert mixed_implementations(rows, {"b", "c"}) == []
 
 
-def _mops(benchmark: str, value: float, ranks: int = 1, implementation: str = "hpceval") -> Measurement:
+def _mops(
+    benchmark: str, value: float, ranks: int = 1, implementation: str = "hpceval"
+) -> Measurement:
     return Measurement(
         benchmark=benchmark, metric="mops_total", value=value, unit="Mop/s",
         parameters={"kernel": "cg", "class": "A", "ranks": ranks},
@@ -229,8 +235,9 @@ def _mops(benchmark: str, value: float, ranks: int = 1, implementation: str = "h
 def test_paired_figures_pair_the_same_round_and_placement() -> None:
     own = [("rep=1", _mops("npb", 110.0)), ("rep=2", _mops("npb", 90.0)),
            ("rep=1", _mops("npb", 50.0, ranks=2))]  # fmt: skip
-    official = [("rep=1", _mops("npb-official", 100.0, implementation="official/NPB 3.4")),
-                ("rep=2", _mops("npb-official", 100.0, implementation="official/NPB 3.4"))]  # fmt: skip
+    npb34 = "official/NPB 3.4"
+    official = [("rep=1", _mops("npb-official", 100.0, implementation=npb34)),
+                ("rep=2", _mops("npb-official", 100.0, implementation=npb34))]  # fmt: skip
     (figure,) = paired_figures(own, official)
     assert figure.ratios == (1.1, 0.9)
     assert figure.official_implementation == "official/NPB 3.4"

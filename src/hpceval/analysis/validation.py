@@ -46,17 +46,26 @@ class PairedFigure:
 
     @property
     def geometric_mean(self) -> float:
-        return float(math.exp(np.mean(np.log(self.ratios))))
+        return geometric_mean(self.ratios)
 
     def interval(self, confidence: float = 0.95) -> tuple[float, float] | None:
         """The t-interval of the geometric mean ratio (None with a single pair)."""
-        n = len(self.ratios)
-        if n < 2:
-            return None
-        logs = np.log(self.ratios)
-        half = float(stdtrit(n - 1, 0.5 + confidence / 2) * logs.std(ddof=1) / math.sqrt(n))
-        mean = float(logs.mean())
-        return math.exp(mean - half), math.exp(mean + half)
+        return log_t_interval(self.ratios, confidence)
+
+
+def geometric_mean(ratios: Sequence[float]) -> float:
+    return float(math.exp(np.mean(np.log(np.asarray(ratios, dtype=np.float64)))))
+
+
+def log_t_interval(ratios: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Student-t interval of the mean log ratio, exponentiated (None below two ratios)."""
+    n = len(ratios)
+    if n < 2:
+        return None
+    logs = np.log(np.asarray(ratios, dtype=np.float64))
+    half = float(stdtrit(n - 1, 0.5 + confidence / 2) * logs.std(ddof=1) / math.sqrt(n))
+    mean = float(logs.mean())
+    return math.exp(mean - half), math.exp(mean + half)
 
 
 def pair_key(parameters: Mapping[str, ParamValue]) -> tuple[ParamValue, ...]:
