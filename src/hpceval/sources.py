@@ -37,6 +37,18 @@ class SourceKind:
     label: str  # "NPB 3.4-MPI"
     folder: str  # "NPB3.4-MPI": what the user is told to give
     markers: tuple[str, ...]  # relative paths every tree of this kind has
+    # ...and at least one of these, when the layout moved between versions (OSU 5.x
+    # `mpi/`, 7.x `c/mpi/`)
+    any_of: tuple[str, ...] = ()
+
+    def missing(self, tree: Path) -> str | None:
+        """The first entry of the layout that `tree` lacks (None: it has the layout)."""
+        for marker in self.markers:
+            if not (tree / marker).exists():
+                return marker
+        if self.any_of and not any((tree / m).exists() for m in self.any_of):
+            return " or ".join(self.any_of)
+        return None
 
 
 SOURCE_KINDS: Final[Mapping[str, SourceKind]] = {
@@ -49,6 +61,16 @@ SOURCE_KINDS: Final[Mapping[str, SourceKind]] = {
         ),
         SourceKind(
             "npb-mz-omp", "NPB 3.4-MZ-OMP", "NPB3.4-MZ-OMP", ("Makefile", "config", "sys", "BT-MZ")
+        ),
+        SourceKind(
+            "osu",
+            "OSU micro-benchmarks",
+            "osu-micro-benchmarks-X.Y",
+            ("configure", "Makefile.in"),
+            any_of=("c/mpi/pt2pt", "mpi/pt2pt"),
+        ),
+        SourceKind(
+            "imb", "Intel MPI Benchmarks", "mpi-benchmarks-IMB-v2021.X", ("Makefile", "src_c")
         ),
     )
 }
@@ -104,11 +126,9 @@ def resolve_source(kind_name: str, given: Mapping[str, str]) -> Path:
 
 
 def check_layout(tree: Path, kind: SourceKind) -> None:
-    missing = [m for m in kind.markers if not (tree / m).exists()]
-    if missing:
-        raise UserError(
-            f"sources {kind.kind}: {tree} is not a {kind.folder} tree (no {missing[0]})"
-        )
+    missing = kind.missing(tree)
+    if missing is not None:
+        raise UserError(f"sources {kind.kind}: {tree} is not a {kind.folder} tree (no {missing})")
 
 
 def source_hash(path: Path) -> str:
@@ -189,7 +209,7 @@ def _unpack(archive: Path, into: Path, kind: SourceKind) -> Path:
         *(p for d in into.iterdir() if d.is_dir() for p in d.iterdir()),
     ]
     for candidate in candidates:
-        if candidate.is_dir() and all((candidate / m).exists() for m in kind.markers):
+        if candidate.is_dir() and kind.missing(candidate) is None:
             if candidate == into:
                 moved = into / "tree"
                 moved.mkdir()
@@ -203,10 +223,16 @@ def _unpack(archive: Path, into: Path, kind: SourceKind) -> Path:
 
 def run_make(tree: Path, targets: Sequence[str], *, env: Mapping[str, str], what: str) -> None:
     """`make TARGETS` in the private tree; UserError with the first error line on failure."""
-    argv = ["make", "--no-print-directory", *targets]
+    run_build_step(tree, ["make", "--no-print-directory", *targets], env=env, what=what)
+
+
+def run_build_step(tree: Path, argv: Sequence[str], *, env: Mapping[str, str], what: str) -> None:
+    """One build command (argv, no shell) in the private tree; UserError with the first
+    error line of its output on failure."""
+    targets = argv[1:]
     try:
         proc = subprocess.run(
-            argv,
+            list(argv),
             cwd=tree,
             env={**os.environ, **env, "LC_ALL": "C"},
             capture_output=True,
@@ -217,11 +243,13 @@ def run_make(tree: Path, targets: Sequence[str], *, env: Mapping[str, str], what
     except subprocess.TimeoutExpired:
         raise UserError(f"building {what} took more than {BUILD_TIMEOUT_S} s") from None
     except OSError as e:
-        raise UserError(f"building {what}: cannot start make: {e.strerror}") from None
+        raise UserError(f"building {what}: cannot start {argv[0]}: {e.strerror}") from None
     if proc.returncode != 0:
         text = proc.stderr + proc.stdout
         first = next(
             (ln.strip() for ln in text.splitlines() if re.search(r"error|Error|\*\*\*", ln)),
             (text.strip().splitlines() or ["no output"])[-1],
         )
-        raise UserError(f"building {what} failed (make {' '.join(targets)} in {tree}): {first}")
+        raise UserError(
+            f"building {what} failed ({argv[0]} {' '.join(targets)} in {tree}): {first}"
+        )
