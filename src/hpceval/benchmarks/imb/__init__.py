@@ -68,6 +68,14 @@ def build_imb(source: Path, *, compiler: str, compiler_identity: str, flags: Seq
 
 
 def block_measurements(block: ImbBlock, version: str, case: Case) -> list[Measurement]:
+    needed = (
+        ("t[usec]", "Mbytes/sec")
+        if block.benchmark in PING
+        else ("t_min[usec]", "t_max[usec]", "t_avg[usec]")
+    )
+    for column in needed:
+        if column not in block.columns:
+            raise BenchmarkFailure(f"IMB {block.benchmark}: no {column} column")
     base: dict[str, ParamValue] = {**case.placement.as_parameters(), "test": block.benchmark}
     implementation = official_implementation(f"IMB {version}")
     out = []

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from hpceval.errors import BenchmarkFailure
 
-_TITLE = re.compile(r"^#\s*OSU (?:MPI[- ]?\S* )?(.+?) Test v(\d+(?:\.\d+)*)\s*$")
+_TITLE = re.compile(r"^#\s*OSU (?:MPI(?:-\S+)? )?(.+?) Test v(\d+(?:\.\d+)*)\s*$")
 _COLUMNS = re.compile(r"^#\s*Size\s+(.+?)\s*$")
-_ROW = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+)(?:\s+.*)?$")
+_ROW = re.compile(r"^\s*(\d+)\s+(\S+)(?:\s+.*)?$")
 
 
 @dataclass(frozen=True)
