@@ -258,3 +258,31 @@ def test_a_schema_3_database_gets_the_implementation_column(tmp_path: Path) -> N
     with sqlite3.connect(db) as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(measurements)")]
     assert "implementation" in columns
+
+
+MZ_MIMIC = DATA / "official" / "npb-mz-mpi" / "NPB3.4-MZ-MPI"
+
+
+@requires_mpi
+@requires_tool("gfortran")
+def test_npb_mz_official_builds_runs_and_verifies(tmp_path: Path) -> None:
+    tree = tmp_path / "NPB3.4-MZ-MPI"
+    shutil.copytree(MZ_MIMIC, tree)
+    write(tmp_path / "suite.toml", """
+name = "mz"
+[[benchmark]]
+name = "npb-mz-official"
+benchmarks = ["bt-mz", "sp-mz"]
+classes = ["S"]
+ranks = [2]
+""")  # fmt: skip
+    proc = hpceval("run", "-s", "suite.toml", "--db", "h.db", "--source", f"npb-mz-mpi={tree}",
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert _implementations(tmp_path / "h.db") == {("npb-mz-official", "official/NPB-MZ 3.4.2")}
+    reference = tree / "common" / "reference.h"
+    reference.write_text(reference.read_text().replace("1.6449290668607415", "1.6"))
+    failed = hpceval("run", "-s", "suite.toml", "--db", "f.db", "--source", f"npb-mz-mpi={tree}",
+                     cwd=tmp_path)  # fmt: skip
+    assert failed.returncode == 1
+    assert "official BT-MZ class S failed verification" in failed.stdout

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -109,28 +109,32 @@ def executable_key(kernel: str, class_name: str) -> str:
 
 
 def build_official(
-    cases: Sequence[Case], *, compiler: str, compiler_identity: str, flags: Sequence[str]
+    cases: Sequence[Case],
+    *,
+    compiler: str,
+    compiler_identity: str,
+    flags: Sequence[str],
+    make_def_of: Callable[[str], str],
 ) -> dict[str, Path]:
-    """Build (or find built) every program the cases run; {"cg.A": path}."""
+    """Build (or find built) every program the cases run: {"npb-mpi:cg.A": path}.
+    `make_def_of(kind)` is the config/make.def written into the private tree of a kind."""
     built: dict[str, Path] = {}
     wanted: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for case in cases:
-        source = (str(case.options[SOURCE_KIND_OPTION]), str(case.options[SOURCE_OPTION]))
-        wanted.setdefault(source, set()).add(
+        given = (str(case.options[SOURCE_KIND_OPTION]), str(case.options[SOURCE_OPTION]))
+        wanted.setdefault(given, set()).add(
             (str(case.parameters["kernel"]), str(case.parameters["class"]))
         )
     for (kind, source_text), programs in sorted(wanted.items()):
-        variant = next(v for v, k in SOURCE_OF_VARIANT.items() if k == kind)
         # mpif90 calls gfortran (OMPI_FC, MPICH's default): the compiler must be there.
         if shutil.which("gfortran") is None:
             raise UserError(
                 "gfortran not found: building the official NPB needs a Fortran compiler "
                 "(Debian package gfortran, ./setup.sh deps)"
             )
-        tree, _ = private_tree(
-            kind, resolve_source(kind, {kind: source_text}), compiler_identity, flags
-        )
-        (tree / "config" / "make.def").write_text(make_def(variant, mpicc=compiler, flags=flags))
+        source = resolve_source(kind, {kind: source_text})
+        tree, _ = private_tree(kind, source, compiler_identity, flags)
+        (tree / "config" / "make.def").write_text(make_def_of(kind))
         (tree / "bin").mkdir(exist_ok=True)
         for kernel, class_name in sorted(programs):
             exe = tree / "bin" / f"{kernel}.{class_name}.x"
@@ -167,7 +171,9 @@ def check_report(report: NpbReport, case: Case) -> None:
         raise BenchmarkFailure(f"{what}: nonsense timing {report.time_s!r} s")
 
 
-def report_measurements(report: NpbReport, case: Case) -> tuple[Measurement, ...]:
+def report_measurements(
+    report: NpbReport, case: Case, benchmark: str = NAME
+) -> tuple[Measurement, ...]:
     check_report(report, case)
     # (The parser has checked the Mop/s against NPB's operation count over the time.)
     params: dict[str, ParamValue] = {**case.parameters, **case.placement.as_parameters()}
@@ -184,7 +190,7 @@ def report_measurements(report: NpbReport, case: Case) -> tuple[Measurement, ...
     implementation = official_implementation(f"NPB {report.version or '?'}")
     return tuple(
         replace(m, implementation=implementation)
-        for m in single_run_measurements(NAME, rows, params, details)
+        for m in single_run_measurements(benchmark, rows, params, details)
     )
 
 
@@ -233,8 +239,13 @@ class NpbOfficial(Benchmark[NpbOfficialOptions]):
     ) -> Program:
         # The same flags as hpceval's own NPB kernels (NPB_CFLAGS), the platform's -O aside.
         flags = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
+        variant_of = {kind: variant for variant, kind in SOURCE_OF_VARIANT.items()}
         executables = build_official(
-            cases, compiler=compiler, compiler_identity=compiler_identity, flags=flags
+            cases,
+            compiler=compiler,
+            compiler_identity=compiler_identity,
+            flags=flags,
+            make_def_of=lambda kind: make_def(variant_of[kind], mpicc=compiler, flags=flags),
         )
         first = next(iter(executables.values()), Path())
         return Program(first.parent, compiler, tuple(flags), executables)
