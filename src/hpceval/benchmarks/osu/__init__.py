@@ -33,6 +33,7 @@ NAME = "osu"
 SOURCE_OPTION = "source"
 Test = Literal["latency", "bw", "bibw", "allreduce", "bcast", "reduce", "alltoall", "allgather"]
 POINT_TO_POINT = frozenset({"latency", "bw", "bibw"})
+AUTOTOOLS = ("ACLOCAL", "AUTOCONF", "AUTOMAKE", "AUTOHEADER")
 
 
 class OsuOptions(RankSweepOptions):
@@ -70,7 +71,10 @@ def build_osu(source: Path, *, compiler: str, compiler_identity: str, flags: Seq
             env={},
             what=what,
         )
-        run_build_step(tree, ["make", "--no-print-directory"], env={}, what=what)
+        # The autotools' regeneration rules are not wanted (a copied tree's timestamps may
+        # trigger them, and aclocal/automake need not be installed): no-ops.
+        no_regeneration = [f"{tool}=true" for tool in AUTOTOOLS]
+        run_build_step(tree, ["make", "--no-print-directory", *no_regeneration], env={}, what=what)
         (tree / ".built").write_text("")
     return tree
 
