@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Callable, Sequence
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar, cast
 
 from pydantic import Field, model_validator
 
@@ -60,15 +61,27 @@ GFORTRAN_FLAGS: tuple[str, ...] = ("-fallow-argument-mismatch", "-fallow-invalid
 RAND = "randi8"
 
 
-class NpbOfficialOptions(RankSweepOptions):
-    kernels: list[Kernel] = Field(min_length=1)
+class OfficialNpbOptions(RankSweepOptions):
+    """The classes, programming model and sweep of an official NPB code's suite entry."""
+
     classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
     variant: Literal["mpi", "omp"] = "mpi"
 
     @model_validator(mode="after")
-    def _check(self) -> NpbOfficialOptions:
+    def _one_process_for_openmp(self) -> OfficialNpbOptions:
         if self.variant == "omp" and self.ranks != [1]:
-            raise ValueError("ranks: the OpenMP NPB runs one process (ranks = [1])")
+            raise ValueError("ranks: the OpenMP version runs one process (ranks = [1])")
+        return self
+
+
+OptionsT = TypeVar("OptionsT", bound=OfficialNpbOptions)
+
+
+class NpbOfficialOptions(OfficialNpbOptions):
+    kernels: list[Kernel] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> NpbOfficialOptions:
         for kernel in self.kernels:
             for class_name in self.classes:
                 for r in self.ranks:
@@ -172,7 +185,7 @@ def check_report(report: NpbReport, case: Case) -> None:
 
 
 def report_measurements(
-    report: NpbReport, case: Case, benchmark: str = NAME
+    report: NpbReport, case: Case, benchmark: str = NAME, implementation_name: str = "NPB"
 ) -> tuple[Measurement, ...]:
     check_report(report, case)
     # (The parser has checked the Mop/s against NPB's operation count over the time.)
@@ -187,7 +200,7 @@ def report_measurements(
         ("mops_total", report.mops_total, MOPS),
         ("mops_per_process", report.mops_total / case.placement.ranks, MOPS),
     )
-    implementation = official_implementation(f"NPB {report.version or '?'}")
+    implementation = official_implementation(f"{implementation_name} {report.version or '?'}")
     return tuple(
         replace(m, implementation=implementation)
         for m in single_run_measurements(benchmark, rows, params, details)
@@ -201,51 +214,70 @@ def parse_output(stdout: str, case: Case) -> NpbReport:
         raise BenchmarkFailure(str(e)) from None
 
 
-@register
-class NpbOfficial(Benchmark[NpbOfficialOptions]):
-    name = NAME
-    description = "The official NPB 3.4 (MPI or OpenMP), built from the user's sources"
-    points_per_execution = 1
-    Options = NpbOfficialOptions
+class OfficialNpbBenchmark(Benchmark[OptionsT]):
+    """What the official NPB codes (`npb-official`, `npb-mz-official`) share: cases from
+    the programs and classes of an entry, the build in the private tree, the whole-output
+    parse and its checks. A subclass names its source kinds, its programs and the make.def
+    it writes."""
 
-    def cases(
-        self, options: NpbOfficialOptions, platform: PlatformConfig, entry_index: int
-    ) -> list[Case]:
-        kind = SOURCE_OF_VARIANT[options.variant]
+    points_per_execution = 1
+    # variant ("mpi", "omp") -> source kind; the programs in table order; the name the
+    # implementation carries ("NPB" -> "official/NPB 3.4.2"); run time relative to NPB's
+    # kernels of the same class (the progress bar's estimate).
+    source_of_variant: ClassVar[Mapping[str, str]]
+    program_order: ClassVar[tuple[str, ...]]
+    implementation_name: ClassVar[str]
+    estimate_factor: ClassVar[float] = 2.0
+
+    @abstractmethod
+    def programs(self, options: OptionsT) -> list[str]:
+        """The programs (kernels, multi-zone benchmarks) a suite entry names."""
+
+    @abstractmethod
+    def make_def(self, variant: str, *, mpicc: str, flags: Sequence[str]) -> str:
+        """The config/make.def written into the private tree of a variant."""
+
+    def cases(self, options: OptionsT, platform: PlatformConfig, entry_index: int) -> list[Case]:
+        sweep = cast(OfficialNpbOptions, options)
+        kind = self.source_of_variant[sweep.variant]
         source = resolve_source(kind, platform.sources)
         cases = []
-        for kernel in options.kernels:
-            for class_name in options.classes:
-                for ranks in options.ranks:
-                    for threads in options.threads_per_rank:
+        for program in self.programs(options):
+            for class_name in sweep.classes:
+                for ranks in sweep.ranks:
+                    for threads in sweep.threads_per_rank:
                         for placement in rank_placements(
-                            ranks, threads, options.ranks_per_node, options.binding, platform
+                            ranks, threads, sweep.ranks_per_node, sweep.binding, platform
                         ):
-                            estimate = SECONDS_ESTIMATE[class_name] * 2 / max(1, ranks * threads)
+                            estimate = (
+                                SECONDS_ESTIMATE[class_name]
+                                * self.estimate_factor
+                                / max(1, ranks * threads)
+                            )
                             cases.append(repeated_case(
-                                self.name, [kernel, class_name, f"np={ranks}", options.variant],
-                                placement, {"kernel": kernel, "class": class_name},
-                                repeat=options.repeat, run_estimate_s=estimate,
-                                explicit_limit_s=options.time_limit_s,
+                                self.name, [program, class_name, f"np={ranks}", sweep.variant],
+                                placement, {"kernel": program, "class": class_name},
+                                repeat=sweep.repeat, run_estimate_s=estimate,
+                                explicit_limit_s=sweep.time_limit_s,
                                 options={SOURCE_OPTION: str(source), SOURCE_KIND_OPTION: kind},
                             ))  # fmt: skip
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
-        raise UserError("npb-official is built for its cases (build_for_cases)")
+        raise UserError(f"{self.name} is built for its cases (build_for_cases)")
 
     def build_for_cases(
         self, cases: Sequence[Case], *, compiler: str, compiler_identity: str, cflags: Sequence[str]
     ) -> Program:
         # The same flags as hpceval's own NPB kernels (NPB_CFLAGS), the platform's -O aside.
         flags = (*NPB_CFLAGS, *(f for f in cflags if not f.startswith("-O")))
-        variant_of = {kind: variant for variant, kind in SOURCE_OF_VARIANT.items()}
+        variant_of = {kind: variant for variant, kind in self.source_of_variant.items()}
         executables = build_official(
             cases,
             compiler=compiler,
             compiler_identity=compiler_identity,
             flags=flags,
-            make_def_of=lambda kind: make_def(variant_of[kind], mpicc=compiler, flags=flags),
+            make_def_of=lambda kind: self.make_def(variant_of[kind], mpicc=compiler, flags=flags),
         )
         first = next(iter(executables.values()), Path())
         return Program(first.parent, compiler, tuple(flags), executables)
@@ -259,7 +291,9 @@ class NpbOfficial(Benchmark[NpbOfficialOptions]):
 
     def collect(self, stdout: str, case: Case, points: Sequence[str]) -> list[ParsedPoint]:
         (point,) = points
-        return [ParsedPoint(point, report_measurements(parse_output(stdout, case), case))]
+        report = parse_output(stdout, case)
+        measured = report_measurements(report, case, self.name, self.implementation_name)
+        return [ParsedPoint(point, measured)]
 
     def verify(self, stdout: str, case: Case, points: Sequence[str]) -> None:
         check_report(parse_output(stdout, case), case)
@@ -268,4 +302,20 @@ class NpbOfficial(Benchmark[NpbOfficialOptions]):
         return best_run(measurements)
 
     def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
-        return kernel_tables(measurements, ("ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"), NAME)
+        return kernel_tables(measurements, self.program_order, self.name)
+
+
+@register
+class NpbOfficial(OfficialNpbBenchmark[NpbOfficialOptions]):
+    name = NAME
+    description = "The official NPB 3.4 (MPI or OpenMP), built from the user's sources"
+    Options = NpbOfficialOptions
+    source_of_variant = SOURCE_OF_VARIANT
+    program_order = ("ep", "is", "cg", "mg", "ft", "bt", "sp", "lu")
+    implementation_name = "NPB"
+
+    def programs(self, options: NpbOfficialOptions) -> list[str]:
+        return list(options.kernels)
+
+    def make_def(self, variant: str, *, mpicc: str, flags: Sequence[str]) -> str:
+        return make_def(variant, mpicc=mpicc, flags=flags)
