@@ -114,22 +114,35 @@ def test_osu_without_sources(tmp_path: Path) -> None:
     assert "OSU micro-benchmarks sources not given" in proc.stderr
 
 
-@requires_mpi
-@requires_tool("make")
-def test_imb_builds_runs_and_stores_its_blocks(tmp_path: Path) -> None:
-    tree = tmp_path / "mpi-benchmarks"
-    shutil.copytree(IMB_MIMIC, tree)
-    write(tmp_path / "suite.toml", """
+IMB_SUITE = """
 name = "imb"
 [[benchmark]]
 name = "imb"
 benchmarks = ["PingPong", "Allreduce"]
 ranks = [2]
 max_size = 256
-""")  # fmt: skip
+"""
+
+
+def _run_imb(tmp_path: Path, edit: tuple[str, str] | None = None) -> tuple[Path, str, int]:
+    """IMB's mimic tree (with `edit` applied to its program) run through the CLI: the
+    tree, hpceval's stdout and its exit status."""
+    tree = tmp_path / "mpi-benchmarks"
+    shutil.copytree(IMB_MIMIC, tree)
+    if edit is not None:
+        source = tree / "src_c" / "imb_mimic.c"
+        source.write_text(source.read_text().replace(*edit))
+    write(tmp_path / "suite.toml", IMB_SUITE)
     proc = hpceval("run", "-s", "suite.toml", "--db", "h.db", "--source", f"imb={tree}",
                    cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return tree, proc.stdout + proc.stderr, proc.returncode
+
+
+@requires_mpi
+@requires_tool("make")
+def test_imb_builds_runs_and_stores_its_blocks(tmp_path: Path) -> None:
+    tree, output, status = _run_imb(tmp_path)
+    assert status == 0, output
     assert not (tree / "IMB-MPI1").exists()
     rows = _rows(tmp_path / "h.db", "SELECT DISTINCT metric, implementation FROM measurements")
     assert {m for m, _ in rows} >= {"latency", "bandwidth", "time"}
@@ -138,21 +151,8 @@ max_size = 256
 
 @requires_mpi
 @requires_tool("make")
-def test_imb_refuses_an_unknown_benchmark_block_missing(tmp_path: Path) -> None:
+def test_imb_fails_when_a_benchmark_block_is_missing(tmp_path: Path) -> None:
     """A mimic that leaves Allreduce out: the execution fails with the reason."""
-    tree = tmp_path / "mpi-benchmarks"
-    shutil.copytree(IMB_MIMIC, tree)
-    source = tree / "src_c" / "imb_mimic.c"
-    source.write_text(source.read_text().replace("b < nnames; ++b", "b < 1; ++b"))
-    write(tmp_path / "suite.toml", """
-name = "imb"
-[[benchmark]]
-name = "imb"
-benchmarks = ["PingPong", "Allreduce"]
-ranks = [2]
-max_size = 16
-""")  # fmt: skip
-    proc = hpceval("run", "-s", "suite.toml", "--db", "h.db", "--source", f"imb={tree}",
-                   cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 1
-    assert "IMB ran without the Allreduce block" in proc.stdout
+    _, output, status = _run_imb(tmp_path, ("b < nnames; ++b", "b < 1; ++b"))
+    assert status == 1
+    assert "IMB ran without the Allreduce block" in output
