@@ -276,7 +276,11 @@ def build(
     loaded = load_platform(platform)
     toolchain, _ = toolchain_and_launcher(loaded.config)
     for name in benchmark_names():
-        program = get_benchmark(name).build(
+        bench = get_benchmark(name)
+        if bench.built_from_user_sources:
+            out.print(f"{name}: built by hpceval run from the sources given (--source)")
+            continue
+        program = bench.build(
             compiler=toolchain.mpicc,
             compiler_identity=toolchain.identity(),
             cflags=loaded.config.cflags,

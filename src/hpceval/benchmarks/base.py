@@ -132,6 +132,9 @@ class Benchmark(ABC, Generic[OptionsT]):
     # How many points one execution measures: None = all the case's points in one run of
     # the program (mpibench: one size per point); 1 = a run per point (NPB repetitions).
     points_per_execution: ClassVar[int | None] = None
+    # True for an official code built from the sources its cases name (build_for_cases):
+    # `hpceval build` has nothing to build for it without a suite.
+    built_from_user_sources: ClassVar[bool] = False
 
     def parse_options(self, options: Mapping[str, Any]) -> OptionsT:
         """A suite entry's options, typed; pydantic.ValidationError / ValueError naming the

@@ -134,6 +134,7 @@ class Imb(Benchmark[ImbOptions]):
     name = NAME
     description = "The Intel MPI Benchmarks (IMB-MPI1), built from the user's sources"
     points_per_execution = 1
+    built_from_user_sources = True
     Options = ImbOptions
 
     def cases(self, options: ImbOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:

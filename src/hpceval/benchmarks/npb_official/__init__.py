@@ -221,6 +221,7 @@ class OfficialNpbBenchmark(Benchmark[OptionsT]):
     it writes."""
 
     points_per_execution = 1
+    built_from_user_sources = True
     # variant ("mpi", "omp") -> source kind; the programs in table order; the name the
     # implementation carries ("NPB" -> "official/NPB 3.4.2"); run time relative to NPB's
     # kernels of the same class (the progress bar's estimate).

@@ -106,6 +106,7 @@ class Osu(Benchmark[OsuOptions]):
     name = NAME
     description = "The OSU micro-benchmarks, built from the user's sources"
     points_per_execution = 1
+    built_from_user_sources = True
     Options = OsuOptions
 
     def cases(self, options: OsuOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
