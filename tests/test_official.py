@@ -4,6 +4,7 @@ tree with NPB's layout, make targets and output format around a tiny C + MPI pro
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import tarfile
@@ -286,3 +287,35 @@ ranks = [2]
                      cwd=tmp_path)  # fmt: skip
     assert failed.returncode == 1
     assert "official BT-MZ class S failed verification" in failed.stdout
+
+
+def test_an_archive_member_outside_the_tree_is_refused(tmp_path: Path) -> None:
+    import io
+
+    from hpceval.errors import UserError
+    from hpceval.sources import private_tree
+
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(MIMIC, arcname="NPB3.4-MPI")
+        data = b"owned"
+        info = tarfile.TarInfo("../outside.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(UserError, match="cannot unpack"):
+        private_tree("npb-mpi", archive, "gcc", ["-O3"])
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_the_private_tree_is_keyed_by_the_sources(tmp_path: Path) -> None:
+    from hpceval.sources import private_tree
+
+    tree = _mimic_copy(tmp_path)
+    first, digest = private_tree("npb-mpi", tree, "gcc 12", ["-O3"])
+    again, same = private_tree("npb-mpi", tree, "gcc 12", ["-O3"])
+    assert (again, same) == (first, digest) and first.is_relative_to(
+        Path(os.environ["HPCEVAL_CACHE"])
+    )
+    (tree / "common" / "reference.h").write_text("/* changed */\n")
+    changed, other = private_tree("npb-mpi", tree, "gcc 12", ["-O3"])
+    assert other != digest and changed != first
