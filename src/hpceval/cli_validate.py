@@ -21,6 +21,17 @@ KernelsOption = Annotated[
 ]
 # Rows outside this band are flagged: the house rule for a benchmark under a standard's name.
 TOLERANCE = 0.15
+# The official code validate runs; its declaration names hpceval's counterpart ("npb").
+OFFICIAL = "npb-official"
+
+
+def _own() -> str:
+    from hpceval.catalog import declaration
+
+    found = declaration(OFFICIAL)
+    if found is None or found.counterpart is None:
+        raise RuntimeError(f"{OFFICIAL}'s benchmark.toml names no counterpart")
+    return found.counterpart
 
 
 class _Consoles:
@@ -61,7 +72,7 @@ def _plan(
     from hpceval.errors import UserError
 
     sides = []
-    for name, options in (("npb", entry), ("npb-official", official_entry)):
+    for name, options in ((_own(), entry), (OFFICIAL, official_entry)):
         bench = get_benchmark(name)
         try:
             parsed = bench.parse_options(options)
@@ -129,7 +140,8 @@ def validate_command(
     prepared = prepare_run(loaded.config, [*own_cases, *official_cases])
     store = open_store(db)
     campaign = Campaign(store, prepared.launcher, prepared.programs, RichReporter(err))
-    suite = {"name": "validate", "npb": entry, "npb-official": {**entry, "variant": variant}}
+    own_name = _own()
+    suite = {"name": "validate", own_name: entry, OFFICIAL: {**entry, "variant": variant}}
     failed: set[str] = set()
     with prepared.launcher.session():
         store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
@@ -161,12 +173,10 @@ def validate_command(
             raise
         stored = store.measurements(run_id)
         own_side = [
-            (s.point_key, s.measurement) for s in stored if s.measurement.benchmark == "npb"
+            (s.point_key, s.measurement) for s in stored if s.measurement.benchmark == own_name
         ]
         official_side = [
-            (s.point_key, s.measurement)
-            for s in stored
-            if s.measurement.benchmark == "npb-official"
+            (s.point_key, s.measurement) for s in stored if s.measurement.benchmark == OFFICIAL
         ]
         figures = {
             tuple(sorted(f.parameters.items())): f for f in paired_figures(own_side, official_side)
@@ -178,7 +188,7 @@ def validate_command(
             if figure is None:
                 store.set_case_status(run_id, fc.key, "failed")
                 continue
-            m = figure_measurement(figure, "npb")
+            m = figure_measurement(figure, own_name)
             store.add_measurement(run_id, None, fc.key, "ratio", m)
             store.set_case_status(run_id, fc.key, "done")
             measured.append(m)
