@@ -16,10 +16,15 @@ from hpceval.analysis.compare import (
     compare,
 )
 from hpceval.analysis.frame import Entry, build_frame
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 
 Params = dict[str, int | float | str | bool]
+# Verdicts from one run's samples: the tests of the interval arithmetic, not of the policy's
+# repetition rule (tests/test_statistics_policy.py).
+WITHIN_RUN = StatisticPolicy(min_repetitions=1)
+MEAN_WITHIN_RUN = StatisticPolicy(statistic="mean", min_repetitions=1)
 
 
 def lat(
@@ -65,7 +70,7 @@ def test_ratio_orientation_and_verdict_of_one_point() -> None:
             ),
         ]
     )
-    result = compare(frame, "bare")
+    result = compare(frame, "bare", policy=WITHIN_RUN)
     assert result.method == "bootstrap"
     assert result.platforms == ("vm",)
     points = {p.metric: p for p in result.points()}
@@ -100,7 +105,8 @@ def test_faster_and_no_significant_difference() -> None:
             ("fast", 2, lat(noisy[1], size=2)),
         ]
     )
-    verdicts = {p.parameters["size"]: p.verdict for p in compare(frame, "bare").points()}
+    result = compare(frame, "bare", policy=WITHIN_RUN)
+    verdicts = {p.parameters["size"]: p.verdict for p in result.points()}
     assert verdicts == {1: Verdict.FASTER, 2: Verdict.NO_DIFFERENCE}
 
 
@@ -113,7 +119,7 @@ def test_single_sample_points_have_no_interval() -> None:
             ("vm", 2, lat([12.0], size=2)),
         ]
     )
-    result = compare(frame, "bare")
+    result = compare(frame, "bare", policy=WITHIN_RUN)
     for p in result.points():
         assert p.verdict is Verdict.UNDETERMINED
         assert p.ratio == pytest.approx(1.2)
@@ -134,6 +140,7 @@ def test_repetitions_and_runs_are_pooled() -> None:
         entries.append(("vm", 9, lat([t * 1.1], metric="time", unit="s", benchmark="npb")))
     (point,) = compare(build_frame(entries), "bare").points()
     assert point.samples == 3 and point.baseline_samples == 3
+    assert point.repetitions == 3 and point.ci_over == "repetitions"
     assert point.ratio == pytest.approx(1.1)
     assert point.category is Category.COMPUTE
     assert point.verdict is Verdict.SLOWER
@@ -148,7 +155,8 @@ def test_interval_covers_the_true_ratio(method: compare_module.CiMethod) -> None
         n_a, n_b = rng.integers(12, 40, size=2)
         entries.append(("vm", 1, lat(rng.normal(12.0, 1.5, n_a), size=point)))
         entries.append(("bare", 2, lat(rng.normal(10.0, 1.5, n_b), size=point)))
-    result = compare(build_frame(entries), "bare", method=method, resamples=1000, seed=7)
+    result = compare(build_frame(entries), "bare", method=method, resamples=1000, seed=7,
+                     policy=MEAN_WITHIN_RUN)  # fmt: skip
     table = result.table
     assert result.method == method
     covered = (table["ratio_low"] <= 1.2) & (table["ratio_high"] >= 1.2)
@@ -165,10 +173,11 @@ def test_bootstrap_is_seeded_and_close_to_the_delta_method() -> None:
             ("vm", 2, lat(rng.normal(11.0, 0.5, 150), size=1)),
         ]
     )
-    a = compare(frame, "bare", method="bootstrap", seed=1).table
-    b = compare(frame, "bare", method="bootstrap", seed=1).table
-    c = compare(frame, "bare", method="bootstrap", seed=2).table
-    d = compare(frame, "bare", method="delta").table
+    mean = MEAN_WITHIN_RUN
+    a = compare(frame, "bare", method="bootstrap", seed=1, policy=mean).table
+    b = compare(frame, "bare", method="bootstrap", seed=1, policy=mean).table
+    c = compare(frame, "bare", method="bootstrap", seed=2, policy=mean).table
+    d = compare(frame, "bare", method="delta", policy=mean).table
     assert a["ratio_low"][0] == b["ratio_low"][0]
     assert a["ratio_low"][0] != c["ratio_low"][0]
     half_width = d["ratio_high"][0] - d["ratio"][0]
@@ -192,7 +201,7 @@ def test_delta_interval_by_hand() -> None:
     a = [9.0, 10.0, 11.0]  # mean 10, variance 1
     b = [4.0, 5.0, 6.0]  # mean 5, variance 1
     frame = build_frame([("bare", 1, lat(b)), ("vm", 2, lat(a))])
-    (p,) = compare(frame, "bare", method="delta").points()
+    (p,) = compare(frame, "bare", method="delta", policy=MEAN_WITHIN_RUN).points()
     va, vb = 1 / (3 * 10.0**2), 1 / (3 * 5.0**2)
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)  # 2.94...: rounded down to 2
@@ -223,7 +232,7 @@ def test_summaries_are_geometric_means_per_category() -> None:
         )  # fmt: skip
     entries.append(("bare", 1, lat(around(5.0), pattern="allreduce", size=8, metric="time")))
     entries.append(("vm", 2, lat(around(4.0), pattern="allreduce", size=8, metric="time")))
-    result = compare(build_frame(entries), "bare")
+    result = compare(build_frame(entries), "bare", policy=WITHIN_RUN)
     shared = result.summary("vm", Category.SHARED_MEMORY)
     assert shared is not None
     assert shared.points == 2
@@ -289,9 +298,9 @@ def test_origins_are_not_mixed_unless_asked() -> None:
         ("netns", 3, lat(around(3.0), origin=Origin.EMULATED)),
     ]
     frame = build_frame(entries)
-    with pytest.raises(CrossOriginError, match=r"cloud \(simulated\), netns \(emulated\)"):
+    with pytest.raises(CrossOriginError, match=r"netns \(emulated\).*--allow-mixed-origins"):
         compare(frame, "bare")
-    result = compare(frame, "bare", allow_cross_origin=True)
+    result = compare(frame, "bare", allow_mixed_origins=True)
     assert sorted(zip(result.table["platform"], result.table["origin"], strict=True)) == [
         ("cloud", "simulated"),
         ("netns", "emulated"),
@@ -309,13 +318,13 @@ def test_baseline_with_two_origins_needs_a_choice() -> None:
             ("vm", 3, lat(around(2.0))),
         ]
     )
-    with pytest.raises(CrossOriginError, match="choose one"):
+    with pytest.raises(CrossOriginError, match="choose one with --baseline-origin"):
         compare(frame, "bare")
     result = compare(frame, "bare", baseline_origin="measured", platforms=["vm"])
     assert result.table["ratio"].tolist() == pytest.approx([2.0])
     # The simulation of the baseline against its measurement, explicitly.
     sim = compare(
-        frame, "bare", baseline_origin=Origin.MEASURED, platforms=["bare"], allow_cross_origin=True
+        frame, "bare", baseline_origin=Origin.MEASURED, platforms=["bare"], allow_mixed_origins=True
     )
     assert sim.table["origin"].tolist() == ["simulated"]
     assert sim.table["ratio"].tolist() == pytest.approx([1.1])
@@ -340,7 +349,7 @@ def test_unknown_platforms_and_unmatched_points() -> None:
     with pytest.raises(UserError, match="platform 'gone'"):
         compare(frame, "bare", platforms=["gone"])
     with pytest.raises(ValueError):
-        compare(frame, "bare", confidence=1.5)
+        compare(frame, "bare", policy=StatisticPolicy(confidence=1.5))
 
 
 def test_parameter_named_like_a_result_column_keeps_its_value() -> None:

@@ -50,15 +50,19 @@ def test_ec2_cluster_compute_prices_and_peaks() -> None:
     # Peak = sockets x cores x GHz x double-precision flops per cycle.
     assert cc1.peak_gflops == pytest.approx(2 * 4 * 2.93 * 4)  # SSE: 4 flops/cycle
     assert cc2.peak_gflops == pytest.approx(2 * 8 * 2.60 * 8)  # AVX: 8 flops/cycle
-    with pytest.raises(UserError, match="no spot hourly price"):
+    with pytest.raises(UserError, match=r"no spot price for 'cc2\.8xlarge'"):
         ec2.hourly("cc2.8xlarge", "spot")
 
 
 def test_ec2_cost_arithmetic_by_hand() -> None:
     ec2 = load_catalog("ec2-cc-2012")
     cc1, cc2 = ec2.hourly("cc1.4xlarge"), ec2.hourly("cc2.8xlarge")
-    # 16 CC1 instances for half an hour: 16 x 1.30 x 0.5 = 10.40 USD.
-    assert run_cost(cc1, 16, 1800) == Money(pytest.approx(10.40), "USD")  # type: ignore[arg-type]
+    # 16 CC1 instances for half an hour, billed per started hour (EC2 in 2012):
+    # 16 x 1.30 x 1 h = 20.80 USD; 61 minutes are two started hours.
+    assert cc1.billing == "per-started-hour"
+    assert run_cost(cc1, 16, 1800) == Money(pytest.approx(20.80), "USD")  # type: ignore[arg-type]
+    assert run_cost(cc1, 16, 3660).amount == pytest.approx(41.60)
+    assert run_cost(cc1, 16, 3600).amount == pytest.approx(20.80)
     # 512 cores = 32 CC2 instances at 2.40 USD/h = 76.80 USD/h; 50,000 Mop/s = 50 GOPS:
     # 76.80 / 50 = 1.536 USD per GOPS.
     assert price_per_gops(cc2, 32, 50_000).amount == pytest.approx(1.536)
@@ -88,9 +92,20 @@ def test_csc_normalized_prices_and_conversion() -> None:
     assert spot < sisu  # 0.493 < 0.5294 EUR
     assert csc.normalized_node_hour("Google n1-highcpu-32", "preemptible").value.amount == 0.543
     assert csc.gb_hour("CSC Taito H", "unspecified").value.amount == 0.00059
-    # The table gives no hourly prices: none is invented.
-    with pytest.raises(UserError, match="per normalized node-hour and per GB-hour only"):
+    # The table gives no hourly prices: none is invented without the node's peak.
+    with pytest.raises(UserError, match="--node-tflops PLATFORM=TFLOPS"):
         csc.hourly("AWS c4.8xlarge", "on-demand")
+    # With it: normalized price x node TFLOPS, billed as AWS billed in 2016 (started hours).
+    c4 = csc.hourly("AWS c4.8xlarge", "on-demand", node_tflops=0.5)
+    assert c4.money == Money(pytest.approx(2.295 * 0.5), "EUR")  # type: ignore[arg-type]
+    assert c4.billing == "per-started-hour"
+    assert c4.basis == "2.295 EUR per normalized node-hour × 0.5 TFLOPS node peak"
+    assert run_cost(c4, 2, 60).amount == pytest.approx(2 * 2.295 * 0.5)
+    sisu = csc.hourly("CSC Sisu (Cray XC40)", "academic", node_tflops=1.0)
+    assert sisu.billing == "per-second"
+    assert run_cost(sisu, 1, 36).amount == pytest.approx(0.5294 / 100)
+    assert csc.hourly("Google n1-highcpu-32", "preemptible", node_tflops=1).billing == "per-minute"
+    assert csc.pricings("AWS c4.8xlarge") == ["spot", "on-demand", "reserved"]
     with pytest.raises(UserError, match="no entry 'AWS c5'"):
         csc.entry("AWS c5")
     with pytest.raises(CurrencyError, match="GBP"):
@@ -112,20 +127,21 @@ def test_money_refuses_to_mix_currencies() -> None:
 
 def test_break_even_against_on_premise() -> None:
     cc2 = load_catalog("ec2-cc-2012").hourly("cc2.8xlarge")
-    # Cloud: 8 CC2 for 600 s = 8 x 2.40 x 1/6 = 3.20 USD. On premise: 128 cores for 500 s =
-    # 17.78 core-hours, so break-even at 3.20 / 17.78 = 0.18 USD per core-hour.
+    # Cloud: 8 CC2 for 600 s, billed a started hour = 8 x 2.40 x 1 = 19.20 USD. On premise:
+    # 128 cores for 500 s = 17.78 core-hours, so break-even at 19.20 / 17.78 = 1.08 USD per
+    # core-hour.
     result = break_even(cc2, 8, 600, 128, 500)
-    assert result.cloud_cost.amount == pytest.approx(3.20)
+    assert result.cloud_cost.amount == pytest.approx(19.20)
     assert result.on_premise_core_hours == pytest.approx(128 * 500 / 3600)
-    assert result.break_even_core_hour.amount == pytest.approx(0.18)
+    assert result.break_even_core_hour.amount == pytest.approx(1.08)
     assert result.cheaper is None
     cheap = break_even(cc2, 8, 600, 128, 500, on_premise_core_hour=Money(0.05, "USD"))
     assert cheap.cheaper == "on-premise"
     assert cheap.on_premise_cost is not None
     assert cheap.on_premise_cost.amount == pytest.approx(0.05 * 128 * 500 / 3600)
     rates = ExchangeRates("EUR", {"USD": 1.11})
-    dear = break_even(cc2, 8, 600, 128, 500, on_premise_core_hour=Money(0.2, "EUR"), rates=rates)
-    assert dear.cheaper == "cloud"  # 0.222 USD > 0.18 USD
+    dear = break_even(cc2, 8, 600, 128, 500, on_premise_core_hour=Money(1.0, "EUR"), rates=rates)
+    assert dear.cheaper == "cloud"  # 1.11 USD > 1.08 USD
     with pytest.raises(CurrencyError):
         break_even(cc2, 8, 600, 128, 500, on_premise_core_hour=Money(0.2, "EUR"))
     with pytest.raises(ValueError):
@@ -152,8 +168,15 @@ def test_cost_table_over_a_frame() -> None:
     assert result.unpriced == ("local",)
     table = result.table.sort_values("nodes")
     assert table["hourly"].tolist() == pytest.approx([4.80, 9.60])
-    assert table["run_cost"].tolist() == pytest.approx([4.80 * 120 / 3600, 9.60 * 75 / 3600])
-    assert table["price_per_gops"].tolist() == pytest.approx([4.80 / 8.0, 9.60 / 12.8])
+    # Billed per started hour: 120 s and 75 s are each one hour.
+    assert table["billed_s"].tolist() == [3600, 3600]
+    assert table["run_cost"].tolist() == pytest.approx([4.80, 9.60])
+    assert table["price_per_gops_hour"].tolist() == pytest.approx([4.80 / 8.0, 9.60 / 12.8])
+    assert table["placement"].tolist() == [
+        "2 nodes × 16 ranks × 1 thread, inter-node",
+        "4 nodes × 16 ranks × 1 thread, inter-node",
+    ]
+    assert set(table["statistic"]) == {"median"}
     assert set(table["pricing"]) == {"on-demand"}
     in_eur = cost_table(
         frame, {"cc2": [cc2]}, currency="EUR", rates=ExchangeRates("EUR", {"USD": 1.11})
@@ -199,6 +222,7 @@ name = "mine"
 source = "our purchasing office"
 date = "2024-01-15"
 currency = "EUR"
+billing = "per-second"
 [rates]
 USD = 1.08
 [[entry]]
@@ -233,6 +257,9 @@ def test_a_catalog_file_loads(tmp_path: Path) -> None:
         (("on-premise = 3.5", "on-premise = -1.0"), "entry[0].hourly", "not a non-negative"),
         (("on-premise = 3.5", "weekly = 3.5"), "entry[0].hourly.weekly", "unknown pricing"),
         (("format = 1", "format = 2"), "format", "format 2 is not known"),
+        (('billing = "per-second"\n', ""), "billing", "required field is missing"),
+        (('billing = "per-second"', 'billing = "hourly"'), "billing", "per-started-hour"),
+        (("cores = 64", 'cores = 64\nbilling = "daily"'), "entry[0].billing", "per-minute"),
         (('source = "our purchasing office"\n', ""), "source", "required field is missing"),
         (('date = "2024-01-15"', 'date = "last year"'), "date", "not a date"),
         (("USD = 1.08", "USD = 0"), "rates", "not a positive number"),

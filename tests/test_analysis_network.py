@@ -121,3 +121,46 @@ def test_fit_network_per_platform_and_placement() -> None:
     assert vm.predict(1000) == pytest.approx(55.0 + 1000 / 610.0)
     assert found[("bare", "intra-node")].alpha_us == pytest.approx(0.3)
     assert fit_network(build_frame(entries), patterns=["pingping"]) == ()
+
+
+def _series(platform: str, times: np.ndarray, run: int = 1, **params: int | str) -> list[Entry]:
+    return [
+        (platform, run, Measurement("mpibench", "latency", float(t), "us",
+                                    {"pattern": "pingpong", "size": int(n), **params},
+                                    (float(t) * 0.999, float(t), float(t) * 1.001)))
+        for n, t in zip(SIZES, times, strict=True)
+    ]  # fmt: skip
+
+
+def test_segments_with_their_ranges_and_the_half_bandwidth_size_of_the_curve() -> None:
+    # An inter-node link: eager below 64 KiB (α 30 µs, β 100 MB/s), then a rendezvous line
+    # whose own intercept is negative (α -40 µs, β 117 MB/s): no n½ = α·β for the last
+    # segment, but the curve reaches half of 117 MB/s at a size the first segment gives:
+    # n / (30 + n/100) = 58.5  =>  n = 30 / (2/117 - 1/100) = 4,179 B.
+    truth = np.where(SIZES < 65536, 30.0 + SIZES / 100.0, -40.0 + SIZES / 117.0)
+    frame = build_frame(_series("cloud", truth, pair="inter-node"))
+    (fit,) = fit_network(frame)
+    assert fit.breakpoints == (65536,)
+    assert fit.segments[-1].n_half_bytes is None
+    assert fit.n_half_bytes == pytest.approx(30 / (2 / 117 - 1 / 100), rel=0.02)
+    rows = fit.segment_rows()
+    assert [(r["segment"], r["first_size"], r["last_size"]) for r in rows] == [
+        (1, 0, 32768),
+        (2, 65536, 4 * 2**20),
+    ]
+    assert rows[0]["alpha_us"] == pytest.approx(30.0, rel=0.01)
+    assert rows[1]["beta_mb_s"] == pytest.approx(117.0, rel=0.01)
+    assert fit.warning == ""
+    assert fit.runs == (1,) and fit.summary_row()["runs"] == "1"
+
+
+def test_a_poor_fit_is_flagged_and_names_its_runs() -> None:
+    # A shaper's staircase: no line (nor three) follows it within 10 %.
+    rng = np.random.default_rng(1)
+    times = (20.0 + SIZES / 100.0) * rng.choice([0.5, 1.0, 2.0], len(SIZES))
+    frame = build_frame([*_series("emu", times, run=4), *_series("emu", times, run=7)])
+    (fit,) = fit_network(frame)
+    assert fit.rms_residual > 0.10
+    assert fit.warning.startswith("poor fit: rms residual")
+    assert fit.runs == (4, 7)
+    assert fit.summary_row()["warning"] == fit.warning

@@ -94,12 +94,59 @@ def test_best_placement_per_core_count_and_placement_sweep() -> None:
     frame = build_frame(entries)
     (curve,) = scaling(frame)
     best8 = curve.points[1]
-    assert best8.label() == "8x1x1" and best8.speedup == pytest.approx(5.0)
+    assert (
+        best8.label() == "8 nodes × 1 rank × 1 thread, inter-node"
+        and best8.speedup == pytest.approx(5.0)
+    )
     (sweep,) = placement_sweeps(frame)
     assert sweep.cores == 8
-    assert sweep.full_node.label() == "1x8x1"
+    assert sweep.full_node.label() == "1 node × 8 ranks × 1 thread, intra-node"
     gains = {c.point.label(): c.gain for c in sweep.choices}
-    assert gains == pytest.approx({"1x8x1": 1.0, "8x1x1": 20 / 16, "4x1x2": 20 / 25})
-    assert sweep.best.point.label() == "8x1x1"
+    assert gains == pytest.approx(
+        {
+            "1 node × 8 ranks × 1 thread, intra-node": 1.0,
+            "8 nodes × 1 rank × 1 thread, inter-node": 20 / 16,
+            "4 nodes × 1 rank × 2 threads, inter-node": 20 / 25,
+        }
+    )
+    assert sweep.best.point.label() == "8 nodes × 1 rank × 1 thread, inter-node"
     assert sweep.best.extra_nodes == 8
     assert [c.full_node for c in sweep.choices] == [False, True, False]
+
+
+def test_oversubscribed_points_belong_to_the_curve_and_simulations_overlay() -> None:
+    """Issue 23: 2 and 4 ranks on 2 cores are one curve (the 4-rank point marked
+    oversubscribed), and a simulated run of the same problem, recorded not oversubscribed,
+    is the same problem (drawn in the same panel), not a problem of its own."""
+    from hpceval.campaign import load_platform
+    from hpceval.model import Origin
+
+    def run(seconds: float, ranks: int, nodes: int, over: bool, origin: Origin) -> Measurement:
+        params: dict[str, int | float | str | bool] = {
+            "kernel": "cg", "class": "A", "ranks": ranks, "nodes": nodes,
+            "ranks_per_node": ranks // nodes, "threads_per_rank": 1, "binding": "core",
+            "oversubscribed": over,
+        }  # fmt: skip
+        return Measurement("npb", "time", seconds, "s", params, (seconds,), origin=origin)
+
+    entries: list[Entry] = [
+        ("cloud", 1, run(10.0, 2, 2, False, Origin.EMULATED)),
+        ("cloud", 1, run(6.0, 2, 1, False, Origin.EMULATED)),
+        ("cloud", 1, run(8.0, 4, 4, True, Origin.EMULATED)),
+        ("cloud", 1, run(4.0, 4, 1, True, Origin.EMULATED)),
+        ("cloud", 2, run(9.0, 2, 2, False, Origin.SIMULATED)),
+        ("cloud", 2, run(5.0, 4, 4, False, Origin.SIMULATED)),
+    ]
+    frame = build_frame(entries)
+    emulated, simulated = sorted(scaling(frame), key=lambda c: c.origin.value)
+    assert emulated.problem == simulated.problem == {"class": "A", "kernel": "cg"}
+    # Best placement per core count without a platform file: one node.
+    assert [(p.cores, p.value, p.oversubscribed) for p in emulated.points] == [
+        (2, 6.0, False),
+        (4, 4.0, True),
+    ]
+    # With the platform file, each core count at its default placement (one rank per node).
+    configs = {"cloud": load_platform("netns-4x1-1gbe").config}
+    emulated, _ = sorted(scaling(frame, platform_configs=configs), key=lambda c: c.origin.value)
+    assert [(p.cores, p.value) for p in emulated.points] == [(2, 10.0), (4, 8.0)]
+    assert emulated.points[1].label() == "4 nodes × 1 rank × 1 thread, inter-node, oversubscribed"

@@ -70,9 +70,10 @@ def test_run_show_compare_report(tmp_path: Path) -> None:
         assert expected in ran.stdout, ran.stdout
 
     shown = hpceval(tmp_path, "show", "--run", "1").stdout
-    assert "echo (best of the repetitions)" in shown
+    assert "echo (median of the repetitions)" in shown
     rate_row = next(line for line in shown.splitlines() if "widgets/s" in line)
-    assert "input=tiny" in rate_row and "│    3 │ 103.0 │" in rate_row
+    # median, best and worst of the 3 repetitions
+    assert "input=tiny" in rate_row and "│    3 │  102.0 │ 103.0 │ 101.0 │" in rate_row
 
     # compare: the category comes from the plug-in's benchmark.toml, and its unit's direction
     # (widgets/s: higher is better) from the same file; no benchmark module is imported.

@@ -28,6 +28,7 @@ name = "test-prices"
 source = "made up for the tests"
 date = "2024-01"
 currency = "USD"
+billing = "per-second"
 [rates]
 EUR = 0.5
 [[entry]]
@@ -42,6 +43,11 @@ on-demand = 1.0
 """
 
 
+# Placements in the one notation (hpceval.labels).
+P1 = "1 node × 16 ranks × 1 thread, intra-node"
+P2 = "2 nodes × 16 ranks × 1 thread, inter-node"
+
+
 def spread(value: float) -> tuple[float, ...]:
     return (value * 0.99, value, value * 1.01)
 
@@ -50,6 +56,10 @@ def measurement(
     benchmark: str, metric: str, unit: str, value: float, parameters: Mapping[str, Any]
 ) -> Measurement:
     return Measurement(benchmark, metric, value, unit, dict(parameters), spread(value))
+
+
+# Every point is measured three times (the repetitions a verdict needs), around its value.
+REPETITIONS = (1.0, 0.99, 1.01)
 
 
 @pytest.fixture
@@ -78,8 +88,9 @@ def db(tmp_path: Path) -> str:
             alpha, beta = HOCKNEY[name]
             for size in SIZES:
                 params = {"pattern": "pingpong", "pair": "intra-node", "size": size}
-                m = measurement("mpibench", "latency", "us", alpha + size / beta, params)
-                store.add_measurement(run_id, None, "p2p", f"size={size}", m)
+                for f in REPETITIONS:
+                    m = measurement("mpibench", "latency", "us", f * (alpha + size / beta), params)
+                    store.add_measurement(run_id, None, "p2p", f"size={size}", m)
             for nodes, (seconds, mops) in NPB[name].items():
                 params = {
                     "kernel": "cg",
@@ -90,16 +101,15 @@ def db(tmp_path: Path) -> str:
                     "threads_per_rank": 1,
                 }
                 point = f"nodes={nodes}"
-                store.add_measurement(
-                    run_id, None, "npb", point, measurement("npb", "time", "s", seconds, params)
-                )
-                store.add_measurement(
-                    run_id,
-                    None,
-                    "npb",
-                    point,
-                    measurement("npb", "mops_total", "Mop/s", mops, params),
-                )
+                for f in REPETITIONS:
+                    store.add_measurement(
+                        run_id, None, "npb", point,
+                        measurement("npb", "time", "s", seconds * f, params),
+                    )  # fmt: skip
+                    store.add_measurement(
+                        run_id, None, "npb", point,
+                        measurement("npb", "mops_total", "Mop/s", mops / f, params),
+                    )  # fmt: skip
     return path
 
 
@@ -186,7 +196,7 @@ def test_cost_with_platform_and_catalog_prices(db: str, catalog: str, tmp_path: 
     got = {
         (row["platform"], row["pricing"], int(float(row["nodes"]))): (
             float(row["run_cost"]),
-            float(row["price_per_gops"]),
+            float(row["price_per_gops_hour"]),
         )
         for row in rows
     }
@@ -207,12 +217,19 @@ def test_cost_with_platform_and_catalog_prices(db: str, catalog: str, tmp_path: 
     assert {row["currency"] for row in rows} == {"USD"}
     assert len(json.loads(out_json.read_text())) == 6
     assert "0.125" in r.output  # vm on-demand, 1 node
+    assert "USD per GOPS-hour" in r.output and "time s (median)" in r.output
+    assert {row["placement"] for row in rows} == {
+        "1 node × 16 ranks × 1 thread, intra-node",
+        "2 nodes × 16 ranks × 1 thread, inter-node",
+    }
+    assert {row["billing"] for row in rows} == {"per-second"}
+    assert {row["repetitions"] for row in rows} == {"3"}
 
 
 def test_cost_in_another_currency_and_with_instance_mapping(db: str, catalog: str) -> None:
     r = invoke("cost", "--db", db, "--catalog", catalog, "--currency", "EUR")
     assert r.exit_code == 0, r.output
-    assert "cost of the NPB runs (EUR)" in r.output
+    assert "cost of the NPB runs (EUR; time: median over repetitions)" in r.output
     assert "0.0625" in r.output  # 0.125 USD at 0.5 EUR per USD
     r = invoke(
         "cost", "--db", db, "--catalog", "ec2-cc-2012", "--instance", "vm=cc2.8xlarge",
@@ -220,8 +237,10 @@ def test_cost_in_another_currency_and_with_instance_mapping(db: str, catalog: st
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "cc2.8xlarge" in r.output and "cc1.4xlarge" in r.output
-    assert "0.12" in r.output  # vm: 2 nodes x 2.40 USD x 90 s / 3600
-    assert "0.03611" in r.output  # bare: 1 node x 1.30 USD x 100 s / 3600
+    # EC2 in 2012 billed every started hour: 90 s and 100 s are each one hour.
+    assert "4.8 " in r.output  # vm: 2 nodes x 2.40 USD x 1 h
+    assert "1.3 " in r.output  # bare: 1 node x 1.30 USD x 1 h
+    assert "3600 s (per-started-hour)" in r.output
     one_line_error(invoke("cost", "--db", db, "--currency", "GBP"), "no price")
 
 
@@ -255,17 +274,20 @@ def test_recommend_fastest_cheapest_pareto_and_deadline(db: str, tmp_path: Path)
     )
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert "fastest:  bare [2x16x1, on-demand]: 60 s" in lines[1]
-    assert "cheapest: bare [1x16x1, on-demand]: 100 s, 0.02778 USD" in lines[2]
-    assert "deadline: bare [2x16x1, on-demand] meets the 80 s deadline" in lines[3]
+    assert lines[0].startswith("statistic: median")
+    assert f"fastest:  bare (measured) [{P2}, on-demand]: 60 s [" in lines[2]
+    assert "(3 reps), 0.03333 USD" in lines[2]
+    assert f"cheapest: bare (measured) [{P1}, on-demand]: 100 s [" in lines[3]
+    assert f"deadline: bare (measured) [{P2}, on-demand] meets the 80 s deadline" in lines[4]
     assert "without a price: vm" in r.output
     rows = read_csv(out_csv)
     assert [row["configuration"] for row in rows] == [
-        "bare [2x16x1, on-demand]",
-        "vm [2x16x1]",
-        "bare [1x16x1, on-demand]",
-        "vm [1x16x1]",
+        "bare (measured) [2 nodes × 16 ranks × 1 thread, inter-node, on-demand]",
+        "vm (measured) [2 nodes × 16 ranks × 1 thread, inter-node]",
+        "bare (measured) [1 node × 16 ranks × 1 thread, intra-node, on-demand]",
+        "vm (measured) [1 node × 16 ranks × 1 thread, intra-node]",
     ]
+    assert {row["statistic"] for row in rows} == {"median"}
     assert [row["pareto"] for row in rows] == ["True", "False", "True", "False"]
     assert float(rows[0]["cost"]) == pytest.approx(2 * 60 / 3600)
     assert [row["meets_deadline"] for row in rows] == ["True", "False", "False", "False"]
@@ -275,10 +297,10 @@ def test_recommend_with_catalog_ranks_and_no_deadline_met(db: str, catalog: str)
     r = invoke("recommend", "-w", "CG.c:32", "--db", db, "--catalog", catalog, "--deadline", "10")
     assert r.exit_code == 0, r.output
     assert "workload npb(kernel=cg, class=C, ranks=32)" in r.output
-    assert "fastest:  bare [2x16x1, on-demand]: 60 s" in r.output
-    assert "cheapest: bare [2x16x1, on-demand]" in r.output
+    assert f"fastest:  bare (measured) [{P2}, on-demand]: 60 s" in r.output
+    assert f"cheapest: bare (measured) [{P2}, on-demand]" in r.output
     assert "deadline: none meets it: none of the 3 priced configurations" in r.output
-    assert "vm [2x16x1, spot]" in r.output
+    assert "vm (measured) [2 nodes × 16 ranks × 1 thread, inter-node, spot]" in r.output
 
 
 def test_recommend_errors(db: str) -> None:
@@ -303,11 +325,16 @@ def test_fit_recovers_hockney_parameters(db: str, tmp_path: Path) -> None:
         assert float(row["alpha_us"]) == pytest.approx(alpha, rel=1e-6)
         assert float(row["beta_mb_s"]) == pytest.approx(beta, rel=1e-6)
         assert float(row["n_half_bytes"]) == pytest.approx(alpha * beta, rel=1e-6)
-        assert row["breakpoints"] == "" and row["segments"] == "1"
+        assert float(row["series_n_half_bytes"]) == pytest.approx(alpha * beta, rel=1e-6)
+        assert row["breakpoints"] == "" and row["segments"] == "1" and row["segment"] == "1"
+        assert (row["first_size"], row["last_size"]) == ("1", "65536")
         assert float(row["rms_residual"]) < 1e-6
         assert row["placement"] == "pair=intra-node pattern=pingpong"
+        assert row["statistic"] == "median" and row["runs"] in ("1", "2")
+        assert row["warning"] == ""
     assert len(json.loads(out_json.read_text())) == 2
     assert "1000" in r.output and "500" in r.output
+    assert "1/1" in r.output and "1–65536" in r.output and "warning" not in r.stderr
 
 
 def test_fit_errors(db: str, tmp_path: Path) -> None:

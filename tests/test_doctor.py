@@ -79,6 +79,7 @@ def test_captured_machine() -> None:
         "fio": ("optional-missing", "", "apt-get install -y fio"),
         "gmx": ("optional-missing", "", "apt-get install -y gromacs"),
         "lmp": ("optional-missing", "", "apt-get install -y lammps"),
+        "pw.x": ("optional-missing", "", "apt-get install -y quantum-espresso"),
         "javac": ("optional-missing", "", "apt-get install -y default-jdk-headless"),
         "mpj-express": ("optional-missing", "", "apt-get install -y libmpj-java"),
         "smpicc": ("optional-missing", "", "apt-get install -y libsimgrid-dev"),

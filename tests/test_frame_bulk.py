@@ -381,14 +381,15 @@ def scattered_frame(points: int, low: int, high: int, seed: int = 5) -> pd.DataF
 def reference_bootstrap(
     frame: pd.DataFrame, platform: str, size: int, resamples: int, seed: int
 ) -> tuple[float, float]:
-    """The documented scheme, one point at a time: weights from (seed, side, count)."""
+    """The documented scheme, one point at a time: a single repetition's samples resampled
+    with the picks of a generator seeded with (seed, side, count), the median of each."""
 
     def side(name: str, number: int) -> Any:
         (samples,) = frame.loc[(frame["platform"] == name) & (frame["size"] == size), "samples"]
         n = len(samples)
         rng = np.random.default_rng([seed, number, n])
-        weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples) / n
-        return weights @ samples
+        picks = rng.integers(0, n, size=(resamples, n))
+        return np.median(np.asarray(samples)[picks], axis=1)
 
     replicates = np.sort(side(platform, 0) / side("bare", 1))
     return (
@@ -397,29 +398,22 @@ def reference_bootstrap(
     )
 
 
-def test_bootstrap_draws_each_weight_matrix_once_and_keeps_the_scheme(
+def test_bootstrap_keeps_the_documented_scheme_in_any_chunking(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from hpceval.analysis import compare as compare_module
+    from hpceval.analysis import policy as policy_module
     from hpceval.analysis import ratios as ratios_module
 
     frame = scattered_frame(points=12, low=5, high=40)
-    drawn: list[tuple[int, int]] = []
-    weight_matrix = ratios_module._weight_matrix
-
-    def counted(side: int, n: int, resamples: int, seed: int) -> Any:
-        drawn.append((side, n))
-        return weight_matrix(side, n, resamples, seed)
-
-    monkeypatch.setattr(ratios_module, "_weight_matrix", counted)
     result = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
-    assert len(drawn) == len(set(drawn))  # no matrix drawn twice
-    # Baseline replicates in sections of 3 groups: the same intervals.
-    monkeypatch.setattr(ratios_module, "_BASELINE_ELEMENTS", 3 * 500)
-    sections = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
+    # Pairs in chunks of 3 and small gathered blocks: the same intervals.
+    monkeypatch.setattr(ratios_module, "_PAIR_ELEMENTS", 3 * 500)
+    monkeypatch.setattr(policy_module, "_BLOCK_ELEMENTS", 2 * 500 * 40)
+    chunked = compare_module.compare(frame, "bare", method="bootstrap", resamples=500, seed=7)
     table = result.table
     for column in ("ratio_low", "ratio_high"):
-        np.testing.assert_allclose(sections.table[column], table[column], rtol=1e-12)
+        np.testing.assert_allclose(chunked.table[column], table[column], rtol=1e-12)
     for row in table.itertuples():
         low, high = reference_bootstrap(frame, str(row.platform), int(row.size), 500, 7)
         assert row.ratio_low == pytest.approx(low, rel=1e-12)

@@ -191,7 +191,7 @@ def test_commands_share_the_cache_and_no_cache_bypasses_it(tmp_path: Path) -> No
     with open_store(db) as opened:
         fill_mixed(opened)
     runner = CliRunner()
-    compare = ["compare", "--baseline", "bare", "--allow-cross-origin", "--db", db]
+    compare = ["compare", "--baseline", "bare", "--allow-mixed-origins", "--db", db]
     outcome = runner.invoke(app, [*compare, "--no-cache"])
     assert outcome.exit_code == 0, outcome.output
     assert cache_files() == []

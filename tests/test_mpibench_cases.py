@@ -88,10 +88,12 @@ def test_impossible_placements_are_refused() -> None:
         entry_cases(
             BENCH, {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [3]}, platform(4)
         )
-    with pytest.raises(UserError, match="needs 4 nodes"):
-        entry_cases(
-            BENCH, {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1]}, platform(2)
-        )
+    # More nodes than the platform has: the planner skips it, or refuses an entry left
+    # with nothing (test_one_sweep_serves_platforms_of_different_shapes).
+    (case,) = entry_cases(
+        BENCH, {"patterns": ["alltoall"], "ranks": [4], "ranks_per_node": [1]}, platform(2)
+    )
+    assert platform(2).placement_problem(case.placement) is not None
 
 
 def test_plan_names_suite_entry_of_an_impossible_case(tmp_path: Path) -> None:
@@ -102,6 +104,38 @@ def test_plan_names_suite_entry_of_an_impossible_case(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"s\.toml: benchmark\[0\]: ranks 4 is not a multiple"):
         plan_cases(load_suite(str(f)), platform())
+
+
+def test_one_sweep_serves_platforms_of_different_shapes(tmp_path: Path) -> None:
+    """Placements a platform cannot hold are skipped with a note, not the whole suite."""
+    from hpceval.campaign import load_platform
+
+    f = write(
+        tmp_path / "s.toml",
+        "name='x'\n[[benchmark]]\nname='mpibench'\npatterns=['allreduce']\nsizes=[8]\n"
+        "ranks=[2, 4]\nranks_per_node=[1, 2, 4]\n",
+    )
+    notes: list[str] = []
+    local = plan_cases(load_suite(str(f)), load_platform("local").config, notes)
+    assert [c.placement.label() for c in local] == ["1x2x1", "1x4x1"]
+    assert "benchmark[0]: ranks 2 at 4 per node skipped, 2 is not a multiple of 4" in notes
+    assert any("4x1x1:bind=core: skipped, placement 4x1x1 needs 4 nodes" in n for n in notes)
+    notes.clear()
+    cluster = plan_cases(load_suite(str(f)), load_platform("netns-4x1-1gbe").config, notes)
+    assert [c.placement.label() for c in cluster] == [
+        "2x1x1", "1x2x1", "4x1x1", "2x2x1", "1x4x1"
+    ]  # fmt: skip
+    assert notes == ["benchmark[0]: ranks 2 at 4 per node skipped, 2 is not a multiple of 4"]
+    # Without a sweep, the cluster's default placement follows its name: one rank per node.
+    g = write(tmp_path / "d.toml", "name='d'\n[[benchmark]]\nname='npb'\nkernels=['is']\n"
+              "ranks=[2, 4]\n")  # fmt: skip
+    npb = plan_cases(load_suite(str(g)), load_platform("netns-4x1-1gbe").config)
+    assert [c.placement.label() for c in npb] == ["2x1x1", "4x1x1"]
+    # A sweep that leaves nothing to run on the platform is still an error.
+    h = write(tmp_path / "h.toml", "name='h'\n[[benchmark]]\nname='mpibench'\n"
+              "patterns=['allreduce']\nranks=[4]\nranks_per_node=[1]\n")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"benchmark\[0\]: placement 4x1x1 needs 4 nodes"):
+        plan_cases(load_suite(str(h)), load_platform("local").config)
 
 
 def test_repeated_cases_are_refused(tmp_path: Path) -> None:
@@ -120,7 +154,13 @@ def test_quick_suite_plan() -> None:
     # communication first, then a little of everything
     assert cases[0].benchmark == "mpibench"
     assert {c.benchmark for c in cases} == {
-        "mpibench", "npb", "stream", "fio", "hpcc", "gromacs", "lammps"
+        "mpibench",
+        "npb",
+        "stream",
+        "fio",
+        "hpcc",
+        "gromacs",
+        "lammps",
     }
     # The quick suite must stay quick: the planned budget is a few minutes.
     assert sum(c.estimate_s for c in cases) < 240

@@ -134,7 +134,7 @@ def test_as_root_mpirun_is_allowed_to_start(monkeypatch: pytest.MonkeyPatch) -> 
 def test_setup_commands_with_a_shaped_link() -> None:
     layout = cluster_mod.ClusterLayout(3, 2)
     options = cluster_mod.NetnsOptions(link="100mbit", mtu=9000)
-    tbf = ["tbf", "rate", "100000000bit", "burst", "16384", "latency", "20ms"]
+    tbf = ["tbf", "rate", "100000000bit", "burst", "25000", "latency", "20ms"]  # 2 ms
     expected = [
         ["ip", "link", "add", "hpce3br", "mtu", "9000", "type", "bridge"],
         ["ip", "link", "set", "hpce3br", "up"],
@@ -162,7 +162,11 @@ def test_link_profiles() -> None:
     assert cluster_mod.link_rate("1GbE") == 10**9
     assert cluster_mod.link_rate("10GbE") == 10**10
     assert cluster_mod.link_rate("2.5gbit") == 2_500_000_000
-    assert cluster_mod.tbf_args(10**10)[4] == "625000"  # 0.5 ms at 10 Gbit/s
+    assert cluster_mod.NetnsOptions(link="10GbE").burst_bytes() == 2_500_000  # 2 ms
+    assert cluster_mod.NetnsOptions(link="100kbit").burst_bytes() == 3028  # two frames
+    assert cluster_mod.NetnsOptions(link="none").burst_bytes() is None
+    with pytest.raises(ValueError, match="two frames"):
+        cluster_mod.NetnsOptions(link="1GbE", burst=1000)
     with pytest.raises(ValueError, match="unknown link profile 'fast'"):
         cluster_mod.link_rate("fast")
 
@@ -173,6 +177,29 @@ def test_a_bad_link_profile_names_the_field(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"p.toml: launcher.link: unknown link profile '1GB'"):
         load_platform(str(bad))
+
+
+def test_shipped_emulated_platforms_come_in_pairs_and_place_as_named() -> None:
+    """Each shaped cluster has an unshaped twin that differs in the link only; the default
+    placement follows the name (4x1: one rank per node, 2x2: two)."""
+    for shaped, plain in (("netns-4x1-1gbe", "netns-4x1"), ("netns-2x2-1gbe", "netns-2x2")):
+        a, b = load_platform(shaped).config, load_platform(plain).config
+        assert a.launcher.options()["link"] == "1GbE" and b.launcher.options()["link"] == "none"
+        same = {
+            k: v
+            for k, v in a.model_dump().items()
+            if k not in ("name", "description", "interconnect", "launcher")
+        }
+        assert same == {k: v for k, v in b.model_dump().items() if k in same}  # fmt: skip
+        assert {k: v for k, v in a.launcher.options().items() if k != "link"} == {
+            k: v for k, v in b.launcher.options().items() if k != "link"
+        }
+    four = load_platform("netns-4x1-1gbe").config
+    assert [four.default_placement(r).label() for r in (1, 2, 4)] == ["1x1x1", "2x1x1", "4x1x1"]
+    two = load_platform("netns-2x2").config
+    assert [two.default_placement(r).label() for r in (2, 4)] == ["1x2x1", "2x2x1"]
+    limits = cluster_mod.emulation_facts(4, cluster_mod.NetnsOptions(link="1GbE"))["limits"]
+    assert any("250000 B bucket" in line for line in limits), limits
 
 
 def test_shipped_netns_platforms_load() -> None:
@@ -257,6 +284,8 @@ def test_a_session_builds_the_cluster_and_removes_it(quiet_reports: list[str]) -
             ["tc", "qdisc", "show", "dev", layout.host_link(0)], capture_output=True, text=True
         ).stdout
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+        # The bucket is sized to the link: 2 ms at 1 Gbit/s, not the old 62.5 KB.
+        assert "burst 250000b" in qdisc, qdisc
         assert "tbf" in run_in(layout.namespace(0), "tc", "qdisc", "show", "dev", "eth0")
         assert layout.state_file.is_file() and os.access(layout.agent, os.X_OK)
         # The agent runs a command line in a node, under the node's host name, like ssh.
@@ -433,6 +462,12 @@ def test_pingpong_on_the_shipped_emulated_cluster(tmp_path: Path) -> None:
         "mpibench:pingpong:np=4:2x2x1:pair=inter-node:bind=core",
     }
     assert all(sm.measurement.parameters["binding"] == "none" for sm in ms)
+    # The emulation's limits are part of the run's provenance (and of show's head).
+    limits = store.environment(run.environment_id)["emulation"]["limits"]
+    assert any("share this machine's" in line for line in limits)
+    assert any(line.startswith("no latency added") for line in limits)
+    shown = hpceval("show", cwd=tmp_path)
+    assert "Emulation" in shown.stdout and "no latency added" in shown.stdout
     # Ranks are placed node by node, each node under its own host name.
     hosts = {e.case_key: header(e.stdout_tail)["hosts"]
              for e in store.executions(run.id)}  # fmt: skip

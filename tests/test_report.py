@@ -37,6 +37,7 @@ name = "test-cloud"
 source = "made up for the tests"
 date = "2024-01"
 currency = "USD"
+billing = "per-second"
 [[entry]]
 name = "cloud"
 [entry.hourly]
@@ -189,9 +190,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pat
         ]
         add_run(store, "netns", Origin.EMULATED, emulated)
     out = base / "out"
+    # One run per platform: verdicts from that run's samples (--min-repetitions 1).
     result = invoke(
         "report", "--out", str(out), "--db", str(db), "--baseline", "bare",
-        "--catalog", str(catalog), "--instance", f"{EVIL}=cloud",
+        "--catalog", str(catalog), "--instance", f"{EVIL}=cloud", "--min-repetitions", "1",
     )
     yield db, out, result
 
@@ -245,7 +247,8 @@ def test_hockney_fits_and_point_tables(report: tuple[Path, Path, Result]) -> Non
         assert float(fits[key]["beta_mb_s"]) == pytest.approx(beta, rel=1e-6), key
     # the p2p figure keeps the simulated projection of bare apart and labels it
     svg = (out / "figures/p2p_pingpong.svg").read_text()
-    assert "bare, 1×2 [simulated]" in svg and "netns, 2×1 [emulated]" in svg
+    assert "bare, 1 node × 2 ranks × 1 thread, intra-node [simulated]" in svg
+    assert "netns, 2 nodes × 1 rank × 1 thread, inter-node [emulated]" in svg
     assert "simulated data" in svg and "emulated data" in svg
     rows = read_csv(out / "tables/point_to_point.csv")
     origins = {(r["platform"], r["origin"]) for r in rows}
@@ -285,13 +288,14 @@ def test_overhead_heatmap_npb_placement_and_cost(report: tuple[Path, Path, Resul
     assert float(npb[("bare", "16")]["time_s"]) == pytest.approx(80.0)
     assert float(npb[("bare", "32")]["speedup"]) == pytest.approx(80 / 60)
     sweep = {r["placement"]: r for r in read_csv(out / "tables/placement.csv")}
-    assert float(sweep["2x8x1"]["gain_vs_full_node"]) == pytest.approx(100 / 80)
+    best = sweep["2 nodes × 8 ranks × 1 thread, inter-node"]
+    assert float(best["gain_vs_full_node"]) == pytest.approx(100 / 80)
     cost = read_csv(out / "tables/cost.csv")
     got = {(r["platform"], r["pricing"], r["nodes"]): r for r in cost}
     # bare: 1 USD per node-hour (platform file); vm: the catalog's 3 (on-demand), 1 (spot)
     assert float(got[("bare", "on-demand", "1.0")]["run_cost"]) == pytest.approx(100 / 3600)
     assert float(got[(EVIL, "spot", "2.0")]["run_cost"]) == pytest.approx(2 * 90 / 3600)
-    assert float(got[(EVIL, "on-demand", "1.0")]["price_per_gops"]) == pytest.approx(3.0)
+    assert float(got[(EVIL, "on-demand", "1.0")]["price_per_gops_hour"]) == pytest.approx(3.0)
     front = {(r["platform"], r["pricing"], r["nodes"]) for r in cost if r["pareto"] == "True"}
     assert front == {("bare", "on-demand", "1.0"), ("bare", "on-demand", "2.0")}
 
@@ -465,7 +469,8 @@ def test_parallel_and_serial_reports_are_the_same(
     monkeypatch.setenv("HPCEVAL_REPORT_WORKERS", "1")
     serial = tmp_path / "serial"
     again = invoke("report", "--out", str(serial), "--db", str(db), "--baseline", "bare",
-                   "--catalog", str(db.parent / "prices.toml"), "--instance", f"{EVIL}=cloud")
+                   "--catalog", str(db.parent / "prices.toml"), "--instance", f"{EVIL}=cloud",
+                   "--min-repetitions", "1")  # fmt: skip
     assert again.exit_code == 0, again.output
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(serial) for p in serial.rglob("*") if p.is_file())
@@ -594,3 +599,55 @@ def test_point_to_point_built_in_two_parts_is_the_whole_section() -> None:
     assert [(t.name, t.csv()) for t in parts.tables] == [(t.name, t.csv()) for t in whole.tables]
     assert [t.name for t in whole.tables] == ["hockney_fits", "point_to_point"]
     assert parts.notes == whole.notes and parts.empty == whole.empty == ""
+
+
+# --------------------------------------------------------------------------- layout (issue 23)
+
+FITS_THE_WINDOW = """(() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll('main *')) {
+    if (el.closest('.table-wrap') && el.tagName !== 'TABLE') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > width + 1) {
+      out.push(`${el.tagName}#${el.id || (el.closest('section') || {}).id} ends at ${r.right}`);
+    }
+  }
+  for (const wrap of document.querySelectorAll('.table-wrap')) {
+    if (wrap.scrollWidth > wrap.clientWidth + 1) {
+      const title = wrap.previousElementSibling ? wrap.previousElementSibling.id : '?';
+      out.push(`${title} cut: ${wrap.scrollWidth} > ${wrap.clientWidth}`);
+    }
+  }
+  return {width, page: document.documentElement.scrollWidth, problems: out};
+})()"""
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_every_table_and_figure_fits_the_window(
+    report: tuple[Path, Path, Result], chromium: DevTools, tmp_path: Path, width: int
+) -> None:
+    """At 1400 and 800 px nothing of the page, no table column, lies beyond the window's
+    right edge; the findings come first and the caveats of emulated data stand beside the
+    results (screenshots kept in the test's tmp dir)."""
+    _, out, _ = report
+    target = chromium.call("Target.createTarget", url="about:blank")["targetId"]
+    session = chromium.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+    chromium.call("Page.enable", session)
+    chromium.call("Emulation.setDeviceMetricsOverride", session, width=width, height=1000,
+                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+    chromium.call("Page.navigate", session, url=(out / "index.html").resolve().as_uri())
+    chromium.wait("Page.loadEventFired")
+    layout = chromium.evaluate(session, FITS_THE_WINDOW)
+    shot = chromium.call("Page.captureScreenshot", session, format="png",
+                         captureBeyondViewport=True)  # fmt: skip
+    (tmp_path / f"report-{width}.png").write_bytes(base64.b64decode(shot["data"]))
+    assert width - 20 <= layout["width"] <= width  # less a vertical scroll bar
+    assert layout["problems"] == [], layout
+    assert layout["page"] <= layout["width"], layout
+    first = chromium.evaluate(session, "document.querySelector('main section').id")
+    assert first == "findings"
+    caveats = chromium.evaluate(
+        session, "Array.from(document.querySelectorAll('#overhead .caveat li'), e => e.textContent)"
+    )
+    assert any(c.startswith("netns: emulated") for c in caveats), caveats

@@ -103,7 +103,8 @@ def test_skipped_then_resumed_once_installed(tmp_path: Path) -> None:
     reason = "hpcc not found on PATH; install Debian package hpcc (./setup.sh deps)"
     assert "0 of 1 cases ok, 1 skipped" in ran.stdout
     assert "skipped" in ran.stdout and reason in ran.stdout
-    assert f"skipped: N=200 NB=40 np=1 1x1x1: {reason}" in ran.stderr
+    where = "1 node × 1 rank × 1 thread, intra-node"
+    assert f"skipped: N=200 NB=40 np=1, {where}: {reason}" in ran.stderr
     assert "hpceval run --resume" in ran.stderr
 
     shown = hpceval("show", cwd=tmp_path, path=without)

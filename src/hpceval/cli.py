@@ -19,7 +19,9 @@ from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
 from hpceval.cli_common import DbOption, SourceOption, console, err, user_errors
+from hpceval.cli_cost import register_cost_commands
 from hpceval.cli_db import db_app
+from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
 from hpceval.cli_validate import register_validate_command
@@ -39,7 +41,6 @@ app = typer.Typer(
 )
 
 out = console()
-
 
 
 @app.command()
@@ -88,7 +89,10 @@ def run(
         given = parse_source_options(source or [])
         platform_loaded = with_sources(load_platform(platform), given)
         suite_loaded = load_suite(suite)
-        cases = plan_cases(suite_loaded, platform_loaded.config)
+        left_out: list[str] = []
+        cases = plan_cases(suite_loaded, platform_loaded.config, left_out)
+        for line in left_out:
+            err.print(line, style="yellow", highlight=False, markup=False)
         prepared = prepare_run(platform_loaded.config, cases)
         store = open_store(db)
     launcher = prepared.launcher
@@ -105,7 +109,9 @@ def run(
                 )
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-                run_id = start_new_run(prepared, store, suite_loaded, platform_loaded, cases)
+                run_id = start_new_run(
+                    prepared, store, suite_loaded, platform_loaded, cases, note="; ".join(left_out)
+                )
                 err.print(
                     f"run {run_id}: suite {suite_loaded.config.name!r} on platform "
                     f"{platform_loaded.config.name!r}: {len(cases)} cases, "
@@ -165,13 +171,18 @@ def show(
         int | None, typer.Option("--run", "-r", help="Run id \\[default: the latest].")
     ] = None,
     db: DbOption = None,
+    statistic: StatisticOption = None,
 ) -> None:
-    """Show a run's results: its machine, then each benchmark's tables."""
+    """Show a run's results: its machine, then each benchmark's tables (values by the named
+    statistic, with their spread)."""
     from hpceval.execute import is_alive
     from hpceval.provenance import summarize
     from hpceval.show import measurement_tables
+    from hpceval.statistics import DISPLAY_STATISTIC
     from hpceval.store import open_store
 
+    policy = policy_option(statistic)
+    DISPLAY_STATISTIC.set(policy.statistic)
     store = open_store(db, create=False, read_only=True)
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     row = store.run(run_id) if run_id is not None else store.latest_run()
@@ -181,6 +192,9 @@ def show(
     head = Table.grid(padding=(0, 2))
     head.add_row("run", f"{row.id} ({row.status})")
     head.add_row("suite / platform", f"{row.suite_name} / {row.platform_name}")
+    if row.note:
+        head.add_row("note", row.note)
+    head.add_row("statistic", policy.describe().split(";")[0].removeprefix("statistic: "))
     for key, value in summarize(facts):
         head.add_row(key, value)
     out.print(head)
@@ -337,6 +351,7 @@ def import_npb_command(
 app.add_typer(db_app, name="db")
 app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
+register_cost_commands(app)
 register_simulate_commands(app, out)
 register_report_command(app, out)
 register_validate_command(app, out)

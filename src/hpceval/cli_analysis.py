@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -19,10 +18,19 @@ from rich.console import Console
 from rich.table import Table
 
 from hpceval.cli_common import DbOption, console, err, user_errors
+from hpceval.cli_policy import (
+    AllowMixedOriginsOption,
+    BaselineOriginOption,
+    MinRepetitionsOption,
+    OriginOption,
+    StatisticOption,
+    origin_option,
+    origin_rows,
+    policy_option,
+)
 from hpceval.errors import UserError
 
 TOP_DEFAULT: Final = 10
-_WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
 
 
 class _Consoles:
@@ -47,38 +55,13 @@ JsonOption = Annotated[
     Path | None,
     typer.Option("--json", help="Write every row of the full table to this JSON file."),
 ]
-CatalogOption = Annotated[
-    str | None,
-    typer.Option(
-        "--catalog",
-        help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) or a TOML file. "
-        "Without it, the prices of the platform files (`price`) are used.",
-    ),
-]
-InstanceOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--instance",
-        help="PLATFORM=ENTRY: price a platform as this catalog entry (repeatable; default: "
-        "the entry named like the platform).",
-    ),
-]
-CurrencyOption = Annotated[
-    str | None,
-    typer.Option(
-        "--currency", help="Currency of the amounts (converted with the catalog's rates)."
-    ),
-]
-
-
 
 
 def register_analysis_commands(app: typer.Typer, out: Console) -> None:
-    """Add compare, cost, recommend and fit to `app`; they print their tables on `out`."""
+    """Add compare and fit to `app` (cost and recommend: hpceval.cli_cost); they print their
+    tables on `out`."""
     _Consoles.out = out
     app.command("compare")(user_errors(compare_command))
-    app.command("cost")(user_errors(cost_command))
-    app.command("recommend")(user_errors(recommend_command))
     app.command("fit")(user_errors(fit_command))
 
 
@@ -173,45 +156,6 @@ def _parameters(record: Mapping[str, Any], names: Sequence[str]) -> str:
     return " ".join(parts)
 
 
-def _prices(db: str | None, catalog_name: str | None, instances: Sequence[str] | None) -> Any:
-    """(prices per platform, the catalog or None): platform files' prices, overridden by the
-    catalog entries named with --instance or named like a platform."""
-    from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
-    from hpceval.store import open_store
-
-    mapping: dict[str, str] = {}
-    for item in instances or []:
-        platform, sep, entry = item.partition("=")
-        if not sep or not platform.strip() or not entry.strip():
-            raise UserError(f"--instance {item!r}: expected PLATFORM=ENTRY")
-        mapping[platform.strip()] = entry.strip()
-    if mapping and catalog_name is None:
-        raise UserError("--instance needs a --catalog to take the entries from")
-    with open_store(db, create=False, read_only=True) as store:
-        prices: dict[str, list[HourlyPrice]] = {
-            p: [hp] for p, hp in prices_from_store(store).items()
-        }
-        platforms = {r.platform_name for r in store.runs()}
-    catalog = load_catalog(catalog_name) if catalog_name is not None else None
-    if catalog is not None:
-        for platform, entry in mapping.items():
-            if platform not in platforms:
-                raise UserError(
-                    f"--instance: no platform {platform!r} in the database "
-                    f"(platforms: {', '.join(sorted(platforms)) or 'none'})"
-                )
-            catalog.entry(entry)  # unknown entry: a UserError naming the entries
-        for platform in sorted(platforms):
-            entry = mapping.get(platform, platform if platform in catalog.names() else "")
-            if not entry:
-                continue
-            hourly = catalog.entry(entry).hourly
-            if not hourly:
-                catalog.hourly(entry)  # raises: this catalog gives no hourly price
-            prices[platform] = [catalog.hourly(entry, pricing) for pricing in hourly]
-    return prices, catalog
-
-
 # --------------------------------------------------------------------------- compare
 
 
@@ -234,12 +178,10 @@ def compare_command(
     metric: Annotated[
         str | None, typer.Option("--metric", help="Only this metric (latency, time...).")
     ] = None,
-    allow_cross_origin: Annotated[
-        bool,
-        typer.Option(
-            "--allow-cross-origin", help="Compare measured with emulated or simulated data."
-        ),
-    ] = False,
+    baseline_origin: BaselineOriginOption = None,
+    allow_mixed_origins: AllowMixedOriginsOption = False,
+    statistic: StatisticOption = None,
+    min_repetitions: MinRepetitionsOption = None,
     mix_implementations: Annotated[
         bool,
         typer.Option(
@@ -251,20 +193,36 @@ def compare_command(
     top: Annotated[
         int, typer.Option("--top", min=0, help="Significant differences to show.")
     ] = TOP_DEFAULT,
+    placement: Annotated[
+        str,
+        typer.Option(
+            "--placement",
+            help="Which placements are paired: default (each platform as a user would run "
+            "it), best (each platform's best measured placement), same (like for like).",
+        ),
+    ] = "default",
     csv: CsvOption = None,
     json: JsonOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
-    """Compare platforms with a baseline: ratios with confidence intervals, verdicts and
-    overhead summaries per category."""
+    """Compare platforms with a baseline by workload: ratios with confidence intervals,
+    verdicts and overhead summaries per category."""
     from hpceval.analysis.compare import compare
+    from hpceval.analysis.matching import MODE_QUESTIONS, parse_mode
 
+    mode = parse_mode(placement)
+    policy = policy_option(statistic, min_repetitions)
     frame = _load(db, benchmark=benchmark, metric=metric, cache=not no_cache)
+    context = _platform_context(db)
     result = compare(
         frame,
         baseline,
         platforms=platforms or None,
-        allow_cross_origin=allow_cross_origin,
+        baseline_origin=origin_option(baseline_origin),
+        allow_mixed_origins=allow_mixed_origins,
+        policy=policy,
+        placement=mode,
+        platform_configs=context.configs,
     )
     out = _Consoles.out
     mixed = _mixed_implementations(db, [baseline, *result.platforms], benchmark)
@@ -280,19 +238,19 @@ def compare_command(
             f"no point was measured on both the baseline {baseline!r} and "
             f"{', '.join(result.platforms) or 'another platform'}"
         )
-    level = f"{result.confidence:.0%}"
+    out.print(policy.describe(), highlight=False)
     summary = Table(
-        title=f"overhead against {baseline} ({result.baseline_origin.value}): geometric mean "
-        f"of the performance ratio (> 1: better than the baseline), {level} CI by "
-        f"{result.method}",
+        title=f"overhead against {baseline} ({result.baseline_origin.value}), "
+        f"{MODE_QUESTIONS[mode]}: geometric mean of the {policy.statistic} performance ratio "
+        f"(> 1: better than the baseline), CIs by {result.method}",
         title_justify="left",
     )
     for col in ("platform", "category", "points", "geomean", "overhead", "GSD", "min", "max"):
         summary.add_column(col, justify="left" if col in ("platform", "category") else "right")
-    for col in ("faster", "slower", "n.s.", "undet."):
+    for col in ("faster", "slower", "n.s.", "too few reps", "undet."):
         summary.add_column(col, justify="right")
     for s in result.summaries:
-        name = s.platform + (f" ({s.origin.value})" if s.origin != s.baseline_origin else "")
+        name = f"{s.platform} ({s.origin.value})"
         summary.add_row(
             name,
             s.category.value,
@@ -305,212 +263,115 @@ def compare_command(
             str(s.faster),
             str(s.slower),
             str(s.no_difference),
+            str(s.too_few),
             str(s.undetermined),
         )
     out.print(summary)
 
+    # Placements (platform / baseline) by a short key in the tables, spelled out below them.
+    where: dict[str, int] = {}
     verdict = table["verdict"].astype(object).to_numpy()
     significant = table.loc[(verdict == "faster") | (verdict == "slower")]
     if len(significant) and top:
-        strength = np.abs(np.log(significant["performance"].to_numpy(dtype=np.float64)))
-        chosen = significant.iloc[np.argsort(-strength, kind="stable")[:top]]
-        points = Table(
-            title=f"significant differences: {min(top, len(significant))} largest of "
-            f"{len(significant)}",
-            title_justify="left",
-        )
-        for col in ("platform", "benchmark", "metric", "point", "ratio", "CI", "verdict"):
-            points.add_column(col, justify="right" if col in ("ratio", "CI") else "left")
-        for record in chosen.to_dict("records"):
-            points.add_row(
-                str(record["platform"]),
-                str(record["benchmark"]),
-                str(record["metric"]),
-                _parameters(record, result.parameters),
-                _num(record["ratio"]),
-                f"[{_num(record['ratio_low'])}, {_num(record['ratio_high'])}]",
-                str(record["verdict"]),
-            )
-        out.print(points)
+        out.print(_largest(significant, top, "significant differences", policy.statistic,
+                           result.parameters, where))  # fmt: skip
     else:
         out.print("no significant difference at any point", highlight=False)
-    for name, count in sorted(result.unmatched.items()):
-        if count:
-            out.print(f"{name}: {count} point(s) without a baseline counterpart", highlight=False)
+    too_few = table.loc[verdict == "too few repetitions"]
+    if len(too_few):
+        what = (f"no verdict, too few repetitions (need ≥{policy.min_repetitions} per side; "
+                "--min-repetitions)")  # fmt: skip
+        out.print(_largest(too_few, top or len(too_few), what, policy.statistic,
+                           result.parameters, where))  # fmt: skip
+    for label, key in where.items():
+        out.print(f"[{key}] {label}", highlight=False, markup=False)
+    _print_unmatched(result.unmatched_points)
+    for line in context.caveat_lines([*result.platforms, baseline]):
+        out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
     _export(table, csv, json)
 
 
-# --------------------------------------------------------------------------- cost
+def _largest(
+    rows: pd.DataFrame,
+    top: int,
+    what: str,
+    statistic: str,
+    parameters: Sequence[str],
+    where: dict[str, int],
+) -> Table:
+    """The `top` rows of a comparison table farthest from a ratio of 1, as a table."""
+    strength = np.abs(np.log(rows["performance"].to_numpy(dtype=np.float64)))
+    chosen = rows.iloc[np.argsort(-strength, kind="stable")[:top]]
+    table = Table(title=f"{what}: {len(chosen)} largest of {len(rows)}", title_justify="left")
+    _point_columns(table, statistic)
+    for record in chosen.to_dict("records"):
+        _point_row(table, {str(k): v for k, v in record.items()}, parameters, where)
+    return table
 
 
-def cost_command(
-    catalog: CatalogOption = None,
-    instance: InstanceOption = None,
-    db: DbOption = None,
-    currency: CurrencyOption = None,
-    csv: CsvOption = None,
-    json: JsonOption = None,
+UNMATCHED_SHOWN = 40
+
+
+def _print_unmatched(listed: pd.DataFrame) -> None:
+    """The points without counterpart, with the reason (the first UNMATCHED_SHOWN)."""
+    if listed.empty:
+        return
+    t = Table(title=f"{len(listed)} point(s) without counterpart", title_justify="left")
+    columns = ("platform", "side", "benchmark", "metric", "workload", "placement", "reason")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for record in listed.head(UNMATCHED_SHOWN).to_dict("records"):
+        t.add_row(*(str(record[c]) for c in columns))
+    _Consoles.out.print(t)
+    if len(listed) > UNMATCHED_SHOWN:
+        _Consoles.out.print(f"... and {len(listed) - UNMATCHED_SHOWN} more", highlight=False)
+
+
+def _workload(parameters: Sequence[str]) -> list[str]:
+    """The parameters that say what was computed (the placement has its own column)."""
+    from hpceval.labels import PLACEMENT_FACETS
+
+    return [p for p in parameters if p.removeprefix("parameter.") not in PLACEMENT_FACETS]
+
+
+def _platform_context(db: str | None) -> Any:
+    """The platform files and caveats of the database's runs (analysis.platforms)."""
+    from hpceval.analysis.platforms import platform_context
+    from hpceval.store import open_store
+
+    with open_store(db, create=False, read_only=True) as store:
+        return platform_context(store)
+
+
+def _point_columns(table: Table, statistic: str) -> None:
+    # Key numbers first; the placements last (long: folded, never pushing numbers away).
+    for col in ("platform", "benchmark", "metric", "point", statistic, f"baseline {statistic}",
+                "ratio", "CI", "reps", "verdict"):  # fmt: skip
+        left = col in ("platform", "benchmark", "metric", "point", "verdict")
+        table.add_column(col, justify="left" if left else "right")
+    table.add_column("where", justify="right")
+
+
+def _point_row(
+    table: Table, record: Mapping[str, Any], parameters: Sequence[str], where: dict[str, int]
 ) -> None:
-    """Cost of every NPB run and its price per GOPS, per platform and pricing model."""
-    from hpceval.analysis.cost import cost_table
-
-    frame = _load(db, benchmark="npb")
-    prices, loaded = _prices(db, catalog, instance)
-    measured = sorted(str(p) for p in frame["platform"].unique())
-    for platform in measured:
-        if platform not in prices:
-            how = (
-                f"no entry of catalog {loaded.name} is named {platform!r}: map one with "
-                f"--instance {platform}=ENTRY"
-                if loaded is not None
-                else "give a --catalog, or a `price` table in its platform file"
-            )
-            raise UserError(f"platform {platform!r} has no price ({how})")
-    wanted = currency.upper() if currency else None
-    result = cost_table(
-        frame,
-        {p: prices[p] for p in measured},
-        currency=wanted,
-        rates=loaded.rates if loaded is not None else None,
+    """One compared point: both sides' values, the ratio with its interval (and over what
+    it was resampled), the repetitions on each side, the verdict."""
+    over = "" if str(record["ci_over"]) in ("", "repetitions") else " (within-run)"
+    placements = f"{record['placement']} / {record['baseline_placement']}"
+    table.add_row(
+        f"{record['platform']} ({record['origin']})",
+        str(record["benchmark"]),
+        str(record["metric"]),
+        _parameters(record, _workload(parameters)),
+        _num(record["value"]),
+        _num(record["baseline_value"]),
+        _num(record["ratio"]),
+        f"[{_num(record['ratio_low'])}, {_num(record['ratio_high'])}]{over}",
+        f"{record['repetitions']}/{record['baseline_repetitions']}",
+        str(record["verdict"]),
+        f"[{where.setdefault(placements, len(where) + 1)}]",
     )
-    table = result.table
-    if table.empty:
-        raise UserError("no NPB time measurements to cost")
-    params = [c for c in ("kernel", "class", "ranks", "nodes") if c in table.columns]
-    if "nodes" not in params:
-        params.append("nodes")
-    out = _Consoles.out
-    title = f"cost of the NPB runs ({result.currency})"
-    if loaded is not None:
-        title += f"; prices: {loaded.name} ({loaded.date}, {loaded.source})"
-    t = Table(title=title, title_justify="left")
-    for col in ("platform", "pricing", "instance", *params):
-        t.add_column(col)
-    for col in ("time s", "per hour", "run cost", "Mop/s", "per GOPS"):
-        t.add_column(col, justify="right")
-    for record in table.to_dict("records"):
-        t.add_row(
-            str(record["platform"]),
-            str(record["pricing"]),
-            str(record["instance"]),
-            *(_value(record.get(p)) for p in params),
-            _num(record["time_s"]),
-            _num(record["hourly"]),
-            _num(record["run_cost"]),
-            _num(record["mops"]),
-            _num(record["price_per_gops"]),
-        )
-    out.print(t)
-    _export(table, csv, json)
-
-
-# --------------------------------------------------------------------------- recommend
-
-
-def parse_workload(text: str) -> Any:
-    """`cg.C` or `cg.C:64` (kernel.class[:ranks]) as an NPB Workload."""
-    from hpceval.analysis.recommend import Workload
-
-    match = _WORKLOAD.match(text.strip())
-    if match is None:
-        raise UserError(f"workload {text!r}: expected KERNEL.CLASS[:RANKS], e.g. cg.C:64")
-    kernel, class_name, ranks = match.groups()
-    return Workload(
-        "npb",
-        {"kernel": kernel.lower(), "class": class_name.upper()},
-        int(ranks) if ranks else None,
-    )
-
-
-def recommend_command(
-    workload: Annotated[
-        str, typer.Option("--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64.")
-    ],
-    deadline: Annotated[
-        float | None,
-        typer.Option("--deadline", help="Seconds: the cheapest configuration meeting it."),
-    ] = None,
-    catalog: CatalogOption = None,
-    instance: InstanceOption = None,
-    db: DbOption = None,
-    currency: CurrencyOption = None,
-    csv: CsvOption = None,
-    json: JsonOption = None,
-) -> None:
-    """Where and how to run a workload: the fastest, the cheapest, the Pareto front of time
-    against cost, and the cheapest configuration that meets a deadline."""
-    from hpceval.analysis.recommend import recommend
-
-    wanted = parse_workload(workload)
-    if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
-        raise UserError(f"--deadline {deadline:g}: not a positive number of seconds")
-    frame = _load(db, benchmark="npb", metric="time")
-    prices, loaded = _prices(db, catalog, instance)
-    result = recommend(
-        frame,
-        wanted,
-        prices=prices,
-        currency=currency.upper() if currency else None,
-        rates=loaded.rates if loaded is not None else None,
-        deadline_s=deadline,
-    )
-    out = _Consoles.out
-
-    def described(c: Any) -> str:
-        cost = f", {c.cost}" if c.cost is not None else ", no price"
-        return f"{c.label()}: {c.time_s:.4g} s{cost}"
-
-    out.print(f"workload {wanted.label()}", highlight=False)
-    if result.fastest is not None:
-        out.print(f"fastest:  {described(result.fastest)}", highlight=False)
-    out.print(
-        f"cheapest: {described(result.cheapest)}"
-        if result.cheapest is not None
-        else "cheapest: none (no configuration has a price)",
-        highlight=False,
-    )
-    if deadline is not None:
-        line = result.deadline_message
-        if result.within_deadline is None:
-            line = "none meets it: " + line
-        out.print(f"deadline: {line}", highlight=False)
-    if result.unpriced:
-        out.print(f"without a price: {', '.join(result.unpriced)}", highlight=False)
-
-    front = {id(c) for c in result.pareto}
-    rows: list[dict[str, Any]] = []
-    for c in result.candidates:
-        rows.append(
-            {
-                "platform": c.platform,
-                "origin": c.origin.value,
-                "configuration": c.label(),
-                **{str(k): v for k, v in c.configuration.items()},
-                "time_s": c.time_s,
-                "samples": c.samples,
-                "pricing": c.price.pricing if c.price else None,
-                "hourly": c.price.amount if c.price else None,
-                "cost": c.cost.amount if c.cost else None,
-                "currency": c.cost.currency if c.cost else None,
-                "pareto": id(c) in front,
-                "meets_deadline": None if deadline is None else c.time_s <= deadline,
-            }
-        )
-    t = Table(
-        title=f"configurations by time ({result.currency or 'no prices'}; * on the Pareto front)",
-        title_justify="left",
-    )
-    for col in ("configuration", "time s", "cost", "pareto"):
-        t.add_column(col, justify="right" if col in ("time s", "cost") else "left")
-    for row in rows:
-        t.add_row(
-            str(row["configuration"]),
-            _num(row["time_s"]),
-            _num(row["cost"]),
-            "*" if row["pareto"] else "",
-        )
-    out.print(t)
-    _export(pd.DataFrame(rows), csv, json)
 
 
 # --------------------------------------------------------------------------- fit
@@ -518,34 +379,91 @@ def recommend_command(
 
 def fit_command(
     db: DbOption = None,
+    origin: OriginOption = None,
+    statistic: StatisticOption = None,
     csv: CsvOption = None,
     json: JsonOption = None,
 ) -> None:
-    """Hockney fits (time = α + n/β) of the ping-pong latency per platform and placement,
-    piecewise where the protocol changes: α, β, n½, breakpoints and residuals."""
-    from hpceval.analysis.network import MIN_POINTS, fit_network
+    """Hockney fits (time = α + n/β) of the ping-pong latency per platform, origin and
+    placement, piecewise where the protocol changes: α, β and n½ of every segment with its
+    size range, the half-bandwidth size of the whole curve, the runs that fed each fit, and a
+    warning where the model misses the data."""
+    from hpceval.analysis.network import MIN_POINTS, POOR_FIT_RMS, fit_network
 
-    frame = _load(db, benchmark="mpibench", metric="latency")
-    fits = fit_network(frame)
+    policy = policy_option(statistic)
+    # Each origin's series are fitted apart and labelled: nothing is mixed to allow.
+    frame = origin_rows(_load(db, benchmark="mpibench", metric="latency"), origin, True)
+    fits = fit_network(frame, policy=policy)
     if not fits:
         raise UserError(
             f"no ping-pong latency series with at least {MIN_POINTS} message sizes to fit"
         )
+    out = _Consoles.out
+    segments = Table(
+        title=f"Hockney fits of the ping-pong latency, t(n) = α + n/β, per segment "
+        f"({policy.statistic} time per size)",
+        title_justify="left",
+    )
+    for col in ("platform", "placement", "seg", "sizes B"):
+        segments.add_column(col)
+    for col in ("α µs", "β MB/s", "n½ = αβ B", "rms"):
+        segments.add_column(col, justify="right")
+    for f in fits:
+        for row in f.segment_rows():
+            segments.add_row(
+                f"{row['platform']} ({row['origin']})",
+                str(row["placement"]),
+                f"{row['segment']}/{len(f.segments)}",
+                f"{row['first_size']}–{row['last_size']}",
+                _num(row["alpha_us"]),
+                _num(row["beta_mb_s"]),
+                _num(row["n_half_bytes"]),
+                f"{float(row['rms_residual']):.1%}",
+            )
+    out.print(segments)
+    whole = Table(
+        title="per series: half-bandwidth size of the whole curve (n / t(n) = β/2), fit "
+        f"quality (warning above {POOR_FIT_RMS:.0%} rms), the runs that fed it",
+        title_justify="left",
+    )
+    for col in ("platform", "placement", "n½ B", "rms", "runs", "warning"):
+        whole.add_column(col, justify="right" if col in ("n½ B", "rms") else "left")
     rows = [f.summary_row() for f in fits]
-    t = Table(title="Hockney fits of the ping-pong latency: t(n) = α + n/β", title_justify="left")
-    for col in ("platform", "placement"):
-        t.add_column(col)
-    for col in ("α µs", "β MB/s", "n½ B", "breakpoints B", "rms residual"):
-        t.add_column(col, justify="right")
     for row in rows:
-        t.add_row(
-            str(row["platform"]) + ("" if row["origin"] == "measured" else f" ({row['origin']})"),
+        whole.add_row(
+            f"{row['platform']} ({row['origin']})",
             str(row["placement"]),
-            _num(row["alpha_us"]),
-            _num(row["beta_mb_s"]),
             _num(row["n_half_bytes"]),
-            str(row["breakpoints"]) or "—",
-            f"{float(row['rms_residual']):.2%}",
+            f"{float(row['rms_residual']):.1%}",
+            str(row["runs"]) or "—",
+            str(row["warning"]),
         )
-    _Consoles.out.print(t)
-    _export(pd.DataFrame(rows), csv, json)
+    out.print(whole)
+    for row in rows:
+        if row["warning"]:
+            _Consoles.err.print(
+                f"warning: {row['platform']} ({row['origin']}) {row['placement']}: "
+                f"{row['warning']}",
+                highlight=False,
+            )
+    _export(pd.DataFrame([r for f in fits for r in _with_series(f)]), csv, json)
+
+
+def _with_series(fit: Any) -> list[dict[str, Any]]:
+    """The export rows of a fit: one per segment, with the series' figures beside."""
+    series = fit.summary_row()
+    return [
+        {
+            **row,
+            "series_alpha_us": series["alpha_us"],
+            "series_beta_mb_s": series["beta_mb_s"],
+            "series_n_half_bytes": series["n_half_bytes"],
+            "segments": series["segments"],
+            "breakpoints": series["breakpoints"],
+            "series_rms_residual": series["rms_residual"],
+            "statistic": series["statistic"],
+            "runs": series["runs"],
+            "warning": series["warning"],
+        }
+        for row in fit.segment_rows()
+    ]

@@ -10,6 +10,15 @@ from rich.console import Console
 
 from hpceval.cli_analysis import NoCacheOption
 from hpceval.cli_common import DbOption, console, user_errors
+from hpceval.cli_policy import (
+    BaselineOriginOption,
+    MinRepetitionsOption,
+    StatisticOption,
+    node_peaks,
+    origin_option,
+    platform_pairs,
+    policy_option,
+)
 from hpceval.errors import UserError
 
 
@@ -54,20 +63,25 @@ def report_command(
         typer.Option("--currency", help="Currency of the catalog amounts (converted with the "
                      "catalog's rates)."),
     ] = None,
+    node_tflops: Annotated[
+        list[str] | None,
+        typer.Option("--node-tflops", help="PLATFORM=TFLOPS: the node peak that prices a "
+                      "platform from a catalog's normalized node-hour (csc-2016)."),
+    ] = None,
+    baseline_origin: BaselineOriginOption = None,
+    statistic: StatisticOption = None,
+    min_repetitions: MinRepetitionsOption = None,
     no_cache: NoCacheOption = False,
 ) -> None:
     """Write a self-contained HTML report (DIR/index.html), every figure as PNG and SVG
     (DIR/figures) and every table as CSV (DIR/tables)."""
     from hpceval.report import ReportOptions, generate_report
 
-    instances: dict[str, str] = {}
-    for item in instance or []:
-        name, sep, entry = item.partition("=")
-        if not sep or not name.strip() or not entry.strip():
-            raise UserError(f"--instance {item!r}: expected PLATFORM=ENTRY")
-        instances[name.strip()] = entry.strip()
+    instances = platform_pairs(instance, "--instance", "ENTRY")
     if instances and not catalog:
         raise UserError("--instance needs a --catalog to take the entries from")
+    peaks = node_peaks(node_tflops)
+    origin = origin_option(baseline_origin)
     options = ReportOptions(
         baseline=baseline,
         platforms=platform or None,
@@ -75,6 +89,9 @@ def report_command(
         instances=instances,
         currency=currency.upper() if currency else None,
         cache=not no_cache,
+        policy=policy_option(statistic, min_repetitions),
+        baseline_origin=origin.value if origin is not None else None,
+        node_tflops=peaks,
     )
     result = generate_report(db, out_dir, options)
     out = _Consoles.out

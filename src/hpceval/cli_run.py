@@ -26,6 +26,7 @@ from hpceval.campaign import (
     CampaignResult,
 )
 from hpceval.cli_common import status_text
+from hpceval.labels import placement_label
 from hpceval.model import ExecutionStatus, Measurement
 from hpceval.store import Store
 
@@ -123,9 +124,15 @@ def run_summary(store: Store, run_id: int, result: CampaignResult) -> Table:
 
 
 def case_label(case: Case) -> str:
-    """`pingpong np=2 1x2x1 intra-node`: the case key without benchmark and planned binding."""
-    parts = [p for p in case.key.split(":")[1:] if not p.startswith("bind=")]
-    return " ".join(p.removeprefix("pair=") for p in parts)
+    """`pingpong np=2, 1 node × 2 ranks × 1 thread, intra-node`: the case key without the
+    benchmark, its placement in the one notation (hpceval.labels)."""
+    placement = case.placement
+    pair = next((p.removeprefix("pair=") for p in case.key.split(":") if p.startswith("pair=")),
+                None)  # fmt: skip
+    skip = {placement.label(), f"pair={pair}", f"bind={placement.binding}"}
+    parts = [p for p in case.key.split(":")[1:] if p not in skip]
+    where = placement_label({**placement.as_parameters(), "pair": pair})
+    return f"{' '.join(parts)}, {where}"
 
 
 def headline(ms: Sequence[Measurement]) -> str:

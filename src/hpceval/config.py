@@ -126,6 +126,8 @@ class PriceConfig(StrictModel):
     per_node_hour: float = Field(ge=0)
     currency: str = "USD"
     pricing: Literal["on-demand", "reserved", "spot", "academic", "on-premise"] = "on-demand"
+    # How the provider rounds billed time (see hpceval.analysis.prices.Billing).
+    billing: Literal["per-second", "per-minute", "per-started-hour"] = "per-second"
     source: str = ""
     date: str = ""
 
@@ -164,6 +166,25 @@ class PlatformConfig(StrictModel):
         if self.cores_per_node == "auto":
             return os.cpu_count() or 1
         return self.cores_per_node
+
+    def default_placement(self, ranks: int, threads: int = 1, binding: str = "core") -> Placement:
+        """Where `ranks` x `threads` run when the suite names no ranks_per_node: the fewest
+        nodes that an even split fits (filling nodes of `cores_per_node` cores); a UserError
+        when the ranks cannot be spread evenly over the nodes."""
+        per_node = max(1, self.resolved_cores_per_node() // threads)
+        if ranks <= per_node or self.nodes == 1:
+            return Placement(1, ranks, threads, binding)
+        # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
+        ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
+        nodes = ranks // ppn
+        if nodes > self.nodes:
+            if ranks % self.nodes:
+                raise UserError(
+                    f"ranks {ranks} cannot be spread evenly over the {self.nodes} nodes of "
+                    f"platform {self.name!r}"
+                )
+            nodes, ppn = self.nodes, ranks // self.nodes
+        return Placement(nodes, ppn, threads, binding)
 
     def placement_problem(self, placement: Placement) -> str | None:
         """Why this platform cannot hold `placement` (None if it can)."""

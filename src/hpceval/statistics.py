@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Final
 
 import numpy as np
 
@@ -15,7 +17,15 @@ import numpy as np
 from scipy.special import stdtrit
 
 from hpceval.errors import ImpossibleValue
-from hpceval.model import Statistics
+from hpceval.model import Measurement, Statistics
+from hpceval.units import HIGHER_IS_BETTER
+
+# The statistics a value can be summarized by (docs/statistics.md): median (the default,
+# robust to descheduling), mean (the IMB/OSU convention), min (the fastest sample).
+STATISTIC_NAMES: Final[tuple[str, ...]] = ("median", "mean", "min")
+# The statistic terminal tables show (`hpceval show --statistic`); analyses take theirs from
+# hpceval.analysis.policy.
+DISPLAY_STATISTIC: ContextVar[str] = ContextVar("display_statistic", default="median")
 
 # pyperf's rule of thumb: a spread this large means the machine was not quiet.
 UNSTABLE_STDEV_FRACTION = 0.10
@@ -116,3 +126,27 @@ def quality_warnings(st: Statistics, *, target_rci: float | None = None) -> list
             f"stdev is {st.stdev / abs(st.mean):.0%} of the mean: the machine was not quiet"
         )
     return warnings
+
+
+def summary_value(values: Sequence[float], unit: str, name: str | None = None) -> float:
+    """The statistic `name` (default: the display statistic) of repeated values of one unit.
+    A rate (a unit where higher is better) is summarized through its times: the amount over
+    the statistic of the reciprocals, so min is the largest rate (that of the least time)."""
+    name = name or DISPLAY_STATISTIC.get()
+    x = np.asarray(values, dtype=float)
+    rate = HIGHER_IS_BETTER.get(unit, False)
+    if rate:
+        x = 1.0 / x
+    if name == "mean":
+        out = float(np.mean(x))
+    elif name == "min":
+        out = float(np.min(x))
+    else:
+        out = float(np.median(x))
+    return 1.0 / out if rate else out
+
+
+def measurement_value(m: Measurement, name: str | None = None) -> float:
+    """One measurement's value by the statistic `name` (default: the display statistic),
+    from its samples (its value when it has none)."""
+    return summary_value(m.samples or (m.value,), m.unit, name)

@@ -1,40 +1,38 @@
 """Comparison with a baseline platform: ratios with confidence intervals, verdicts, summaries.
 
-Definitions (one *side* is a platform's measurements of one origin; its samples at a point
-are the raw samples of every measurement of that point, repetitions and runs pooled):
+Definitions (one *side* is a platform's measurements of one origin; its repetitions at a
+point are the measurements of that point, one per repetition of each run):
 
-- ratio = mean(platform samples) / mean(baseline samples), in the metric's own direction;
+- every value, interval and ratio uses one named statistic, the policy's
+  (hpceval.analysis.policy, docs/statistics.md): median by default, mean (IMB/OSU) or min,
+  taken on times (a rate's statistic is the amount over the statistic of its times) and
+  hierarchically: per repetition, then over repetitions;
+- ratio = value(platform) / value(baseline), in the metric's own direction;
 - performance = the ratio oriented so that > 1 means the platform does better: the ratio
   itself when a larger value is better in the metric's unit (``units.HIGHER_IS_BETTER``:
   bandwidth, Mop/s), its inverse when a smaller one is (time, latency);
 - slowdown = 1 / performance (how many times slower; a time ratio for a time metric) and
   overhead = slowdown - 1 (0.15: 15 % slower, as the studies report virtualization overhead);
-- the confidence interval of the ratio (level `confidence`, default 95 %) comes from the raw
-  samples, by one of two methods (the one used is recorded on every row):
+- the confidence interval of the ratio (level `confidence`, default 95 %), by one of two
+  methods (the one used is recorded on every row, with what was resampled, ``ci_over``):
 
-  * ``bootstrap``: the percentile interval of `resamples` bootstrap replicates of the ratio of
-    means, each side resampled with replacement on its own (independent samples). Vectorized:
-    one multinomial weight matrix per sample count and side, drawn from a generator seeded
-    with (seed, side, count), so results do not depend on the order of the points; every
-    point's interval is an ordinary percentile bootstrap interval, but intervals of different
-    points with the same sample counts share their resampling pattern. The bounds are the
-    order statistics floor((B-1)·a/2) and ceil((B-1)·(1-a/2)) (0-based) of the B replicates,
-    a = 1 - confidence.
-  * ``delta``: log(ratio) ± t·se with se² = s²ₚ/(nₚ·x̄ₚ²) + s²ᵦ/(nᵦ·x̄ᵦ²) (delta method on the
-    log of each mean) and t Student's quantile with the Welch-Satterthwaite degrees of
-    freedom; the interval is exponentiated back. Closed form, for very many points.
+  * ``bootstrap``: the percentile interval of `resamples` bootstrap replicates of the ratio
+    of the statistics, each side resampled with replacement on its own: over its
+    repetitions when it has two or more (run-to-run variance), over its samples when it has
+    one (within-run only). One resampling pattern per unit count and side, drawn from a
+    generator seeded with (seed, side, count), so results do not depend on the order of the
+    points.
+  * ``delta``: a closed form for very many points: log(ratio) ± t·se, se² the sum of both
+    sides' squared relative standard errors (of a mean: Welch; of a median: from its
+    distribution-free order-statistic interval).
   * ``auto`` (the default): bootstrap while its work stays within ``BOOTSTRAP_BUDGET``
-    (about two seconds), delta beyond, so that a comparison of a million measurements takes
-    seconds; the method used is reported. The work counts, per resample, the points, the
-    weights drawn (the sample count of each distinct weight matrix) and the matrix products
-    (both sides' samples of every point, at a fraction of the cost): many points, or points
-    pooling hundreds of samples with many distinct counts, go to the delta method, which is
-    accurate there (large samples) and closed-form.
+    (about two seconds), delta beyond; the min statistic is always resampled.
 
-  A point with a single sample on either side has no interval (it says so in ``note``).
+  A point with a single unit on either side has no interval (it says so in ``note``).
 - verdict: *faster* when the whole interval of the performance lies above 1, *slower* when it
-  lies below 1, *no significant difference* when it contains 1, *undetermined* without an
-  interval.
+  lies below 1, *no significant difference* when it contains 1, *too few repetitions* when
+  either side has fewer than the policy's ``min_repetitions`` (the interval is still given),
+  *undetermined* without an interval.
 
 Overhead summaries group the points of a platform by category (shared-memory messaging,
 inter-node messaging, collectives, compute kernels, storage, applications) and give the
@@ -46,17 +44,18 @@ restate the same points. The category of a point comes from its benchmark's decl
 (hpceval.catalog), read without importing the benchmark.
 
 Measured, emulated and simulated data are never mixed silently: a side whose origin is not
-the baseline's is refused (``CrossOriginError``) unless ``allow_cross_origin=True``, and then
-every row and summary carries both origins.
+the baseline's is refused (``CrossOriginError``, naming the CLI flags ``--allow-mixed-origins``
+and ``--baseline-origin``) unless ``allow_mixed_origins=True``, and then every row and summary
+carries both origins.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -68,9 +67,15 @@ from hpceval.analysis.frame import (
     group_codes,
     numeric,
     point_columns,
-    pool_by_codes,
     present,
 )
+from hpceval.analysis.matching import (
+    UNMATCHED_COLUMNS,
+    PlacementMode,
+    match_groups,
+    parse_mode,
+)
+from hpceval.analysis.policy import StatisticPolicy, summarize_groups
 from hpceval.analysis.ratios import (
     DEFAULT_RESAMPLES,
     CiMethod,
@@ -80,8 +85,12 @@ from hpceval.analysis.ratios import (
 from hpceval.catalog import SUMMARY_METRICS as SUMMARY_METRICS  # the report reads it here
 from hpceval.catalog import BenchmarkCategory, declaration
 from hpceval.errors import UserError
+from hpceval.labels import PLACEMENT_FACETS, placement_label
 from hpceval.model import Origin, ParamValue
 from hpceval.patterns import COLLECTIVES
+
+if TYPE_CHECKING:  # the CLI starts without pydantic (tests/test_cli.py)
+    from hpceval.config import PlatformConfig
 
 
 class Category(StrEnum):
@@ -112,10 +121,19 @@ class PointComparison:
     metric: str
     unit: str
     parameters: Mapping[str, ParamValue]
+    statistic: str
+    value: float
+    baseline_value: float
+    repetitions: int
+    baseline_repetitions: int
     samples: int
     baseline_samples: int
+    median: float
     mean: float
+    min: float
+    baseline_median: float
     baseline_mean: float
+    baseline_min: float
     ratio: float
     ratio_low: float | None
     ratio_high: float | None
@@ -124,6 +142,7 @@ class PointComparison:
     performance_low: float | None
     performance_high: float | None
     verdict: Verdict
+    ci_over: str
     ci_method: str
     note: str
 
@@ -160,6 +179,7 @@ class CategorySummary:
     slower: int
     no_difference: int
     undetermined: int
+    too_few: int = 0
 
     @property
     def slowdown(self) -> float:
@@ -177,9 +197,11 @@ class Comparison:
 
     `table` has one row per point present on both a platform side and the baseline, columns:
     platform, origin, baseline_origin, category, benchmark, metric, unit, the point's parameter
-    columns, samples, baseline_samples, mean, baseline_mean, ratio, ratio_low, ratio_high,
-    higher_is_better, performance, performance_low, performance_high, verdict, ci_method,
-    note (NaN bounds where there is no interval). `unmatched[platform]` counts the platform's
+    columns, statistic, value, baseline_value (the statistic on each side), repetitions,
+    baseline_repetitions, samples, baseline_samples, median, mean, min and their baseline_
+    counterparts, ratio, ratio_low, ratio_high, higher_is_better, performance,
+    performance_low, performance_high, verdict, ci_over, ci_method, note (NaN bounds where
+    there is no interval). `unmatched[platform]` counts the platform's
     points without a baseline counterpart, `baseline_only[platform]` the baseline's points the
     platform lacks.
     """
@@ -187,7 +209,7 @@ class Comparison:
     baseline: str
     baseline_origin: Origin
     platforms: tuple[str, ...]
-    confidence: float
+    policy: StatisticPolicy
     method: str
     resamples: int | None
     seed: int
@@ -196,6 +218,15 @@ class Comparison:
     unmatched: Mapping[str, int]
     baseline_only: Mapping[str, int]
     summaries: tuple[CategorySummary, ...]
+    placement_mode: PlacementMode = PlacementMode.DEFAULT
+    # One row per point without counterpart, with the reason (matching.UNMATCHED_COLUMNS).
+    unmatched_points: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(UNMATCHED_COLUMNS))
+    )
+
+    @property
+    def confidence(self) -> float:
+        return self.policy.confidence
 
     def points(self) -> Iterator[PointComparison]:
         """The rows of `table` as values (for small tables: this is a Python loop)."""
@@ -215,16 +246,21 @@ def compare(
     *,
     platforms: Sequence[str] | None = None,
     baseline_origin: Origin | str | None = None,
-    allow_cross_origin: bool = False,
-    confidence: float = 0.95,
+    allow_mixed_origins: bool = False,
+    policy: StatisticPolicy | None = None,
     method: CiMethod = "auto",
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    placement: PlacementMode | str = PlacementMode.DEFAULT,
+    platform_configs: Mapping[str, PlatformConfig] | None = None,
 ) -> Comparison:
-    """Compare `platforms` (default: every other platform of the frame) with `baseline`."""
+    """Compare `platforms` (default: every other platform of the frame) with `baseline`,
+    under the statistics `policy` (default: median, verdicts from 3 repetitions), pairing
+    their points by workload as `placement` says (hpceval.analysis.matching; the default
+    placements come from `platform_configs`, the platform files of the runs)."""
     check_frame(frame)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence {confidence} is not between 0 and 1")
+    policy = policy or StatisticPolicy()
+    mode = placement if isinstance(placement, PlacementMode) else parse_mode(placement)
     if resamples < 100:
         raise ValueError(f"resamples {resamples} is too few for a percentile interval")
     names = sorted(str(p) for p in frame["platform"].unique())
@@ -249,13 +285,16 @@ def compare(
         if len(base_origins) > 1:
             raise CrossOriginError(
                 f"baseline {baseline!r} has {' and '.join(base_origins)} measurements: "
-                "choose one (baseline_origin)"
+                f"choose one with --baseline-origin {'|'.join(base_origins)}"
             )
         b_origin = Origin(base_origins[0])
     else:
         b_origin = Origin(baseline_origin)
         if b_origin.value not in base_origins:
-            raise UserError(f"baseline {baseline!r} has no {b_origin.value} measurements")
+            raise UserError(
+                f"--baseline-origin {b_origin.value}: baseline {baseline!r} has no "
+                f"{b_origin.value} measurements (it has {', '.join(base_origins)})"
+            )
     base_side = next(
         i
         for i, (p, o) in enumerate(zip(side_platform, side_origin, strict=True))
@@ -264,11 +303,12 @@ def compare(
     # The baseline's own other origins are compared with it only when it is named in `platforms`.
     compared = [i for i, p in enumerate(side_platform) if p in chosen and i != base_side]
     foreign = [i for i in compared if side_origin[i] != b_origin.value]
-    if foreign and not allow_cross_origin:
+    if foreign and not allow_mixed_origins:
         listed = ", ".join(f"{side_platform[i]} ({side_origin[i]})" for i in foreign)
         raise CrossOriginError(
             f"the baseline {baseline!r} is {b_origin.value}, but {listed} is not: "
-            "select one origin, or allow_cross_origin=True to compare across origins"
+            "name the platforms of one origin, or put them side by side deliberately "
+            "with --allow-mixed-origins"
         )
     wanted = np.zeros(len(side_first), dtype=bool)
     wanted[[base_side, *compared]] = True
@@ -283,31 +323,38 @@ def compare(
     combined = side_code * max(n_points, 1) + point_code
     _, first, rows = np.unique(combined, return_index=True, return_inverse=True)
     rows = rows.astype(np.int64).reshape(len(sub))
-    pooled = pool_by_codes(sub, rows, first.astype(np.int64), ["platform", "origin", *pcols])
+    pooled = summarize_groups(sub, rows, first.astype(np.int64), ["platform", "origin", *pcols],
+                              policy)  # fmt: skip
     g_side = side_code[first]
-    g_point = point_code[first]
 
-    is_base = g_side == base_side
-    base_of_point = np.full(max(n_points, 1), -1, dtype=np.int64)
-    base_of_point[g_point[is_base]] = np.flatnonzero(is_base)
-    others = np.flatnonzero(~is_base)
-    partner = base_of_point[g_point[others]]
-    matched = partner >= 0
-    unmatched: dict[str, int] = {}
-    baseline_only: dict[str, int] = {}
-    n_base = int(is_base.sum())
-    for s in compared:
-        name = side_platform[s] + (
-            f" ({side_origin[s]})" if side_origin[s] != b_origin.value else ""
-        )
-        in_side = g_side[others] == s
-        unmatched[name] = int((in_side & ~matched).sum())
-        baseline_only[name] = n_base - int((in_side & matched).sum())
-    ga = others[matched]
-    gb = partner[matched]
+    side_labels = [
+        side_platform[i] + (f" ({side_origin[i]})" if side_origin[i] != b_origin.value else "")
+        for i in range(len(side_first))
+    ]
+    matched = match_groups(
+        pooled.keys,
+        pooled.value,
+        pooled.samples,
+        g_side,
+        base_side,
+        compared,
+        side_labels,
+        side_platform,
+        mode,
+        platform_configs or {},
+    )
+    ga, gb = matched.platform_groups, matched.baseline_groups
+    unpaired = matched.unmatched
 
-    table, used = ratio_columns(pooled, ga, gb, confidence, method, resamples, seed)
+    def count_listed(s: int, side: str) -> int:
+        return int(((unpaired["platform"] == side_labels[s]) & (unpaired["side"] == side)).sum())
+
+    unmatched = {side_labels[s]: count_listed(s, "platform") for s in compared}
+    baseline_only = {side_labels[s]: count_listed(s, "baseline") for s in compared}
+
+    table, used = ratio_columns(pooled, ga, gb, policy, method, resamples, seed)
     keys = pooled.keys.iloc[ga].reset_index(drop=True)
+    base_keys = pooled.keys.iloc[gb].reset_index(drop=True)
     columns: dict[str, Any] = {
         "platform": _categorical(keys["platform"]),
         "origin": _categorical(keys["origin"]),
@@ -324,13 +371,15 @@ def compare(
         columns[f"parameter.{column}" if column in taken else column] = keys[column]
     params = tuple(f"parameter.{c}" if c in taken else c for c in params)
     columns.update(table)
+    columns["placement"] = _labels(keys)
+    columns["baseline_placement"] = _labels(base_keys)
     out = pd.DataFrame(columns)
     summaries = summarize(out, baseline=baseline)
     return Comparison(
         baseline=baseline,
         baseline_origin=b_origin,
         platforms=tuple(chosen),
-        confidence=confidence,
+        policy=policy,
         method=used,
         resamples=resamples if used == "bootstrap" else None,
         seed=seed,
@@ -339,6 +388,8 @@ def compare(
         unmatched=unmatched,
         baseline_only=baseline_only,
         summaries=summaries,
+        placement_mode=mode,
+        unmatched_points=unpaired,
     )
 
 
@@ -425,23 +476,46 @@ def _is_in(table: pd.DataFrame, column: str, values: Collection[str]) -> npt.NDA
     return np.asarray(series.isin(list(values)).to_numpy(), dtype=bool)
 
 
+def _labels(keys: pd.DataFrame) -> pd.Categorical[Any]:
+    """The placement label of each row (hpceval.labels), computed once per distinct one."""
+    facets = [c for c in ("ranks", "threads_per_rank", *PLACEMENT_FACETS) if c in keys.columns]
+    if not facets or keys.empty:
+        return pd.Categorical([""] * len(keys))
+    codes, first = group_codes(keys, facets)
+    names = [placement_label(_record(keys, int(i), facets)) for i in first]
+    return pd.Categorical(np.asarray(names, dtype=object)[codes])
+
+
+def _record(keys: pd.DataFrame, row: int, columns: Sequence[str]) -> dict[str, Any]:
+    return {c: keys[c].iloc[row] for c in columns}
+
+
 def _categorical(series: pd.Series[Any]) -> pd.Categorical:
     if isinstance(series.dtype, pd.CategoricalDtype):
         return pd.Categorical(series).remove_unused_categories()
     return pd.Categorical(series.astype(object))
 
 
-def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
-    """Overhead summaries of a comparison table per platform, origin and category."""
-    if table.empty:
-        return ()
+def summarized_rows(table: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """The rows of a comparison table that overhead summaries use: one metric per kind of
+    measurement (SUMMARY_METRICS) and a positive, finite performance."""
     bench = table["benchmark"].astype(object).to_numpy()
     metric = table["metric"].astype(object).to_numpy()
     use = np.ones(len(table), dtype=bool)
     for name, metrics in SUMMARY_METRICS.items():
         use &= (bench != name) | np.isin(metric, list(metrics))
     perf = table["performance"].to_numpy(dtype=np.float64)
-    use &= np.isfinite(perf) & (perf > 0)
+    out: npt.NDArray[np.bool_] = use & np.isfinite(perf) & (perf > 0)
+    return out
+
+
+def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, ...]:
+    """Overhead summaries of a comparison table per platform, origin and category."""
+    if table.empty:
+        return ()
+    use = summarized_rows(table)
+    perf = table["performance"].to_numpy(dtype=np.float64)
+    metric = table["metric"].astype(object).to_numpy()
     by = ["platform", "origin", "baseline_origin", "category"]
     part = table.loc[use, by].reset_index(drop=True)
     if part.empty:
@@ -491,6 +565,7 @@ def summarize(table: pd.DataFrame, *, baseline: str) -> tuple[CategorySummary, .
                 slower=int(tally[Verdict.SLOWER][g]),
                 no_difference=int(tally[Verdict.NO_DIFFERENCE][g]),
                 undetermined=int(tally[Verdict.UNDETERMINED][g]),
+                too_few=int(tally[Verdict.TOO_FEW][g]),
             )
         )
     out.sort(key=lambda x: (x.platform, x.origin, list(Category).index(x.category)))
@@ -516,10 +591,19 @@ def _point_from_record(record: Mapping[str, Any], params: Sequence[str]) -> Poin
         metric=str(record["metric"]),
         unit=str(record["unit"]),
         parameters=parameters,
+        statistic=str(record["statistic"]),
+        value=float(record["value"]),
+        baseline_value=float(record["baseline_value"]),
+        repetitions=int(record["repetitions"]),
+        baseline_repetitions=int(record["baseline_repetitions"]),
         samples=int(record["samples"]),
         baseline_samples=int(record["baseline_samples"]),
+        median=float(record["median"]),
         mean=float(record["mean"]),
+        min=float(record["min"]),
+        baseline_median=float(record["baseline_median"]),
         baseline_mean=float(record["baseline_mean"]),
+        baseline_min=float(record["baseline_min"]),
         ratio=float(record["ratio"]),
         ratio_low=bound(record["ratio_low"]),
         ratio_high=bound(record["ratio_high"]),
@@ -528,6 +612,7 @@ def _point_from_record(record: Mapping[str, Any], params: Sequence[str]) -> Poin
         performance_low=bound(record["performance_low"]),
         performance_high=bound(record["performance_high"]),
         verdict=Verdict(record["verdict"]),
+        ci_over=str(record["ci_over"]),
         ci_method=str(record["ci_method"]),
         note=str(record["note"]),
     )

@@ -23,8 +23,14 @@ it gets no breakpoint.
 
 Reported per segment: α, β, n½ = α·β (None when α ≤ 0 or β is not finite, i.e. the time
 does not grow with the size), the sizes covered and the rms and largest relative residual.
-The fit's n½ is that of its last (large-message) segment, its α that of the first
-(small-message) segment, its β that of the last.
+The fit's α is that of the first (small-message) segment, its β that of the last; its n½ is
+the half-bandwidth size of the whole piecewise model: the smallest n at which n / t(n)
+reaches β/2 (solved segment by segment). It exists where the last segment's own α·β does not
+(an inter-node series whose large-message line has α ≤ 0).
+
+The time of each size is the statistics policy's (hpceval.analysis.policy: median over
+repetitions by default); a fit whose rms relative residual exceeds ``POOR_FIT_RMS`` carries a
+warning, and every fit names the runs whose measurements fed it.
 """
 
 from __future__ import annotations
@@ -44,14 +50,17 @@ from hpceval.analysis.frame import (
     group_codes,
     numeric,
     point_columns,
-    pool,
     select,
 )
+from hpceval.analysis.policy import StatisticPolicy, summarize_groups
+from hpceval.labels import described
 from hpceval.model import Origin, ParamValue
 
 DEFAULT_PATTERNS: Final[tuple[str, ...]] = ("pingpong",)
 DEFAULT_RESOLUTION: Final = 0.01
 MIN_POINTS: Final = 3
+# rms relative residual above which a fit is flagged: the model misses by more than 10 %.
+POOR_FIT_RMS: Final = 0.10
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,8 @@ class HockneyFit:
     rms_residual: float
     max_residual: float
     criterion: float
+    statistic: str = "median"
+    runs: tuple[int, ...] = ()  # the runs whose measurements fed the fit
 
     @property
     def alpha_us(self) -> float:
@@ -113,7 +124,55 @@ class HockneyFit:
 
     @property
     def n_half_bytes(self) -> float | None:
-        return self.segments[-1].n_half_bytes
+        """The smallest size at which the model's bandwidth n / t(n) reaches β/2, β the last
+        segment's: on segment (α, β_s), n / (α + n/β_s) = β/2 at n = α / (2/β - 1/β_s)."""
+        beta = self.beta_mb_s
+        if not math.isfinite(beta) or beta <= 0:
+            return None
+        for i, segment in enumerate(self.segments):
+            slope = 1 / segment.beta_mb_s if math.isfinite(segment.beta_mb_s) else 0.0
+            gap = 2 / beta - slope
+            if gap <= 0:
+                continue
+            n = segment.alpha_us / gap
+            # The segment's range reaches up to the next segment's first size.
+            end = self.segments[i + 1].first_size if i + 1 < len(self.segments) else math.inf
+            if n <= end and n >= (segment.first_size if i else 0):
+                return max(n, 0.0)
+        return None
+
+    @property
+    def warning(self) -> str:
+        """Why the fit should not be trusted ("" when it may be)."""
+        if self.rms_residual > POOR_FIT_RMS:
+            return (
+                f"poor fit: rms residual {self.rms_residual:.0%} > {POOR_FIT_RMS:.0%}: "
+                "t = α + n/β does not describe this series (contention, a shaper, noise)"
+            )
+        return ""
+
+    def segment_rows(self) -> list[dict[str, Any]]:
+        """One table row per segment: its size range, α, β, n½ = α·β, residuals."""
+        base = {
+            "platform": self.platform,
+            "origin": self.origin.value,
+            "placement": described(self.placement),
+        }
+        return [
+            {
+                **base,
+                "segment": i + 1,
+                "first_size": s.first_size,
+                "last_size": s.last_size,
+                "points": s.points,
+                "alpha_us": s.alpha_us,
+                "beta_mb_s": s.beta_mb_s,
+                "n_half_bytes": s.n_half_bytes,
+                "rms_residual": s.rms_residual,
+                "max_residual": s.max_residual,
+            }
+            for i, s in enumerate(self.segments)
+        ]
 
     def segment_for(self, size: float) -> HockneySegment:
         for segment in reversed(self.segments):
@@ -130,7 +189,7 @@ class HockneyFit:
         return {
             "platform": self.platform,
             "origin": self.origin.value,
-            "placement": " ".join(f"{k}={v}" for k, v in self.placement.items()),
+            "placement": described(self.placement),
             "alpha_us": self.alpha_us,
             "beta_mb_s": self.beta_mb_s,
             "n_half_bytes": self.n_half_bytes,
@@ -138,6 +197,9 @@ class HockneyFit:
             "breakpoints": " ".join(str(b) for b in self.breakpoints),
             "rms_residual": self.rms_residual,
             "max_residual": self.max_residual,
+            "statistic": self.statistic,
+            "runs": " ".join(str(r) for r in self.runs),
+            "warning": self.warning,
         }
 
 
@@ -227,25 +289,28 @@ def fit_network(
     max_breakpoints: int = 2,
     min_points: int = MIN_POINTS,
     resolution: float = DEFAULT_RESOLUTION,
+    policy: StatisticPolicy | None = None,
 ) -> tuple[HockneyFit, ...]:
     """Hockney fits of every series of the frame: one per platform, origin and placement.
 
     A series is the `metric` of `benchmark` for the given patterns at every message size of
     one platform, origin and parameter set (pattern, pair, ranks, nodes, ranks_per_node,
-    threads_per_rank, binding...); the time of a size is the mean of its pooled samples.
-    Series with fewer than `min_points` sizes are left out.
+    threads_per_rank, binding...); the time of a size is the `policy`'s statistic (default:
+    median over repetitions). Series with fewer than `min_points` sizes are left out.
     """
+    policy = policy or StatisticPolicy()
     rows = select(frame, benchmark=benchmark, metrics=[metric])
     if "pattern" in rows.columns:
         rows = rows.loc[rows["pattern"].isin(list(patterns)).to_numpy()]
     if rows.empty or "size" not in rows.columns:
         return ()
     by = ["platform", "origin", *point_columns(rows)]
-    rows = rows.loc[np.isfinite(numeric(rows, "size"))]
+    rows = rows.loc[np.isfinite(numeric(rows, "size"))].reset_index(drop=True)
     if rows.empty:
         return ()
-    pooled = pool(rows, by)
-    keys = pooled.keys
+    point_rows, point_first = group_codes(rows, by)
+    summary = summarize_groups(rows, point_rows, point_first, by, policy)
+    keys = summary.keys
     series_columns = [c for c in by if c != "size"]
     series, first = group_codes(keys, series_columns)
     sizes = numeric(keys, "size")
@@ -253,6 +318,8 @@ def fit_network(
     bounds = np.searchsorted(series[order], np.arange(len(first) + 1))
     parameter_names = [c for c in series_columns if c not in ("platform", "origin")]
     parameter_names = [c for c in parameter_names if c not in ("benchmark", "metric", "unit")]
+    run_of_row = rows["run"].to_numpy(dtype=np.float64, na_value=np.nan)
+    series_of_row = series[point_rows]
     fits: list[HockneyFit] = []
     for s in range(len(first)):
         members = order[bounds[s] : bounds[s + 1]]
@@ -260,7 +327,7 @@ def fit_network(
             continue
         model = fit_hockney(
             sizes[members],
-            pooled.mean[members],
+            summary.value[members],
             max_breakpoints=max_breakpoints,
             min_points=min_points,
             resolution=resolution,
@@ -285,6 +352,10 @@ def fit_network(
                 rms_residual=model.rms_residual,
                 max_residual=model.max_residual,
                 criterion=model.criterion,
+                statistic=policy.statistic,
+                runs=tuple(
+                    int(r) for r in np.unique(run_of_row[series_of_row == s]) if math.isfinite(r)
+                ),
             )
         )
     return tuple(fits)

@@ -8,10 +8,17 @@ Definitions:
 - a configuration is a platform and origin with one set of the remaining parameters
   (nodes, ranks_per_node, threads_per_rank, binding, ranks, ...); it qualifies for a set
   when every workload of the set was measured with it;
-- its time is the sum over the workloads of the mean of their pooled time samples (s);
-- its cost under a price (per node-hour, one pricing model) is nodes × price × time / 3600,
-  converted to one currency with explicit rates; a configuration without a node count or a
-  platform without a price has no cost (it can still be the fastest);
+- its time is the sum over the workloads of their times by the statistics policy
+  (hpceval.analysis.policy: median over repetitions by default), in s;
+- its cost under a price (per node-hour, one pricing model) is nodes × price × billed time /
+  3600 (the time of each workload rounded up to the price's billing granularity), converted
+  to one currency with explicit rates; a configuration without a node count or a platform
+  without a price has no cost (it can still be the fastest);
+- a configuration is *eligible* when it was measured with at least the policy's
+  ``min_repetitions`` repetitions of every workload and is not oversubscribed (more ranks
+  than cores: its time says nothing about the hardware) unless `allow_oversubscribed`;
+  only eligible configurations are named fastest, cheapest or deadline choice; the others
+  are listed with the reason (`excluded`);
 - the fastest is the configuration of shortest time (ties: the cheaper), the cheapest the
   one of lowest cost (ties: the faster);
 - the Pareto front of time against cost holds the priced configurations that no other beats
@@ -20,14 +27,15 @@ Definitions:
   it; when none is, `within_deadline` is None and `deadline_message` says so, with the
   fastest time available.
 
-Measured, emulated and simulated candidates are not mixed unless `allow_mixed_origins`.
+Measured, emulated and simulated candidates are not mixed unless `allow_mixed_origins`,
+and every candidate carries its origin.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,8 +43,10 @@ import pandas as pd
 
 from hpceval.analysis.compare import CrossOriginError
 from hpceval.analysis.cost import ExchangeRates, HourlyPrice, Money, PriceMap, convert
-from hpceval.analysis.frame import point_columns, pool, select
+from hpceval.analysis.frame import group_codes, point_columns, select
+from hpceval.analysis.policy import StatisticPolicy, summarize_groups
 from hpceval.errors import UserError
+from hpceval.labels import described
 from hpceval.model import Origin, ParamValue
 
 ConfigKey = tuple[str, str, tuple[tuple[str, ParamValue], ...]]
@@ -67,8 +77,12 @@ class Candidate:
     configuration: Mapping[str, ParamValue]
     time_s: float
     samples: int  # fewest pooled samples among the workloads
+    repetitions: int = 1  # fewest repetitions among the workloads
     price: HourlyPrice | None = None
     cost: Money | None = None
+    excluded: str = ""  # why it cannot be recommended ("" when eligible)
+    time_low: float = math.nan  # the interval of the time (the policy's), summed
+    time_high: float = math.nan
 
     @property
     def nodes(self) -> int | None:
@@ -76,13 +90,9 @@ class Candidate:
         return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
     def label(self) -> str:
-        c = self.configuration
-        if {"nodes", "ranks_per_node"} <= c.keys():
-            place = f"{c['nodes']}x{c['ranks_per_node']}x{c.get('threads_per_rank', 1)}"
-        else:
-            place = ", ".join(f"{k}={v}" for k, v in c.items())
+        place = described(self.configuration)
         priced = f", {self.price.pricing}" if self.price else ""
-        return f"{self.platform} [{place}{priced}]"
+        return f"{self.platform} ({self.origin.value}) [{place}{priced}]"
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,29 @@ class Recommendation:
     within_deadline: Candidate | None
     deadline_message: str
     unpriced: tuple[str, ...]  # platforms with candidates but no price
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    excluded: tuple[Candidate, ...] = ()  # measured but not eligible (see `Candidate.excluded`)
+
+    def deadline_answer(self) -> dict[str, Any]:
+        """The deadline answer as data, for a report to state: the deadline, the choice (or
+        None), its time, cost and origin, what was left out and under which statistic."""
+        choice = self.within_deadline
+        return {
+            "workload": ", ".join(w.label() for w in self.workloads),
+            "deadline_s": self.deadline_s,
+            "statistic": self.policy.statistic,
+            "min_repetitions": self.policy.min_repetitions,
+            "choice": choice.label() if choice else None,
+            "platform": choice.platform if choice else None,
+            "origin": choice.origin.value if choice else None,
+            "configuration": dict(choice.configuration) if choice else None,
+            "time_s": choice.time_s if choice else None,
+            "cost": choice.cost.amount if choice and choice.cost else None,
+            "currency": choice.cost.currency if choice and choice.cost else None,
+            "pricing": choice.price.pricing if choice and choice.price else None,
+            "message": self.deadline_message,
+            "excluded": [f"{c.label()}: {c.excluded}" for c in self.excluded],
+        }
 
 
 def recommend(
@@ -118,14 +151,17 @@ def recommend(
     deadline_s: float | None = None,
     origin: Origin | str | None = None,
     allow_mixed_origins: bool = False,
+    allow_oversubscribed: bool = False,
+    policy: StatisticPolicy | None = None,
 ) -> Recommendation:
     """Fastest, cheapest, Pareto front and deadline choice for one workload or a set."""
+    policy = policy or StatisticPolicy()
     items = (workloads,) if isinstance(workloads, Workload) else tuple(workloads)
     if not items:
         raise UserError("no workload given")
     if deadline_s is not None and not deadline_s > 0:
         raise ValueError(f"deadline {deadline_s} s is not positive")
-    per_workload = [_configurations(frame, w, origin) for w in items]
+    per_workload = [_configurations(frame, w, origin, policy) for w in items]
     common = set(per_workload[0])
     for found in per_workload[1:]:
         common &= set(found)
@@ -140,8 +176,8 @@ def recommend(
     origins = sorted({key[1] for key in common})
     if len(origins) > 1 and not allow_mixed_origins:
         raise CrossOriginError(
-            f"the candidates are {' and '.join(origins)}: choose one origin, or "
-            "allow_mixed_origins=True"
+            f"the candidates are {' and '.join(origins)}: choose one with --origin, or put "
+            "them side by side deliberately with --allow-mixed-origins"
         )
     listed: dict[str, list[HourlyPrice]] = {}
     for platform, given in (prices or {}).items():
@@ -150,23 +186,44 @@ def recommend(
     target = currency or (all_prices[0].currency if all_prices else None)
 
     candidates: list[Candidate] = []
+    excluded: list[Candidate] = []
     unpriced: set[str] = set()
     for key in sorted(common, key=str):
         platform, origin_name, configuration = key
-        time_s = sum(found[key][0] for found in per_workload)
-        samples = min(found[key][1] for found in per_workload)
-        base = Candidate(platform, Origin(origin_name), dict(configuration), time_s, samples)
+        times = [found[key].time_s for found in per_workload]
+        repetitions = min(found[key].repetitions for found in per_workload)
+        base = Candidate(
+            platform,
+            Origin(origin_name),
+            dict(configuration),
+            sum(times),
+            min(found[key].samples for found in per_workload),
+            repetitions,
+            time_low=sum(found[key].low for found in per_workload),
+            time_high=sum(found[key].high for found in per_workload),
+        )
+        reasons = []
+        if repetitions < policy.min_repetitions:
+            reasons.append(policy.too_few(repetitions))
+        if dict(configuration).get("oversubscribed") and not allow_oversubscribed:
+            reasons.append("oversubscribed (more ranks than cores; --allow-oversubscribed)")
         platform_prices = listed.get(platform, [])
         if not platform_prices:
             unpriced.add(platform)
-        if not platform_prices or base.nodes is None or target is None:
-            candidates.append(base)
-            continue
-        for price in platform_prices:
-            hourly = convert(price.money, target, rates)
-            cost = hourly * (base.nodes * time_s / 3600)
-            candidates.append(replace(base, price=price, cost=cost))
+        variants = [base]
+        if platform_prices and base.nodes is not None and target is not None:
+            variants = []
+            for price in platform_prices:
+                hourly = convert(price.money, target, rates)
+                billed = sum(price.billed_seconds(t) for t in times)
+                variants.append(replace(base, price=price,
+                                        cost=hourly * (base.nodes * billed / 3600)))  # fmt: skip
+        if reasons:
+            excluded += [replace(v, excluded="; ".join(reasons)) for v in variants]
+        else:
+            candidates += variants
     candidates.sort(key=_time_then_cost)
+    excluded.sort(key=_time_then_cost)
     priced = [c for c in candidates if c.cost is not None]
     fastest = candidates[0] if candidates else None
     cheapest = min(priced, key=_cost_then_time) if priced else None
@@ -183,6 +240,8 @@ def recommend(
             )
         )
     within, message = _deadline_choice(candidates, deadline_s)
+    if deadline_s is not None and excluded:
+        message += f" ({len(excluded)} configuration(s) not eligible: see the excluded list)"
     return Recommendation(
         workloads=items,
         currency=target,
@@ -195,6 +254,8 @@ def recommend(
         within_deadline=within,
         deadline_message=message,
         unpriced=tuple(sorted(unpriced)),
+        policy=policy,
+        excluded=tuple(excluded),
     )
 
 
@@ -256,10 +317,23 @@ def _deadline_choice(
     return None, message
 
 
+@dataclass(frozen=True)
+class _Timed:
+    """A configuration's time for one workload, by the policy, and what it rests on."""
+
+    time_s: float
+    low: float
+    high: float
+    samples: int
+    repetitions: int
+
+
 def _configurations(
-    frame: pd.DataFrame, workload: Workload, origin: Origin | str | None
-) -> dict[ConfigKey, tuple[float, int]]:
-    """Configuration -> (mean time, pooled samples) of one workload."""
+    frame: pd.DataFrame, workload: Workload, origin: Origin | str | None, policy: StatisticPolicy
+) -> dict[ConfigKey, _Timed]:
+    """Configuration -> its time of one workload (the policy's statistic and interval)."""
+    from hpceval.analysis.policy import point_intervals
+
     rows = select(
         frame,
         benchmark=workload.benchmark,
@@ -275,7 +349,7 @@ def _configurations(
         if "ranks" not in rows.columns:
             return {}
         mask &= (rows["ranks"] == workload.ranks).fillna(False).to_numpy(dtype=bool)
-    rows = rows.loc[mask]
+    rows = rows.loc[mask].reset_index(drop=True)
     if rows.empty:
         return {}
     columns = [
@@ -283,14 +357,18 @@ def _configurations(
         for c in point_columns(rows)
         if c not in ("benchmark", "metric", "unit") and c not in workload.problem
     ]
-    pooled = pool(rows, ["platform", "origin", *columns])
-    out: dict[ConfigKey, tuple[float, int]] = {}
-    for i, record in enumerate(pooled.keys.to_dict("records")):
+    by = ["platform", "origin", *columns]
+    codes, first = group_codes(rows, by)
+    summary = summarize_groups(rows, codes, first, by, policy)
+    low, high = point_intervals(summary, policy)
+    out: dict[ConfigKey, _Timed] = {}
+    for i, record in enumerate(summary.keys.to_dict("records")):
         configuration = tuple(
             (str(k), _plain(v)) for k, v in record.items() if k in columns and not _missing(v)
         )
         key = (str(record["platform"]), str(record["origin"]), configuration)
-        out[key] = (float(pooled.mean[i]), int(pooled.count[i]))
+        out[key] = _Timed(float(summary.value[i]), float(low[i]), float(high[i]),
+                          int(summary.samples[i]), int(summary.repetitions[i]))  # fmt: skip
     return out
 
 

@@ -34,12 +34,17 @@ import numpy as np
 import pandas as pd
 
 from hpceval.analysis.frame import group_codes, numeric, point_columns, pool, select, text
+from hpceval.config import PlatformConfig
+from hpceval.errors import UserError
+from hpceval.labels import placement_label
 from hpceval.model import Origin, ParamValue
 from hpceval.units import HIGHER_IS_BETTER
 
 DEFAULT_THRESHOLD: Final = 0.5
+# Oversubscription and the pair kind are where ranks ran, not a problem of their own: a
+# curve runs over the rank counts with its oversubscribed points marked (issue 23).
 PLACEMENT_PARAMETERS: Final[frozenset[str]] = frozenset(
-    {"ranks", "nodes", "ranks_per_node", "threads_per_rank", "binding"}
+    {"ranks", "nodes", "ranks_per_node", "threads_per_rank", "binding", "oversubscribed", "pair"}
 )
 
 
@@ -56,6 +61,7 @@ class PlacedValue:
     binding: str | None
     value: float
     samples: int
+    oversubscribed: bool
 
 
 @dataclass(frozen=True)
@@ -67,10 +73,17 @@ class ScalingPoint(PlacedValue):
     efficiency: float
 
     def label(self) -> str:
-        """nodes x ranks_per_node x threads (as model.Placement.label), or ranks x threads."""
-        if self.nodes is not None and self.ranks_per_node is not None:
-            return f"{self.nodes}x{self.ranks_per_node}x{self.threads_per_rank}"
-        return f"{self.ranks}rx{self.threads_per_rank}t"
+        """The placement notation (hpceval.labels): `4 nodes × 1 rank × 1 thread, ...`."""
+        return placement_label(
+            {
+                "ranks": self.ranks,
+                "nodes": self.nodes,
+                "ranks_per_node": self.ranks_per_node,
+                "threads_per_rank": self.threads_per_rank,
+                "binding": self.binding,
+                "oversubscribed": self.oversubscribed,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -135,13 +148,17 @@ def scaling(
     benchmark: str = "npb",
     metric: str = "time",
     threshold: float = DEFAULT_THRESHOLD,
+    platform_configs: Mapping[str, PlatformConfig] | None = None,
 ) -> tuple[ScalingCurve, ...]:
-    """The scaling curve of every problem of `benchmark` on every platform of the frame."""
+    """The scaling curve of every problem of `benchmark` on every platform of the frame: at
+    each core count the best placement, or, for a platform in `platform_configs`, its
+    default placement where it was measured (as a user would run it; the best elsewhere)."""
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold {threshold} is not in (0, 1]")
     curves: list[ScalingCurve] = []
     for c in _curves(frame, benchmark, metric):
-        best = _best_per_cores(c)
+        config = (platform_configs or {}).get(c.platform)
+        best = _best_per_cores(c) if config is None else _default_per_cores(c, config)
         points = _scaling_points(best, c.higher_is_better)
         reference = points[0]
         knee: ScalingPoint | None = None
@@ -237,18 +254,23 @@ def _curves(frame: pd.DataFrame, benchmark: str, metric: str) -> list[_Curve]:
     nodes = numeric(keys, "nodes")
     per_node = numeric(keys, "ranks_per_node")
     binding = text(keys, "binding")
+    over = (
+        keys["oversubscribed"].astype(object).to_numpy() == True  # noqa: E712
+        if "oversubscribed" in keys.columns
+        else np.zeros(len(keys), dtype=bool)
+    )
     names = [c for c in problem_columns if c not in ("platform", "origin", "benchmark")]
     heads = keys.iloc[first][problem_columns].to_dict("records")
     # The placements of each curve, in pooled-point order (plain values: a few per curve).
     members: list[list[PlacedValue]] = [[] for _ in range(len(first))]
-    for g, c, r, t, n, rpn, b, v, k in zip(
+    for g, c, r, t, n, rpn, b, v, k, o in zip(
         curve.tolist(), cores.tolist(), ranks.astype(np.int64).tolist(),
         threads.astype(np.int64).tolist(), nodes.tolist(), per_node.tolist(), binding.tolist(),
-        pooled.mean.tolist(), pooled.count.tolist(), strict=True,
+        pooled.mean.tolist(), pooled.count.tolist(), over.tolist(), strict=True,
     ):  # fmt: skip
         members[g].append(
             PlacedValue(c, r, t, _optional_int(n), _optional_int(rpn),
-                       None if _missing(b) else str(b), float(v), int(k))
+                       None if _missing(b) else str(b), float(v), int(k), bool(o))
         )  # fmt: skip
     out: list[_Curve] = []
     for head, placements in zip(heads, members, strict=True):
@@ -293,6 +315,22 @@ def _best_per_cores(c: _Curve) -> list[PlacedValue]:
     return list(best.values())
 
 
+def _default_per_cores(c: _Curve, config: PlatformConfig) -> list[PlacedValue]:
+    """At each core count the platform's default placement (PlatformConfig.default_placement)
+    where it was measured, else the best one."""
+    chosen = {p.cores: p for p in _best_per_cores(c)}
+    if any(p.nodes is not None and p.nodes > config.nodes for p in c.placements):
+        return list(chosen.values())  # not the platform file these runs describe
+    for p in c.placements:
+        try:
+            want = config.default_placement(p.ranks, p.threads_per_rank)
+        except UserError:
+            continue
+        if (p.nodes, p.ranks_per_node) == (want.nodes, want.ranks_per_node):
+            chosen[p.cores] = p
+    return [chosen[cores] for cores in sorted(chosen)]
+
+
 def _scaling_points(
     placements: list[PlacedValue], higher_is_better: bool, *, reference: ScalingPoint | None = None
 ) -> list[ScalingPoint]:
@@ -312,6 +350,7 @@ def _scaling_points(
                 binding=p.binding,
                 value=p.value,
                 samples=p.samples,
+                oversubscribed=p.oversubscribed,
                 speedup=speedup,
                 ideal_speedup=ideal,
                 efficiency=speedup / ideal,

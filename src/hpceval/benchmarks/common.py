@@ -46,36 +46,18 @@ def rank_placements(
     platform: PlatformConfig,
 ) -> list[Placement]:
     """Placements of `ranks` x `threads` on the platform: one per entry of an explicit
-    ranks_per_node sweep, or the fewest nodes that an even split fits (filling nodes)."""
-    nodes_avail = platform.nodes
-    cores = platform.resolved_cores_per_node()
-    out = []
+    ranks_per_node sweep, or the platform's default placement (the fewest nodes that an
+    even split fits, PlatformConfig.default_placement)."""
     if ranks_per_node:
-        for ppn in ranks_per_node:
-            if ranks % ppn:
-                raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {ppn}")
-            nodes = ranks // ppn
-            if nodes > nodes_avail:
-                raise UserError(
-                    f"ranks {ranks} at {ppn} per node needs {nodes} nodes; "
-                    f"platform {platform.name!r} has {nodes_avail}"
-                )
-            out.append(Placement(nodes, ppn, threads, binding))
-        return out
-    per_node = max(1, cores // threads)
-    if ranks <= per_node or nodes_avail == 1:
-        return [Placement(1, ranks, threads, binding)]
-    # Fewest nodes with an even split: the largest divisor of `ranks` that fits a node.
-    ppn = max(d for d in range(1, per_node + 1) if ranks % d == 0)
-    nodes = ranks // ppn
-    if nodes > nodes_avail:
-        if ranks % nodes_avail:
-            raise UserError(
-                f"ranks {ranks} cannot be spread evenly over the {nodes_avail} nodes of "
-                f"platform {platform.name!r}"
-            )
-        nodes, ppn = nodes_avail, ranks // nodes_avail
-    return [Placement(nodes, ppn, threads, binding)]
+        # A per-node count that does not divide `ranks` is left out of the sweep (the
+        # planner notes it); a sweep where none does is an error. Placements needing more
+        # nodes than the platform has are returned: the planner skips them with a note.
+        fitting = [ppn for ppn in ranks_per_node if ranks % ppn == 0]
+        if not fitting:
+            listed = ", ".join(map(str, ranks_per_node))
+            raise UserError(f"ranks {ranks} is not a multiple of ranks_per_node {listed}")
+        return [Placement(ranks // ppn, ppn, threads, binding) for ppn in fitting]
+    return [platform.default_placement(ranks, threads, binding)]
 
 
 def case_key(

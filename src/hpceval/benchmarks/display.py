@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from hpceval import labels
 from hpceval.model import HPCEVAL_IMPLEMENTATION, Measurement, ParamValue
+from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, summary_value
 from hpceval.units import HIGHER_IS_BETTER
 
 # Parameters that say where a measurement ran, shown in their own column.
@@ -33,14 +35,8 @@ def format_ci(m: Measurement) -> str:
 
 
 def placement_label(m: Measurement) -> str:
-    """`2×4 ranks ×2 threads`: nodes × ranks per node, threads per rank when not 1."""
-    p = m.parameters
-    label = f"{p.get('nodes')}×{p.get('ranks_per_node')} ranks"
-    if p.get("threads_per_rank", 1) != 1:
-        label += f" ×{p.get('threads_per_rank')} threads"
-    if p.get("oversubscribed"):
-        label += ", oversubscribed"
-    return label
+    """Where the measurement ran, in the one placement notation (hpceval.labels)."""
+    return labels.placement_label(m.parameters)
 
 
 def best(values: Sequence[float], unit: str) -> float:
@@ -63,18 +59,23 @@ def generic_tables(benchmark: str, measurements: Sequence[Measurement]) -> list[
             continue
         implementations.add(m.implementation)
         key = (m.metric, m.unit, _input_label(dict(m.parameters)), placement_label(m))
-        rows[key].append(m.value)
+        rows[key].append(measurement_value(m))
     if not rows:
         return []
+    statistic = DISPLAY_STATISTIC.get()
     # An official code's tables name it and its version ("osu, official/OSU 7.2").
     who = "".join(f", {i}" for i in sorted(implementations) if i != HPCEVAL_IMPLEMENTATION)
-    t = Table(title=f"{benchmark}{who} (best of the repetitions)", title_justify="left")
-    for column in ("metric", "unit", "input", "placement", "runs", "best"):
-        t.add_column(column, justify="right" if column in ("runs", "best") else "left")
+    t = Table(title=f"{benchmark}{who} ({statistic} of the repetitions)", title_justify="left")
+    for column in ("metric", "unit", "input", "placement", "runs", statistic, "best", "worst"):
+        left = column in ("metric", "unit", "input", "placement")
+        t.add_column(column, justify="left" if left else "right")
     for (metric, unit, label, placement), values in sorted(rows.items()):
+        worst = min(values) if HIGHER_IS_BETTER.get(unit, True) else max(values)
         t.add_row(
-            metric, unit, label, placement, str(len(values)), format_value(best(values, unit))
-        )
+            metric, unit, label, placement, str(len(values)),
+            format_value(summary_value(values, unit)), format_value(best(values, unit)),
+            format_value(worst),
+        )  # fmt: skip
     return [t]
 
 

@@ -77,8 +77,6 @@ def check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
         launcher.command(case.placement, PLACEMENT_PROBE)
 
 
-
-
 @dataclass
 class Prepared:
     """A campaign ready to go: validated, built, with the work still to do."""
@@ -98,6 +96,10 @@ def prepare_run(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
     launcher.preflight()
     programs = _build_programs(cases, platform, toolchain)
     environment = _environment(toolchain, programs)
+    if (emulation := launcher.emulation()) is not None:
+        # The emulated platform's limits are part of every run's provenance (and caveats).
+        facts = {**environment.facts, "emulation": emulation}
+        environment = Environment(facts=facts, fingerprint=fingerprint(facts))
     return Prepared(platform, toolchain, launcher, programs, environment, [])
 
 
@@ -137,7 +139,9 @@ def start_new_run(
     suite: Loaded[SuiteConfig],
     platform: Loaded[PlatformConfig],
     cases: Sequence[Case],
+    note: str | None = None,
 ) -> int:
+    """Record the run (with `note`: e.g. the placements the plan skipped) and its work."""
     run_id = record_run(
         store,
         prepared.launcher,
@@ -147,6 +151,7 @@ def start_new_run(
         suite_config=suite.raw,
         platform_name=platform.config.name,
         platform_raw=platform.raw,
+        note=note or None,
     )
     prepared.work = [(c, list(c.points)) for c in cases]
     return run_id

@@ -32,19 +32,29 @@ POLL_S = 0.1
 # --------------------------------------------------------------------------- planning
 
 
-def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Case]:
-    """Expand every suite entry on the platform; impossible cases fail here, before any run."""
+def plan_cases(
+    suite: Loaded[SuiteConfig], platform: PlatformConfig, skipped: list[str] | None = None
+) -> list[Case]:
+    """Expand every suite entry on the platform. A placement of a sweep that this platform
+    cannot hold (too few nodes or cores), or a ranks_per_node that does not divide a rank
+    count, is left out with a note appended to `skipped` (one suite serves platforms of
+    different shapes); an entry that leaves nothing to run, and any other impossible case,
+    fails here, before any run."""
     cases: list[Case] = []
     seen: dict[str, int] = {}
+    notes = skipped if skipped is not None else []
     for i, entry in enumerate(suite.config.benchmark):
         bench = get_benchmark(entry.name)
         try:
             entry_cases = bench.cases(entry.settings(), platform, i)
         except UserError as e:
             raise ConfigError(str(e), source=suite.source, field=f"benchmark[{i}]") from e
+        entry_notes = _indivisible_sweep(entry.options(), i)
+        kept = 0
         for case in entry_cases:
             if problem := platform.placement_problem(case.placement):
-                raise ConfigError(problem, source=suite.source, field=f"benchmark[{i}]")
+                entry_notes.append(f"benchmark[{i}] {case.key}: skipped, {problem}")
+                continue
             case = replace(case, entry_options=entry.options())
             if case.key in seen:
                 raise ConfigError(
@@ -54,7 +64,26 @@ def plan_cases(suite: Loaded[SuiteConfig], platform: PlatformConfig) -> list[Cas
                 )
             seen[case.key] = i
             cases.append(case)
+            kept += 1
+        if entry_cases and not kept:
+            raise ConfigError(
+                entry_notes[-1].split(", ", 1)[1], source=suite.source, field=f"benchmark[{i}]"
+            )
+        notes.extend(entry_notes)
     return cases
+
+
+def _indivisible_sweep(options: Mapping[str, Any], index: int) -> list[str]:
+    """Notes for the (ranks, ranks_per_node) pairs of a sweep that no platform can hold."""
+    ranks, per_node = options.get("ranks"), options.get("ranks_per_node")
+    if not isinstance(ranks, list) or not isinstance(per_node, list):
+        return []
+    return [
+        f"benchmark[{index}]: ranks {r} at {ppn} per node skipped, {r} is not a multiple of {ppn}"
+        for r in ranks
+        for ppn in per_node
+        if isinstance(r, int) and isinstance(ppn, int) and ppn > 0 and r % ppn
+    ]
 
 
 def case_from_description(key: str, benchmark: str, desc: Mapping[str, Any]) -> Case:
@@ -390,9 +419,7 @@ class Campaign:
         )
         return status, error, done, ended - started
 
-    def _store_point(
-        self, run_id: int, execution_id: int, case: Case, parsed: ParsedPoint
-    ) -> None:
+    def _store_point(self, run_id: int, execution_id: int, case: Case, parsed: ParsedPoint) -> None:
         for m in parsed.measurements:
             if self.launcher.origin is not m.origin:
                 # Numbers of an emulated cluster are labelled so wherever they go.

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from hpceval.config import StrictModel
 from hpceval.errors import ToolMissing, UserError
@@ -58,11 +58,21 @@ LINK_PROFILES: Mapping[str, int | None] = {
 }
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
 _RATE_UNITS = {"kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
-# tbf: the bucket holds 0.5 ms at the link rate (at least 16 KiB, so a jumbo frame fits), and
-# up to 20 ms of traffic may queue before the kernel drops (tcp then backs off).
-TBF_BURST_S = 0.0005
-TBF_MIN_BURST_BYTES = 16 * 1024
+# tbf: by default the bucket holds 2 ms at the link rate (at least two full frames). The
+# kernel refills it from a timer whose softirq runs late on a loaded machine: with buckets of
+# a frame or two (24 µs at 1 Gbit/s) a 1 MiB ping-pong between two nodes got 40-60 MB/s of
+# the 125 on this 2-core VM under load, with 0.5 ms 50-77, with 2 ms 117-127 (perf/
+# study_compare.py --bursts measures it). Messages up to about the bucket's size leave at the veth's
+# speed: the link's rate holds from a few buckets up (docs/clusters.md, "Emulation limits").
+# Up to 20 ms of traffic may queue before the kernel drops (tcp then backs off); that is a
+# queue limit, not a delay: this kernel has no qdisc that delays packets (no netem, fq, etf).
+TBF_BURST_S = 0.002
 TBF_LATENCY = "20ms"
+FRAME_OVERHEAD_BYTES = 14  # Ethernet header beyond the MTU
+DELAY_UNAVAILABLE = (
+    "no latency added: this kernel has no packet-delaying qdisc (netem, fq, etf absent) "
+    "and no tc classifier to attach one; the links add only the veths' own microseconds"
+)
 
 # Names this launcher creates: namespaces hpceX-nI, host-side veths hpceXnI, bridges hpceXbr.
 _OWN_NAME = re.compile(rf"^{NAME_PREFIX}(\d{{1,3}})(-n\d{{1,3}}|n\d{{1,3}}|br)$")
@@ -88,6 +98,25 @@ class NetnsOptions(StrictModel):
     # Ranks yield the core when they wait (Open MPI's mpi_yield_when_idle). Turning it off
     # shows why it is on: busy-polling ranks starve the veth traffic of the shared cores.
     yield_when_idle: bool = True
+    # tbf bucket in bytes ("auto": 2 ms at the link rate, at least two frames). Smaller
+    # holds the rate for smaller messages on an idle machine; see TBF_BURST_S for the cost.
+    burst: int | Literal["auto"] = "auto"
+
+    @field_validator("burst")
+    @classmethod
+    def _whole_frames(cls, v: int | str, info: ValidationInfo) -> int | str:
+        if isinstance(v, int) and v < 2 * (int(info.data.get("mtu", 1500)) + 14):
+            raise ValueError("must hold two frames: at least 2 x (mtu + 14) bytes")
+        return v
+
+    def burst_bytes(self) -> int | None:
+        """The tbf bucket of a shaped link (None: unshaped)."""
+        rate = link_rate(self.link)
+        if rate is None:
+            return None
+        if isinstance(self.burst, int):
+            return self.burst
+        return max(2 * (self.mtu + FRAME_OVERHEAD_BYTES), round(rate / 8 * TBF_BURST_S))
 
     @field_validator("link")
     @classmethod
@@ -140,15 +169,46 @@ def state_file(index: int) -> Path:
     return STATE_DIR / f"{NAME_PREFIX}{index}.json"
 
 
-def tbf_args(rate_bits: int) -> list[str]:
-    burst = max(TBF_MIN_BURST_BYTES, round(rate_bits / 8 * TBF_BURST_S))
+def tbf_args(rate_bits: int, burst: int) -> list[str]:
     return ["tbf", "rate", f"{rate_bits}bit", "burst", str(burst), "latency", TBF_LATENCY]
+
+
+def emulation_facts(nodes: int, options: NetnsOptions) -> dict[str, Any]:
+    """What an emulated cluster is and is not (stored with every run's provenance)."""
+    rate = link_rate(options.link)
+    burst = options.burst_bytes()
+    cores = os.cpu_count() or 1
+    limits = [
+        f"the {nodes} emulated nodes share this machine's {cores} cores: placement and "
+        "compute results are not hardware figures",
+        DELAY_UNAVAILABLE,
+    ]
+    if rate is not None and burst is not None:
+        limits.append(
+            f"links shaped to {rate / 1e9:g} Gbit/s by tc tbf with a {burst} B bucket: "
+            f"messages up to about {burst // 1024} KiB leave at the veth's speed"
+        )
+    else:
+        limits.append("links not shaped: the veths run at memory-copy speed")
+    return {
+        "kind": "network namespaces",
+        "nodes": nodes,
+        "shared_cores": cores,
+        "link": options.link,
+        "rate_bit_s": rate,
+        "shaper": None if rate is None else "tc tbf",
+        "burst_bytes": burst,
+        "queue_limit": None if rate is None else TBF_LATENCY,
+        "added_latency_s": 0.0,
+        "limits": limits,
+    }
 
 
 def setup_commands(layout: ClusterLayout, options: NetnsOptions) -> list[list[str]]:
     """The ip/tc commands that build the cluster, in order (pure: tested argv by argv)."""
     mtu = str(options.mtu)
     rate = link_rate(options.link)
+    burst = options.burst_bytes()
     cmds = [
         [IP, "link", "add", layout.bridge, "mtu", mtu, "type", "bridge"],
         [IP, "link", "set", layout.bridge, "up"],
@@ -165,11 +225,21 @@ def setup_commands(layout: ClusterLayout, options: NetnsOptions) -> list[list[st
              "dev", NODE_INTERFACE],
             [IP, "-n", ns, "link", "set", NODE_INTERFACE, "up"],
         ]  # fmt: skip
-        if rate is not None:
+        if rate is not None and burst is not None:
             # Both ends: what the node sends, and what the bridge delivers to it.
             cmds += [
-                [TC, "qdisc", "add", "dev", host, "root", *tbf_args(rate)],
-                [TC, "-n", ns, "qdisc", "add", "dev", NODE_INTERFACE, "root", *tbf_args(rate)],
+                [TC, "qdisc", "add", "dev", host, "root", *tbf_args(rate, burst)],
+                [
+                    TC,
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    NODE_INTERFACE,
+                    "root",
+                    *tbf_args(rate, burst),
+                ],
             ]
     return cmds
 

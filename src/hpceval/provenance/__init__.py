@@ -22,7 +22,7 @@ from hpceval.provenance.classify import (
     classify_io_path,
     describe_interface,
 )
-from hpceval.provenance.display import summarize
+from hpceval.provenance.display import emulation_limits, summarize
 from hpceval.provenance.host import CAPTURE_FORMAT, Host, RecordingHost, ReplayHost, SystemHost
 from hpceval.provenance.parsers import (
     CPU_FLAGS_OF_INTEREST,
@@ -64,6 +64,7 @@ __all__ = [
     "classify_io_path",
     "collect_environment",
     "describe_interface",
+    "emulation_limits",
     "fingerprint",
     "is_debian_like",
     "last_level_cache",

@@ -85,4 +85,12 @@ def summarize(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
         dirty = ", dirty" if _get(facts, "hpceval", "dirty") else ""
         version += f" ({str(revision)[:12]}{dirty})"
     lines.append(("hpceval", version))
+    for limit in emulation_limits(facts):
+        lines.append(("Emulation", limit))
     return lines
+
+
+def emulation_limits(facts: Mapping[str, Any]) -> list[str]:
+    """The limits of an emulated platform recorded with a run (none on real hardware)."""
+    limits = _get(facts, "emulation", "limits")
+    return [str(x) for x in limits] if isinstance(limits, list) else []

@@ -33,6 +33,9 @@ import pandas as pd
 import hpceval
 from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
 from hpceval.analysis.loading import load_frame
+from hpceval.analysis.platforms import platform_context
+from hpceval.analysis.policy import StatisticPolicy
+from hpceval.config import PlatformConfig
 from hpceval.errors import UserError
 from hpceval.report.figures import RenderedFigure
 from hpceval.report.sections import (
@@ -61,6 +64,9 @@ class ReportOptions:
     currency: str | None = None
     title: str = "hpceval report"
     cache: bool = True  # load through the frame cache (hpceval.analysis.loading.FrameCache)
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
+    node_tflops: Mapping[str, float] = field(default_factory=dict)  # platform -> node peak
 
 
 @dataclass(frozen=True)
@@ -87,10 +93,13 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
             store, platforms=chosen if options.platforms else None, cache=options.cache
         )
         if frame.empty:
-            raise UserError(f"{store.url}: no measurements" + (
-                f" of {', '.join(chosen)}" if options.platforms else ""))
+            raise UserError(
+                f"{store.url}: no measurements"
+                + (f" of {', '.join(chosen)}" if options.platforms else "")
+            )
         selected = [r for r in runs if r.platform_name in set(chosen)]
         provenance = provenance_table(store, selected)
+        platforms = platform_context(store)
         file_prices = prices_from_store(store)
         source = store.url
     measured = sorted(str(p) for p in frame["platform"].unique())
@@ -106,6 +115,10 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
         source=source,
         title=options.title,
         started=started,
+        policy=options.policy,
+        baseline_origin=options.baseline_origin,
+        platform_configs=platforms.configs,
+        caveats=platforms.caveats,
     )
 
 
@@ -148,23 +161,27 @@ def price_sources(
     for platform, entry in options.instances.items():
         if not any(entry in c.names() for c in catalogs):
             listed = ", ".join(c.name for c in catalogs) or "none given"
-            raise UserError(f"--instance {platform}={entry}: no such entry in the catalogs "
-                            f"({listed})")
+            raise UserError(
+                f"--instance {platform}={entry}: no such entry in the catalogs ({listed})"
+            )
     for catalog in catalogs:
         priced: dict[str, list[HourlyPrice]] = {}
         for platform in platforms:
             entry = options.instances.get(platform, platform)
             if entry not in catalog.names():
                 continue
-            hourly = catalog.entry(entry).hourly
-            if not hourly:
+            pricings = catalog.pricings(entry)
+            peak = options.node_tflops.get(platform)
+            if not catalog.entry(entry).hourly and (peak is None or not pricings):
                 notes.append(
                     f"catalog {catalog.name}: {entry!r} has prices per normalized node-hour or "
-                    "GB-hour only, no hourly price: no run cost for "
-                    f"{platform}."
+                    f"GB-hour only: no run cost for {platform} (give its node's peak with "
+                    f"--node-tflops {platform}=TFLOPS)."
                 )
                 continue
-            priced[platform] = [catalog.hourly(entry, pricing) for pricing in hourly]
+            priced[platform] = [
+                catalog.hourly(entry, pricing, node_tflops=peak) for pricing in pricings
+            ]
         label = f"{catalog.name} ({catalog.date}, {catalog.source})"
         if not priced:
             notes.append(
@@ -173,8 +190,13 @@ def price_sources(
             )
             continue
         sources.append(
-            PriceSource(label, priced, options.currency or catalog.currency, catalog.rates,
-                        short=catalog.name)
+            PriceSource(
+                label,
+                priced,
+                options.currency or catalog.currency,
+                catalog.rates,
+                short=catalog.name,
+            )
         )
     return sources, notes
 
@@ -265,6 +287,10 @@ def write_report(
     source: str = "",
     title: str = "hpceval report",
     started: float | None = None,
+    policy: StatisticPolicy | None = None,
+    baseline_origin: str | None = None,
+    platform_configs: Mapping[str, PlatformConfig] | None = None,
+    caveats: Mapping[str, Sequence[str]] | None = None,
 ) -> ReportResult:
     """Build every section from `frame` and write the report into `out`."""
     started = time.perf_counter() if started is None else started
@@ -279,12 +305,16 @@ def write_report(
         price_notes=price_notes,
         runs=runs if runs is not None else pd.DataFrame(),
         provenance=provenance if provenance is not None else pd.DataFrame(),
+        policy=policy or StatisticPolicy(),
+        baseline_origin=baseline_origin,
+        platform_configs=platform_configs or {},
+        caveats=caveats or {},
     )
     parts = section_parts()
     built = build_sections(
         [functools.partial(part.build, ctx) for part in parts], order=build_order(parts)
     )
-    sections = joined_by_section(parts, built)
+    sections = with_caveats(joined_by_section(parts, built), ctx.caveats)
     figures_dir, tables_dir = _prepare(out)
     index, partial = out / "index.html", out / ".index.html.partial"
     figures = [f for s in sections for f in s.figures]
@@ -313,6 +343,38 @@ def write_report(
         measurements=len(frame),
         seconds=time.perf_counter() - started,
     )
+
+
+def findings_text(db: str | None, baseline: str) -> str:
+    """The report's findings as text lines (for scripts: perf/study_compare.py)."""
+    from hpceval.report.sections.findings import findings_lines
+
+    with open_store(db, create=False, read_only=True) as store:
+        frame = load_frame(store, cache=False)
+        platforms = platform_context(store)
+    ctx = Context(
+        frame=frame,
+        palette=Palette(str(p) for p in frame["platform"].unique()),
+        baseline=baseline,
+        platform_configs=platforms.configs,
+        caveats=platforms.caveats,
+    )
+    return "\n".join(findings_lines(ctx))
+
+
+# Sections whose figures and tables show measurements (the caveats of emulated and simulated
+# platforms are printed beside them), and the caveat's lead.
+QUALIFIED_SECTIONS: Final = frozenset(
+    {"findings", "point-to-point", "collectives", "hpcc", "npb", "placement", "overhead", "cost"}
+)
+
+
+def with_caveats(sections: list[Section], caveats: Mapping[str, Sequence[str]]) -> list[Section]:
+    """Each section that shows results gets the caveats of the platforms it may show."""
+    for section in sections:
+        if section.id in QUALIFIED_SECTIONS and not section.empty:
+            section.caveats = [f"{p}: {c}" for p, lines in sorted(caveats.items()) for c in lines]
+    return sections
 
 
 # --------------------------------------------------------------------------- parallel build
@@ -397,8 +459,14 @@ def _environment() -> jinja2.Environment:
 
 def _figure_view(f: RenderedFigure) -> dict[str, Any]:
     uri = "data:image/svg+xml;base64," + base64.b64encode(f.svg).decode("ascii")
-    return {"name": f.name, "title": f.title, "caption": f.caption, "uri": uri,
-            "width": f.width, "height": f.height}
+    return {
+        "name": f.name,
+        "title": f.title,
+        "caption": f.caption,
+        "uri": uri,
+        "width": f.width,
+        "height": f.height,
+    }
 
 
 def _table_view(t: ReportTable) -> dict[str, Any]:
@@ -423,6 +491,7 @@ def render_html(
             "intro": s.intro,
             "empty": s.empty,
             "notes": s.notes,
+            "caveats": s.caveats,
             "figures": [_figure_view(f) for f in s.figures],
             "tables": [_table_view(t) for t in s.tables],
         }

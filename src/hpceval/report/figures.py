@@ -66,6 +66,7 @@ class Line:
     model_x: FloatArray | None = None  # a fitted model drawn as a thin line of the same colour
     model_y: FloatArray | None = None
     marked: FloatArray | None = None  # x values to ring (a scaling knee)
+    crowded: FloatArray | None = None  # x values run oversubscribed (crossed)
 
 
 @dataclass
@@ -301,6 +302,10 @@ def line_figure(panels: Sequence[Panel], palette: Palette) -> Figure:
                         markerfacecolor="none",
                         markeredgecolor="#d62728",
                     )
+                if line.crowded is not None and len(line.crowded):
+                    where = np.isin(line.x, line.crowded)
+                    ax.plot(line.x[where], line.y[where], linestyle="none", marker="x",
+                            markersize=7, color="#333333")  # fmt: skip
             if panel.ideal is not None:
                 (ideal,) = ax.plot(*panel.ideal, color="black", linewidth=0.8, alpha=0.6)
                 entries.setdefault("ideal", ideal)
@@ -319,6 +324,10 @@ def line_figure(panels: Sequence[Panel], palette: Palette) -> Figure:
             entries["knee (scaling stops)"] = Line2D(
                 [], [], linestyle="none", marker="o", markersize=8,
                 markerfacecolor="none", markeredgecolor="#d62728",
+            )
+        if any(line.crowded is not None and len(line.crowded) for p in panels for line in p.lines):
+            entries["oversubscribed (× : more ranks than cores)"] = Line2D(
+                [], [], linestyle="none", marker="x", markersize=7, color="#333333"
             )
         _finish_legend(fig, entries, origins, grid)
     return fig

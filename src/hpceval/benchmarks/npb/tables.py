@@ -9,6 +9,7 @@ from rich.table import Table
 
 from hpceval.benchmarks.display import format_value
 from hpceval.model import Measurement, Origin
+from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, summary_value
 
 # The metric `hpceval validate` stores (hpceval.analysis.validation.RATIO_METRIC).
 RATIO_TO_OFFICIAL = "ratio_to_official"
@@ -18,8 +19,9 @@ def kernel_tables(
     measurements: Sequence[Measurement], kernels: Sequence[str], benchmark: str = "npb"
 ) -> list[Table]:
     """NPB kernels: one row per kernel (in the order of `kernels`), class and placement;
-    repetitions summarized. The title names the implementation (hpceval's own, or the
-    official code and its version)."""
+    repetitions summarized by the display statistic (each repetition by its own samples,
+    then over the repetitions), with the fastest and slowest repetition beside. The title
+    names the implementation (hpceval's own, or the official code and its version)."""
     rows: dict[tuple[str, str, int, int, int], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -45,18 +47,19 @@ def kernel_tables(
             # `hpceval validate`'s figure: shown beside the results it qualifies.
             validation[key] = m
             continue
-        rows[key][m.metric].append(m.value)
+        rows[key][m.metric].append(measurement_value(m))
         if isinstance(m.details.get("verification"), str):
             unchecked[key] = str(m.details["verification"])
     if not rows:
         return []
+    statistic = DISPLAY_STATISTIC.get()
     who = ", ".join(sorted(implementations))
-    title = f"NPB kernels, {who} (verified runs; best of the repetitions)"
+    title = f"NPB kernels, {who} (verified runs; {statistic} of the repetitions)"
     if simulated:
-        title = "NPB kernels, SIMULATED (SimGrid SMPI; best of the repetitions)"
+        title = f"NPB kernels, SIMULATED (SimGrid SMPI; {statistic} of the repetitions)"
     t = Table(title=title, title_justify="left")
-    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", "time s", "Mop/s",
-                "Mop/s/process"):  # fmt: skip
+    for col in ("kernel", "class", "ranks", "threads", "nodes", "runs", f"time s ({statistic})",
+                "min–max s", "Mop/s", "Mop/s/process"):  # fmt: skip
         t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
     if validation:
         t.add_column("vs official (95 % CI)")
@@ -68,6 +71,8 @@ def kernel_tables(
     for key in sorted(rows, key=lambda k: (order.get(k[0], 99), k[0], k[1], k[2], k[3])):
         values = rows[key]
         times = values.get("time", [])
+        mops = values.get("mops_total", [])
+        per_process = values.get("mops_per_process", [])
         t.add_row(
             key[0].upper(),
             key[1],
@@ -75,9 +80,10 @@ def kernel_tables(
             str(key[3]),
             str(key[4]),
             str(len(times)),
-            format_value(min(times)) if times else "",
-            format_value(max(values.get("mops_total", [0.0]))),
-            format_value(max(values.get("mops_per_process", [0.0]))),
+            format_value(summary_value(times, "s")) if times else "",
+            f"{format_value(min(times))}–{format_value(max(times))}" if times else "",
+            format_value(summary_value(mops, "Mop/s")) if mops else "",
+            format_value(summary_value(per_process, "Mop/s")) if per_process else "",
             *([validation_cell(validation.get(key))] if validation else []),
             *(["no" if key in unchecked else "yes"] if unchecked else []),
         )
@@ -95,9 +101,13 @@ def validation_cell(m: Measurement | None) -> str:
 
 
 def best_run(ms: Sequence[Measurement]) -> str:
-    """The best Mop/s and the fastest time of a case's repetitions."""
-    best = max((m for m in ms if m.metric == "mops_total"), key=lambda m: m.value, default=None)
-    fastest = min((m.value for m in ms if m.metric == "time"), default=None)
-    if best is None or fastest is None:
+    """The Mop/s and time of a case's repetitions by the display statistic."""
+    mops = [measurement_value(m) for m in ms if m.metric == "mops_total"]
+    times = [measurement_value(m) for m in ms if m.metric == "time"]
+    if not mops or not times:
         return ""
-    return f"{format_value(best.value)} Mop/s, {format_value(fastest)} s (verified)"
+    statistic = DISPLAY_STATISTIC.get()
+    return (
+        f"{format_value(summary_value(mops, 'Mop/s'))} Mop/s, "
+        f"{format_value(summary_value(times, 's'))} s ({statistic} of {len(times)}, verified)"
+    )

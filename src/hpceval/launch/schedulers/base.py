@@ -126,6 +126,11 @@ class Scheduler(ABC):
 
     # ----------------------------------------------------------------- commands
 
+    def emulation(self) -> dict[str, Any] | None:
+        """What an emulated platform is and is not (its limits), for the run's provenance;
+        None on real hardware."""
+        return None
+
     def check_placement(self, placement: Placement) -> None:
         if problem := self.platform.placement_problem(placement):
             raise UserError(problem)

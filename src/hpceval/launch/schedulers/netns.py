@@ -20,6 +20,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 from hpceval.clusters.netns import (
     IP,
@@ -29,6 +30,7 @@ from hpceval.clusters.netns import (
     ClusterLayout,
     NetnsOptions,
     build_cluster,
+    emulation_facts,
     link_rate,
     reap_leftovers,
     remove_cluster,
@@ -124,6 +126,9 @@ class NetnsScheduler(Scheduler):
             self.layout = None
             with signals_deferred():
                 remove_cluster(layout.index)
+
+    def emulation(self) -> dict[str, Any] | None:
+        return emulation_facts(self.platform.nodes, self.options())
 
     def oversubscribed(self, placement: Placement) -> bool:
         # The emulated nodes share this machine's cores.

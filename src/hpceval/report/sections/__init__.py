@@ -25,6 +25,7 @@ from hpceval.report.sections.base import Context, PriceSource, Section, joined_s
 
 # The report's sections, top to bottom of the page, by the name each module registers.
 PAGE_ORDER: Final = (
+    "findings",
     "summary",
     "point_to_point",
     "collectives",

@@ -13,8 +13,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
+from hpceval import labels
 from hpceval.analysis.cost import ExchangeRates, HourlyPrice
-from hpceval.analysis.frame import point_columns, pool
+from hpceval.analysis.frame import IntArray, point_columns, pool
+from hpceval.analysis.policy import StatisticPolicy, summarize_groups
+from hpceval.config import PlatformConfig
 from hpceval.report.figures import (
     Line,
     RenderedFigure,
@@ -47,6 +50,8 @@ class Section:
     tables: list[ReportTable] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     empty: str = ""
+    # What qualifies the results shown (emulation limits, projections), set by the builder.
+    caveats: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,14 @@ class Context:
     # The runs (summary) and the environments (provenance) of the frame's measurements.
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     provenance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The statistics policy of every value, interval and ratio (--statistic), and the origin
+    # the baseline is compared in (--baseline-origin; None: measured where it has such data).
+    policy: StatisticPolicy = field(default_factory=StatisticPolicy)
+    baseline_origin: str | None = None
+    # The platform files of the runs (default placements) and each platform's caveats
+    # (hpceval.analysis.platforms): emulation limits, projections.
+    platform_configs: Mapping[str, PlatformConfig] = field(default_factory=dict)
+    caveats: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def points(self, where: Callable[[pd.DataFrame], pd.Series[bool]]) -> pd.DataFrame:
         """The pooled points (`pooled_points`) for which `where` holds.
@@ -78,10 +91,16 @@ class Context:
         points in the frame as in the pooled table, so only the frame rows it selects are
         pooled. Each section pools its own rows, in the worker that builds it.
         """
-        return pooled_points(self.frame.loc[where(self.frame).to_numpy()])
+        return pooled_points(self.frame.loc[where(self.frame).to_numpy()], self.policy)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _first_rows(rows: IntArray) -> IntArray:
+    """The first row of each group, groups numbered 0..G-1 (`Pooled.rows`)."""
+    _, first = np.unique(rows, return_index=True)
+    return np.asarray(first, dtype=np.int64)
 
 
 def baseline_origin(frame: pd.DataFrame, baseline: str) -> str:
@@ -90,11 +109,16 @@ def baseline_origin(frame: pd.DataFrame, baseline: str) -> str:
     return "measured" if "measured" in origins or not origins else origins[0]
 
 
-def pooled_points(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per platform, origin and point: its parameters, and the mean, sample count,
+def pooled_points(frame: pd.DataFrame, policy: StatisticPolicy | None = None) -> pd.DataFrame:
+    """One row per platform, origin and point: its parameters, its value by the statistics
+    `policy` (`value`, `statistic`; default median over repetitions), the median, mean and
+    min computed the same way (rates from times: bytes / statistic(time), never a mean of
+    per-sample bandwidths, which the fastest samples pull up), the sample count, and the
     standard deviation and 95 % confidence half-width (Student) of the pooled raw samples."""
+    policy = policy or StatisticPolicy()
     by = ["platform", "origin", *point_columns(frame)]
     pooled = pool(frame, by)
+    summary = summarize_groups(frame, pooled.rows, _first_rows(pooled.rows), by, policy)
     out = pooled.keys.copy()
     n = pooled.count.astype(np.float64)
     sd = np.sqrt(pooled.var)
@@ -102,20 +126,11 @@ def pooled_points(frame: pd.DataFrame) -> pd.DataFrame:
         distinct, position = np.unique(np.maximum(n - 1, 1), return_inverse=True)
         t = np.asarray(stdtrit(distinct, 0.975))[position].reshape(n.shape)
         ci = np.where(n > 1, t * sd / np.sqrt(n), np.nan)
-    out["mean"] = pooled.mean
-    # mpibench's bandwidth is bytes / mean(time) (IMB's convention), not the mean of the
-    # per-sample bandwidths: pooled, that is the harmonic mean of the samples. The plain mean
-    # is pulled up by the fastest samples and would disagree with the latency curve and with
-    # the Hockney model n/t(n) drawn over it (by 2x and more on a loaded machine).
-    bandwidth = np.asarray(
-        (out["benchmark"].astype(str) == "mpibench") & (out["metric"].astype(str) == "bandwidth")
-    ) & (pooled.count > 0)
-    if bandwidth.any():
-        with np.errstate(divide="ignore"):
-            inverse_sums = np.add.reduceat(1.0 / pooled.values, pooled.offsets[pooled.count > 0])
-        harmonic = np.full(len(out), np.nan)
-        harmonic[pooled.count > 0] = pooled.count[pooled.count > 0] / inverse_sums
-        out["mean"] = np.where(bandwidth, harmonic, pooled.mean)
+    out["statistic"] = policy.statistic
+    out["value"] = summary.value
+    out["median"] = summary.median
+    out["mean"] = summary.mean
+    out["min"] = summary.minimum
     out["samples"] = pooled.count
     out["measurements"] = pooled.measurements
     out["stdev"] = sd
@@ -145,7 +160,11 @@ def present_columns(table: pd.DataFrame, exclude: Sequence[str] = ()) -> list[st
         "benchmark",
         "metric",
         "unit",
+        "statistic",
+        "value",
+        "median",
         "mean",
+        "min",
         "samples",
         "measurements",
         "stdev",
@@ -166,26 +185,9 @@ def plain(v: Any) -> Any:
 
 
 def placement_label(record: Mapping[str, Any], columns: Sequence[str]) -> str:
-    """A short description of a series' parameters: 2×4 (nodes × ranks per node), threads,
-    binding other than core, oversubscription, then any other parameter as name=value."""
-    values = {c: plain(record.get(c)) for c in columns}
-    parts: list[str] = []
-    nodes, rpn, ranks = values.pop("nodes", None), values.pop("ranks_per_node", None), None
-    ranks = values.pop("ranks", None)
-    if nodes is not None and rpn is not None:
-        parts.append(f"{nodes}×{rpn}")
-    elif ranks is not None:
-        parts.append(f"{ranks} ranks")
-    threads = values.pop("threads_per_rank", None)
-    if threads not in (None, 1):
-        parts.append(f"{threads} threads")
-    binding = values.pop("binding", None)
-    if binding not in (None, "core"):
-        parts.append(f"bind {binding}")
-    if values.pop("oversubscribed", None):
-        parts.append("oversubscribed")
-    parts.extend(f"{k}={v}" for k, v in values.items() if v is not None)
-    return " ".join(str(p) for p in parts)
+    """A short description of a series' parameters: the placement in the report's one
+    notation (hpceval.labels), then any other parameter as name=value."""
+    return labels.described({c: plain(record.get(c)) for c in columns})
 
 
 def series_of(
@@ -215,13 +217,14 @@ def platform_shades(records: Sequence[Mapping[str, Any]]) -> list[int]:
 
 
 def mean_lines(table: pd.DataFrame, key: Sequence[str], x: str) -> list[Line]:
-    """One line of the pooled means against `x` per series (series_of), shaded per platform."""
+    """One line of the points' values (the policy's statistic) against `x` per series
+    (series_of), shaded per platform."""
     groups = series_of(table, key, x)
     shades = platform_shades([g[0] for g in groups])
     return [
         Line(str(r["platform"]), str(r["origin"]),
              labelled(str(r["platform"]), str(r["origin"]), placement_label(r, key)),
-             g[x].to_numpy(dtype=np.float64), g["mean"].to_numpy(dtype=np.float64), shade)
+             g[x].to_numpy(dtype=np.float64), g["value"].to_numpy(dtype=np.float64), shade)
         for (r, g), shade in zip(groups, shades, strict=True)
     ]  # fmt: skip
 
@@ -272,7 +275,8 @@ def safe_name(text: str) -> str:
 def export_columns(table: pd.DataFrame, first: Sequence[str]) -> pd.DataFrame:
     """`first` columns (those present), the present parameters, then the statistics."""
     lead = [c for c in first if c in table.columns]
-    stats = [c for c in ("mean", "samples", "measurements", "stdev", "ci95") if c in table]
+    stats = [c for c in ("statistic", "value", "median", "mean", "min", "samples",
+                         "measurements", "stdev", "ci95") if c in table]  # fmt: skip
     params = [c for c in present_columns(table, lead) if c not in stats]
     return table[lead + params + stats].reset_index(drop=True)
 

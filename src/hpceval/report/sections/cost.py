@@ -32,9 +32,11 @@ def cost_section(ctx: Context) -> Section:
     section = Section(
         "cost",
         "Cost",
-        "Cost of each NPB run = nodes × price per node-hour × wall hours, and the price per "
-        "GOPS = hourly price of the nodes used / (Mop/s / 1000) (EC2-CC's productivity "
-        "metric; lower is better), per platform, pricing model and price source. The Pareto "
+        "Cost of each NPB run = nodes × price per node-hour × billed hours (the time rounded "
+        "up to the price's billing granularity: per second, minute or started hour), and the "
+        "price per GOPS-hour = hourly price of the nodes used / (Mop/s / 1000) (EC2-CC's "
+        "productivity metric, e.g. USD per GOPS-hour; lower is better), per platform, "
+        "placement, pricing model and price source. The Pareto "
         "front of time against cost (per problem, currency and origin) holds the runs that no "
         "other beats on both.",
     )
@@ -53,8 +55,9 @@ def cost_section(ctx: Context) -> Section:
     for source in ctx.price_sources:
         try:
             result = cost_table(
-                ctx.frame, source.prices, currency=source.currency, rates=source.rates
-            )
+                ctx.frame, source.prices, currency=source.currency, rates=source.rates,
+                policy=ctx.policy,
+            )  # fmt: skip
         except CurrencyError as e:
             section.notes.append(f"{source.label}: {e}")
             continue
@@ -80,17 +83,25 @@ def cost_section(ctx: Context) -> Section:
         "pricing",
         "instance",
         "price_source",
+        "placement",
         "nodes",
+        "statistic",
         "time_s",
+        "repetitions",
         "hourly",
+        "billing",
+        "billed_s",
         "run_cost",
         "mops",
-        "price_per_gops",
+        "price_per_gops_hour",
         "currency",
         "pareto",
     ]
     table = table[[c for c in first if c in table] + [c for c in table if c not in first]]
-    table = table.dropna(axis=1, how="all")  # parameters of other benchmarks (size, pair...)
+    # Parameters of other benchmarks (size, pair...) are empty here; the cost columns stay
+    # (no Mop/s measured: an empty price per GOPS-hour, not a missing column).
+    empty = [c for c in table.columns if c not in first and table[c].isna().all()]
+    table = table.drop(columns=empty)
     gops_panels: list[BarPanel] = []
     pareto_panels: list[ScatterPanel] = []
     several_sources = len({s.label for s in ctx.price_sources}) > 1
@@ -99,17 +110,17 @@ def cost_section(ctx: Context) -> Section:
     klass = text_column(table, "class")
     # Price per GOPS: one panel per kernel and currency, a bar per platform, pricing and class.
     per_gops = table.assign(kernel_label=kernel, class_label=klass)
-    finite = np.isfinite(per_gops["price_per_gops"].to_numpy(dtype=np.float64))
+    finite = np.isfinite(per_gops["price_per_gops_hour"].to_numpy(dtype=np.float64))
     for (name, currency), group in per_gops.loc[finite].groupby(
         ["kernel_label", "currency"], sort=True
     ):
         best = (
             group.groupby(
                 ["platform", "origin", "pricing", "price_source", "class_label"], observed=True
-            )["price_per_gops"]
+            )["price_per_gops_hour"]
             .min()
             .reset_index()
-            .sort_values(["class_label", "price_per_gops"])
+            .sort_values(["class_label", "price_per_gops_hour"])
         )
         several_classes = best["class_label"].nunique() > 1
         bars = [
@@ -121,7 +132,7 @@ def cost_section(ctx: Context) -> Section:
                     + (f" · {short[str(r.price_source)]}" if several_sources else "")
                     + (f" · class {r.class_label}" if several_classes else ""),
                 ),
-                float(r.price_per_gops),
+                float(r.price_per_gops_hour),
                 str(r.platform),
                 str(r.origin),
             )

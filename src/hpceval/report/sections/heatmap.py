@@ -56,12 +56,15 @@ def heatmap_section(ctx: Context) -> Section:
         "(> 1: better; time and latency inverted). Bold with * : most of its points differ "
         "significantly (95 % confidence interval of the ratio from the raw samples) in the "
         "direction shown; grey italic: not significant. Columns of emulated or simulated data "
-        "say so; they are compared with the baseline's own origin, never pooled with it.",
+        "say so; they are compared with the baseline's own origin, never pooled with it. Points "
+        "are paired by workload (benchmark, size or class, rank count), each platform at its "
+        "default placement, as a user would run it: a cluster's inter-node points face the "
+        "baseline's single-node ones (compare --placement, docs/compare.md).",
     )
     if ctx.baseline is None:
         section.empty = "No baseline: give --baseline PLATFORM to compare the platforms with it."
         return section
-    base_origin = baseline_origin(ctx.frame, ctx.baseline)
+    base_origin = ctx.baseline_origin or baseline_origin(ctx.frame, ctx.baseline)
     # Only the metrics the heat map shows (the others restate the same points: bandwidth =
     # size / latency, Mop/s = operations / time), which halves the work of the intervals.
     bench = ctx.frame["benchmark"].astype(str).to_numpy()
@@ -79,7 +82,9 @@ def heatmap_section(ctx: Context) -> Section:
         ctx.baseline,
         platforms=names,
         baseline_origin=base_origin,
-        allow_cross_origin=True,
+        allow_mixed_origins=True,
+        policy=ctx.policy,
+        platform_configs=ctx.platform_configs,
     )
     table = result.table
     if table.empty:
@@ -91,7 +96,10 @@ def heatmap_section(ctx: Context) -> Section:
     perf = table["performance"].to_numpy(dtype=np.float64)
     use = np.isfinite(perf) & (perf > 0)
     part = table.loc[use]
-    section.intro += f" Baseline: {ctx.baseline} ({base_origin}); intervals by {result.method}."
+    section.intro += (
+        f" Baseline: {ctx.baseline} ({base_origin}); {ctx.policy.describe()}; intervals by "
+        f"{result.method}."
+    )
     if part.empty:
         section.empty = "No comparable point with a positive value on both sides."
         return section
@@ -106,7 +114,7 @@ def heatmap_section(ctx: Context) -> Section:
             "faster": (verdict == "faster").astype(int),
             "slower": (verdict == "slower").astype(int),
             "not_significant": (verdict == "no significant difference").astype(int),
-            "undetermined": (verdict == "undetermined").astype(int),
+            "undetermined": verdict.isin(["undetermined", "too few repetitions"]).astype(int),
         }
     )
     grouped = (
@@ -213,6 +221,14 @@ def heatmap_section(ctx: Context) -> Section:
             "comparison", "Every compared point (the heat map's metrics)", table, show=False
         )
     )
+    if not result.unmatched_points.empty:
+        section.tables.append(
+            ReportTable(
+                "without_counterpart",
+                "Points without counterpart, and why",
+                result.unmatched_points,
+            )
+        )
     return section
 
 

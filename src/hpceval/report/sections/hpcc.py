@@ -67,7 +67,7 @@ def hpcc_section(ctx: Context) -> Section:
         values = part.pivot_table(
             index=keys,
             columns="column",
-            values="mean",
+            values="value",
             aggfunc="first",
             dropna=False,
             observed=True,

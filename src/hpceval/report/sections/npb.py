@@ -54,6 +54,9 @@ def _curve_panels(
                 else None
             )
             detail = f"class {c.problem['class']}" if "class" in c.problem else ""
+            crowded = np.asarray(
+                [pt.cores for pt in c.points if pt.oversubscribed], dtype=np.float64
+            )
             lines.append(
                 Line(
                     c.platform,
@@ -63,6 +66,7 @@ def _curve_panels(
                     y,
                     shade,
                     marked=marked,
+                    crowded=crowded if len(crowded) else None,
                 )
             )
         panel = Panel(
@@ -82,13 +86,17 @@ def npb_section(ctx: Context) -> Section:
         "npb",
         "NAS Parallel Benchmarks: Mop/s and speedup",
         "Mop/s total (official operation counts) and speedup against the run with the fewest "
-        "cores of the same kernel and class, per platform (best placement at each core count). "
-        "The black line is the ideal speedup; a red ring marks the knee, where efficiency drops "
-        "below 0.5 or the speedup stops growing.",
+        "cores of the same kernel and class, per platform, over the rank counts: at each core "
+        "count the platform's default placement (as a user would run it; its best measured "
+        "placement where the default was not measured or its platform file is unknown). A "
+        "cross marks an oversubscribed point (more ranks than cores): part of the same "
+        "curve, not a problem of its own. The black line is the ideal speedup; a red ring marks "
+        "the knee, where efficiency drops below 0.5 or the speedup stops growing.",
     )
     try:
-        times = scaling(ctx.frame, benchmark="npb", metric="time")
-        mops = scaling(ctx.frame, benchmark="npb", metric="mops_total")
+        configs = ctx.platform_configs
+        times = scaling(ctx.frame, benchmark="npb", metric="time", platform_configs=configs)
+        mops = scaling(ctx.frame, benchmark="npb", metric="mops_total", platform_configs=configs)
     except KeyError as e:  # a unit outside HIGHER_IS_BETTER
         section.empty = f"NPB scaling could not be computed: unknown unit {e}."
         return section
@@ -121,26 +129,29 @@ def npb_section(ctx: Context) -> Section:
     for c in times:
         label = problem_label(c.problem)
         for pt in c.points:
+            # Key numbers first; the long placement label last.
             rows.append(
                 {
                     "platform": c.platform,
                     "origin": c.origin.value,
                     "problem": label,
                     "cores": pt.cores,
-                    "placement": pt.label(),
                     "time_s": pt.value,
-                    "mops_total": mops_of.get((c.platform, c.origin.value, label, pt.cores)),
                     "speedup": pt.speedup,
                     "efficiency": pt.efficiency,
-                    "samples": pt.samples,
+                    "mops_total": mops_of.get((c.platform, c.origin.value, label, pt.cores)),
                     "knee": c.knee is not None and pt.cores == c.knee.cores,
                     "scales_to_cores": c.scales_to,
+                    "samples": pt.samples,
+                    "placement": pt.label(),
                 }
             )
     if rows:
         section.tables.append(
             ReportTable(
-                "npb_scaling", "NPB scaling (best placement per core count)", pd.DataFrame(rows)
+                "npb_scaling",
+                "NPB scaling (default placement per core count, else the best)",
+                pd.DataFrame(rows),
             )
         )
     _validation(ctx.frame, section)

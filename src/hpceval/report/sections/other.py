@@ -76,7 +76,7 @@ def other_section(ctx: Context) -> Section:
                         str(record["platform"]),
                         str(record["origin"]),
                         labelled(str(record["platform"]), str(record["origin"])),
-                        g["mean"].to_numpy(dtype=np.float64),
+                        g["value"].to_numpy(dtype=np.float64),
                         np.asarray([position[c] for c in g["point"]], dtype=np.float64),
                     )
                 )

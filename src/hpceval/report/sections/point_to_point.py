@@ -86,7 +86,11 @@ def point_to_point_section(
             "No point-to-point measurements (mpibench pingpong, pingping, sendrecv, exchange)."
         )
         return section
-    fits = fit_network(ctx.frame, patterns=("pingpong",)) if tables or "pingpong" in drawn else []
+    fits = (
+        fit_network(ctx.frame, patterns=("pingpong",), policy=ctx.policy)
+        if tables or "pingpong" in drawn
+        else []
+    )
     index = _fit_index(fits)
     key = present_columns(sub, ["size", "pattern", "pair"])
     pair_text = text_column(sub, "pair")
@@ -108,7 +112,7 @@ def point_to_point_section(
                 for (record, g), shade in zip(groups, shades, strict=True):
                     detail = placement_label(record, key)
                     x = g["size"].to_numpy(dtype=np.float64)
-                    y = g["mean"].to_numpy(dtype=np.float64)
+                    y = g["value"].to_numpy(dtype=np.float64)
                     fit_key = frozenset(
                         (k, norm(v))
                         for k, v in {**record, "pattern": pattern, "pair": pair or None}.items()
