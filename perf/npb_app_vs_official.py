@@ -2,7 +2,9 @@
 
 Written generic for the pseudo-applications (npb_bt_vs_official.py, npb_sp_vs_official.py
 and npb_lu_vs_official.py name their program and default rank counts; the kernels have
-npb_vs_official.py). Builds the official Fortran program outside the
+npb_vs_official.py) and their multi-zone versions (npb_mz_vs_official.py: bt-mz, sp-mz
+against NPB3.4-MZ-MPI built with gfortran -fopenmp; placements RANKSxTHREADS, both programs
+run with OMP_NUM_THREADS=THREADS). Builds the official Fortran program outside the
 repository (a copy of the NPB3.4-MPI tree under --build-dir, `OMPI_FC=gfortran`, FFLAGS
 `-O3 -march=native -fallow-argument-mismatch`) and hpceval's C program with hpceval's NPB
 flags (`-O3 -march=native -fopenmp -std=c11`, run with one OpenMP thread), then runs both
@@ -45,7 +47,10 @@ from hpceval.benchmarks.npb import NPB_CFLAGS, compile_npb_program, rank_rule_er
 from hpceval.toolchain import MpiToolchain, detect_mpi
 
 NPB_SOURCE = Path("/work/ref/llnl-npb/NPB3.4/NPB3.4-MPI")
+NPB_MZ_SOURCE = Path("/work/ref/llnl-npb/NPB3.4-MZ/NPB3.4-MZ-MPI")
 OFFICIAL_FFLAGS = "-O3 -march=native -fallow-argument-mismatch"
+# NPB3.4-MZ: MPI + OpenMP (its make.def names FC, not MPIFC).
+OFFICIAL_MZ_FFLAGS = "-O3 -march=native -fopenmp -fallow-argument-mismatch"
 RUN_TIMEOUT_S = 3600
 CONFIDENCE = 0.95
 
@@ -64,6 +69,23 @@ CLINKFLAGS = $(CFLAGS)
 CC = gcc
 BINDIR = ../bin
 CONVERTFLAG = -DFORTRAN_REC_SIZE=1
+RAND = randi8
+"""
+
+MAKE_DEF_MZ = f"""FC = mpif90
+FLINK = $(FC)
+F_LIB =
+F_INC =
+FFLAGS = {OFFICIAL_MZ_FFLAGS}
+FLINKFLAGS = $(FFLAGS)
+CC = mpicc
+CLINK = $(CC)
+C_LIB =
+C_INC =
+CFLAGS = -O3 -march=native -fopenmp
+CLINKFLAGS = $(CFLAGS)
+UCC = gcc
+BINDIR = ../bin
 RAND = randi8
 """
 
@@ -86,10 +108,11 @@ def build_official(
 ) -> dict[str, Path]:
     if shutil.which("gfortran") is None:
         sys.exit("gfortran is missing: apt-get install -y gfortran")
-    tree = build_dir / "NPB3.4-MPI"
+    multi_zone = program.endswith("-mz")
+    tree = build_dir / source.name
     if not tree.is_dir():
         shutil.copytree(source, tree)
-    (tree / "config" / "make.def").write_text(MAKE_DEF)
+    (tree / "config" / "make.def").write_text(MAKE_DEF_MZ if multi_zone else MAKE_DEF)
     (tree / "bin").mkdir(exist_ok=True)
     env = {**os.environ, "OMPI_FC": "gfortran"}
     exes = {}
@@ -123,7 +146,7 @@ def build_own(program: str, toolchain: MpiToolchain, build_dir: Path) -> Path:
 
 
 def launch(
-    toolchain: MpiToolchain, ranks: int, program: list[str], work: Path
+    toolchain: MpiToolchain, ranks: int, program: list[str], work: Path, threads: int = 1
 ) -> tuple[str, float, float]:
     """Runs program on `ranks` ranks; returns its stdout, the peak RSS (MiB) of the largest
     process of the tree and the CPU seconds of the tree."""
@@ -133,7 +156,7 @@ def launch(
         "/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file),
         toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
     ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(
         argv, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
     )
@@ -144,10 +167,10 @@ def launch(
 
 
 def run_own(
-    toolchain: MpiToolchain, exe: Path, class_name: str, ranks: int, work: Path
+    toolchain: MpiToolchain, exe: Path, class_name: str, ranks: int, work: Path, threads: int = 1
 ) -> RunResult:
     program = exe.name.removeprefix("npb-")
-    out, rss, cpu = launch(toolchain, ranks, [str(exe), "--class", class_name], work)
+    out, rss, cpu = launch(toolchain, ranks, [str(exe), "--class", class_name], work, threads)
     result = next(
         r for r in (json.loads(x) for x in out.splitlines() if x.startswith("{"))
         if r["record"] == "result"
@@ -159,8 +182,10 @@ def run_own(
     return RunResult(result["time_s"], result["mops_total"], rss, cpu, os.getloadavg()[0])
 
 
-def run_official(toolchain: MpiToolchain, exe: Path, ranks: int, work: Path) -> RunResult:
-    out, rss, cpu = launch(toolchain, ranks, [str(exe)], work)
+def run_official(
+    toolchain: MpiToolchain, exe: Path, ranks: int, work: Path, threads: int = 1
+) -> RunResult:
+    out, rss, cpu = launch(toolchain, ranks, [str(exe)], work, threads)
     time_match, mops_match = OFFICIAL_TIME.search(out), OFFICIAL_MOPS.search(out)
     if not (OFFICIAL_VERIFIED.search(out) and time_match and mops_match):
         raise RuntimeError(f"official {exe.name} np {ranks} did not verify:\n{out[-2000:]}")
@@ -183,11 +208,16 @@ def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
 
 
-Runs = dict[tuple[str, int], list[RunResult]]
+# Runs per (class, ranks, OpenMP threads per rank).
+Runs = dict[tuple[str, int, int], list[RunResult]]
 
 
-def print_summary(own_runs: Runs, off_runs: Runs) -> None:
-    """One row per (class, ranks) over the rounds in which both programs ran."""
+def placement_label(ranks: int, threads: int, multi_zone: bool) -> str:
+    return f"{ranks}x{threads}" if multi_zone else str(ranks)
+
+
+def print_summary(own_runs: Runs, off_runs: Runs, multi_zone: bool = False) -> None:
+    """One row per (class, ranks, threads) over the rounds in which both programs ran."""
     print()
     print(
         "class ranks rounds  own_Mop/s  off_Mop/s  ratio_med  ratio_CI95        own_CV  off_CV"
@@ -206,7 +236,8 @@ def print_summary(own_runs: Runs, off_runs: Runs) -> None:
             cpu_low, cpu_high = log_ratio_interval(cpu_ratios)
             cpu = f" {statistics.median(cpu_ratios):>14.3f}  [{cpu_low:.3f}, {cpu_high:.3f}]"
         print(
-            f"{key[0]:>5} {key[1]:>5} {rounds:>6} "
+            f"{key[0]:>5} {placement_label(key[1], key[2], key[2] > 1 or multi_zone):>5} "
+            f"{rounds:>6} "
             f"{statistics.median(r.mops for r in mine):>10.1f} "
             f"{statistics.median(r.mops for r in theirs):>10.1f} "
             f"{statistics.median(ratios):>10.3f}  [{low:.3f}, {high:.3f}]  "
@@ -219,7 +250,7 @@ def print_summary(own_runs: Runs, off_runs: Runs) -> None:
 
 # A run line of this script's log; the CPU column is absent from the logs of older versions.
 RUN_LINE = re.compile(
-    r"^\s*(\d+)\s+([SWABCD])\s+(\d+)\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)"
+    r"^\s*(\d+)\s+([SWABCD])\s+(\d+)(?:x(\d+))?\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)"
     r"(?:\s+(\S+))?\s+(\S+)\s*$"
 )
 
@@ -229,21 +260,36 @@ def summarize_log(text: str) -> None:
     runs: dict[str, Runs] = {"own": {}, "official": {}}
     for line in text.splitlines():
         if match := RUN_LINE.match(line):
-            _, class_name, ranks, which, time_s, mops, rss, cpu_s, load = match.groups()
+            _, class_name, ranks, threads, which, time_s, mops, rss, cpu_s, load = match.groups()
             result = RunResult(
                 float(time_s), float(mops), float(rss), float(cpu_s or 0.0), float(load)
             )
-            runs[which].setdefault((class_name, int(ranks)), []).append(result)
-    print_summary(runs["own"], runs["official"])
+            key = (class_name, int(ranks), int(threads or 1))
+            runs[which].setdefault(key, []).append(result)
+    print_summary(runs["own"], runs["official"], any(k[2] > 1 for k in runs["own"]))
+
+
+def parse_placements(text: str) -> list[tuple[int, int]]:
+    """ "1,4" (ranks, one thread each) or "2x1,1x2" (ranks x OpenMP threads per rank)."""
+    placements = []
+    for item in text.split(","):
+        ranks, _, threads = item.partition("x")
+        placements.append((int(ranks), int(threads or 1)))
+    return placements
 
 
 def main(program: str, default_ranks: str, description: str) -> int:
+    multi_zone = program.endswith("-mz")
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--classes", default="A,B")
-    parser.add_argument("--ranks", default=default_ranks)
+    parser.add_argument(
+        "--ranks", default=default_ranks, help="RANKS[xTHREADS],... (threads: multi-zone only)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--class-c-ranks", type=int, default=0, help="0: skip class C")
-    parser.add_argument("--npb-source", type=Path, default=NPB_SOURCE)
+    parser.add_argument(
+        "--npb-source", type=Path, default=NPB_MZ_SOURCE if multi_zone else NPB_SOURCE
+    )
     parser.add_argument(
         "--build-dir", type=Path, default=Path(f"/work/ref/build-npb-{program}/bench")
     )
@@ -255,9 +301,11 @@ def main(program: str, default_ranks: str, description: str) -> int:
         summarize_log(opts.summarize.read_text())
         return 0
     classes = opts.classes.split(",")
-    ranks = [int(r) for r in opts.ranks.split(",")]
+    placements = parse_placements(opts.ranks)
     for class_name in classes:
-        for r in ranks:
+        for r, t in placements:
+            if t > 1 and not multi_zone:
+                sys.exit(f"--ranks: {program} runs one thread per rank here, got {r}x{t}")
             if (why := rank_rule_error(program, class_name, r)) is not None:
                 sys.exit(f"--ranks: {why}")
     if opts.class_c_ranks and (why := rank_rule_error(program, "C", opts.class_c_ranks)):
@@ -271,32 +319,34 @@ def main(program: str, default_ranks: str, description: str) -> int:
         sorted({*classes, *(["C"] if opts.class_c_ranks else [])}),
     )
     own = build_own(program, toolchain, opts.build_dir)
-    print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS=1)")
-    print(f"# official: {opts.build_dir / 'NPB3.4-MPI'} (gfortran {OFFICIAL_FFLAGS})")
+    flags = OFFICIAL_MZ_FFLAGS if multi_zone else OFFICIAL_FFLAGS
+    print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS per placement)")
+    print(f"# official: {opts.build_dir / opts.npb_source.name} (gfortran {flags})")
     print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
     print("round class ranks program   time_s     Mop/s  peak_MiB    cpu_s  load1")
-    pairs = [(c, r) for c in classes for r in ranks]
-    own_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
-    off_runs: dict[tuple[str, int], list[RunResult]] = {p: [] for p in pairs}
+    pairs = [(c, r, t) for c in classes for r, t in placements]
+    own_runs: Runs = {p: [] for p in pairs}
+    off_runs: Runs = {p: [] for p in pairs}
     with tempfile.TemporaryDirectory(prefix=f"npb-{program}-bench-") as tmp:
         work = Path(tmp)
         for round_no in range(1, opts.rounds + 1):
-            for class_name, n in pairs:
+            for class_name, n, t in pairs:
                 order = ["own", "official"] if round_no % 2 else ["official", "own"]
                 for which in order:
                     if which == "own":
-                        res = run_own(toolchain, own, class_name, n, work)
-                        own_runs[(class_name, n)].append(res)
+                        res = run_own(toolchain, own, class_name, n, work, t)
+                        own_runs[(class_name, n, t)].append(res)
                     else:
-                        res = run_official(toolchain, official[class_name], n, work)
-                        off_runs[(class_name, n)].append(res)
+                        res = run_official(toolchain, official[class_name], n, work, t)
+                        off_runs[(class_name, n, t)].append(res)
                     print(
-                        f"{round_no:>5} {class_name:>5} {n:>5} {which:<8} {res.time_s:>8.2f} "
+                        f"{round_no:>5} {class_name:>5} "
+                        f"{placement_label(n, t, multi_zone):>5} {which:<8} {res.time_s:>8.2f} "
                         f"{res.mops:>9.1f} {res.peak_rss_mib:>9.1f} {res.cpu_s:>8.1f} "
                         f"{res.load:>6.2f}",
                         flush=True,
                     )
-        print_summary(own_runs, off_runs)
+        print_summary(own_runs, off_runs, multi_zone)
         if opts.class_c_ranks:
             n = opts.class_c_ranks
             mine_c = run_own(toolchain, own, "C", n, work)

@@ -176,7 +176,17 @@ def test_smpi_builds_are_cached_apart_and_define_hpceval_smpi() -> None:
 @requires_smpi
 @pytest.mark.parametrize(
     ("kernel", "nodes", "ppn"),
-    [("cg", 1, 4), ("cg", 4, 4), ("mg", 1, 4), ("ft", 1, 4), ("bt", 1, 4), ("sp", 1, 4)],
+    [
+        ("cg", 1, 4),
+        ("cg", 4, 4),
+        ("mg", 1, 4),
+        ("ft", 1, 4),
+        ("bt", 1, 4),
+        ("sp", 1, 4),
+        ("lu", 1, 2),
+        ("bt-mz", 1, 4),
+        ("sp-mz", 1, 4),
+    ],
 )
 def test_npb_class_s_verifies_under_smpirun(kernel: str, nodes: int, ppn: int) -> None:
     program = smpi_build("npb")

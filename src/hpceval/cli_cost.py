@@ -27,7 +27,8 @@ from hpceval.cli_policy import (
 )
 from hpceval.errors import UserError
 
-_WORKLOAD = re.compile(r"^([A-Za-z]+)\.([A-Za-z])(?::([1-9][0-9]*))?$")
+# NPB KERNEL.CLASS[:RANKS]; multi-zone programs too (bt-mz.C:64).
+_WORKLOAD = re.compile(r"^([A-Za-z]+(?:-[Mm][Zz])?)\.([A-Za-z])(?::([1-9][0-9]*))?$")
 
 CatalogOption = Annotated[
     str | None,
@@ -164,25 +165,28 @@ def cost_command(
     title = f"cost of the NPB runs ({result.currency}; time: {policy.statistic} over repetitions)"
     if loaded is not None:
         title += f"; prices: {loaded.name} ({loaded.date}, {loaded.source})"
-    t = Table(title=title, title_justify="left")
-    for col in ("platform", "pricing", "instance", *params, "placement"):
+    billing = ", ".join(sorted({str(b) for b in table["billing"]}))
+    t = Table(title=f"{title}; billed {billing}", title_justify="left")
+    # The instance column only where a catalog entry prices a platform under another name.
+    named = bool((table["instance"].astype(str) != table["platform"].astype(str)).any())
+    for col in ("platform", "pricing", *(["instance"] if named else []), *params, "placement"):
         t.add_column(col)
     money = result.currency
     for col in (f"time s ({policy.statistic})", "min / mean s", "reps", f"{money} per hour",
-                "billed", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
+                "billed s", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
         t.add_column(col, justify="right")
     for record in table.to_dict("records"):
         t.add_row(
             f"{record['platform']} ({record['origin']})",
             str(record["pricing"]),
-            str(record["instance"]),
+            *([str(record["instance"])] if named else []),
             *(_value(record.get(p)) for p in params),
             str(record["placement"]),
             _num(record["time_s"]),
             f"{_num(record['time_min'], 3)} / {_num(record['time_mean'], 3)}",
             str(record["repetitions"]),
             _num(record["hourly"]),
-            f"{_num(record['billed_s'])} s ({record['billing']})",
+            _num(record["billed_s"]),
             _num(record["run_cost"]),
             _num(record["mops"]),
             _num(record["price_per_gops_hour"]),
@@ -194,7 +198,7 @@ def cost_command(
 
 
 def parse_workload(text: str) -> Any:
-    """`cg.C` or `cg.C:64` (kernel.class[:ranks]) as an NPB Workload."""
+    """`cg.C`, `cg.C:64` or `bt-mz.C:64` (kernel.class[:ranks]) as an NPB Workload."""
     from hpceval.analysis.recommend import Workload
 
     match = _WORKLOAD.match(text.strip())
@@ -210,7 +214,10 @@ def parse_workload(text: str) -> Any:
 
 def recommend_command(
     workload: Annotated[
-        str, typer.Option("--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64.")
+        str,
+        typer.Option(
+            "--workload", "-w", help="NPB KERNEL.CLASS[:RANKS], e.g. cg.C:64, bt-mz.C:64."
+        ),
     ],
     deadline: Annotated[
         float | None,

@@ -1,5 +1,5 @@
-"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU (C + MPI
-+ OpenMP).
+"""`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU and the
+multi-zone BT-MZ, SP-MZ (C + MPI + OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -10,8 +10,10 @@ against the official reference values shipped in verification.toml.
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,6 +29,9 @@ from hpceval.benchmarks.common import (
     repetition_key,
     single_run_measurements,
 )
+from hpceval.benchmarks.npb import multizone
+from hpceval.benchmarks.npb.memory import memory_per_rank as memory_per_rank
+from hpceval.benchmarks.npb.multizone import MULTI_ZONE, ZONE_SOLVER
 from hpceval.benchmarks.npb.tables import best_run, kernel_tables
 from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler, smpi_cflags
 from hpceval.config import PlatformConfig
@@ -43,7 +48,8 @@ KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
 # not powers of two): programs like the kernels, same protocol and options ("kernels" in a
 # suite names them too).
 PSEUDO_APPLICATIONS: tuple[str, ...] = ("bt", "sp", "lu")
-PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS
+# NPB-MZ (multi-zone.py): zones over ranks, OpenMP threads inside each zone.
+PROGRAMS: tuple[str, ...] = KERNELS + PSEUDO_APPLICATIONS + MULTI_ZONE
 CLASSES: tuple[str, ...] = ("S", "W", "A", "B", "C", "D")
 PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
@@ -60,7 +66,7 @@ KERNEL_CFLAGS: Mapping[str, tuple[str, ...]] = {"cg": ("-ffp-contract=fast",)}
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
 # Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
-ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0}  # SP class A: ~27 s
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0, "bt-mz": 6.0, "sp-mz": 2.0}  # SP A: ~27 s
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -73,7 +79,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu", "bt-mz", "sp-mz"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -95,6 +101,10 @@ def rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
     """Why `ranks` cannot run this kernel and class (None if it can), as the programs check."""
     if ranks < 1:
         return f"{ranks} is not a valid rank count"
+    if kernel in MULTI_ZONE:
+        return multizone.rank_rule_error(
+            kernel, class_name, multizone.mesh(reference(), kernel, class_name), ranks
+        )
     if kernel in ("bt", "sp"):
         # NPB's multi-partition: p^2 ranks own p^3 cells of at least 3 points per axis.
         cells = math.isqrt(ranks)
@@ -173,57 +183,6 @@ def lu_process_grid(ranks: int) -> tuple[int, int] | None:
     return x, y
 
 
-def memory_per_rank(kernel: str, class_name: str, ranks: int) -> int:
-    """Estimated bytes one rank needs (the kernels distribute their data over the ranks)."""
-    size = problem_size(kernel, class_name)
-    if kernel == "ep":
-        return 4 * 2**16 * 8 + (1 << 20)  # batch buffers per thread plus slack
-    if kernel == "is":
-        # is.c's allocations: keys and their copy, received keys with 4 % imbalance, bucket
-        # pointers, the count array over the key range, per-thread bucket counts.
-        n, k, b = int(size[0]), int(size[1]), int(size[2])
-        per_rank = 2**n / ranks
-        received = 1.04 * per_rank if ranks > 1 else 0.0
-        threads = 1
-        return int(
-            4 * (2 * per_rank + received + 2 ** (n - b + 4) + 1.04 * 2**k)
-            + 4 * threads * 2**b
-            + (1 << 20)
-        )
-    if kernel == "cg":
-        na, nonzer = int(size[0]), int(size[1])
-        nonzeros = na * (nonzer + 1) ** 2
-        # values (8 B) and column indices (4 B), doubled for makea's temporaries, plus vectors
-        return int(12 * nonzeros / ranks * 2.2 + 8 * na * 8 / math.sqrt(ranks) + (1 << 20))
-    if kernel == "mg":
-        n = int(size[0])
-        # u, v, r on all levels: the finest level dominates, the coarser add 1/7, ghost cells
-        return int(3 * 8 * n**3 / ranks * 8 / 7 * 1.1 + (1 << 20))
-    if kernel == "ft":
-        n = int(size[0]) * int(size[1]) * int(size[2])
-        # NPB's three complex arrays and the real twiddle array (the evolve factors)
-        return int((3 * 16 + 8) * n / ranks + (1 << 20))
-    if kernel == "bt":
-        # p cells of (n/p + 4)^3 points (two ghost layers): u, rhs, forcing (5 values each),
-        # the 5x5 block lhsc and 6 derived fields, 46 doubles per point.
-        p = math.isqrt(ranks)
-        return int(p * (int(size[0]) / p + 5) ** 3 * 46 * 8 + (1 << 20))
-    if kernel == "sp":
-        # sp.c per cell: u (2 ghost layers, 5 values), 8 point-wise fields (1 ghost layer),
-        # rhs and forcing (5 each) and lhs (15), x and y extents padded to odd counts.
-        p = math.isqrt(ranks)
-        m = int(size[0]) // p + 1
-        mp = m // 2 * 2 + 1
-        doubles = 5 * (mp + 4) ** 2 * (m + 4) + 8 * (m + 2) ** 3 + 25 * mp * mp * m
-        return int(8 * doubles * p * 1.05 + (8 << 20))
-    if kernel == "lu":
-        # a pencil of (n/px + 4) x (n/py + 4) x n points: u, rsd, frct, flux (5 values each)
-        px, py = lu_process_grid(ranks) or (ranks, 1)
-        n = int(size[0])
-        return int((n / px + 5) * (n / py + 5) * n * 20 * 8 + (1 << 20))
-    raise ValueError(kernel)
-
-
 def available_memory_per_node(platform: PlatformConfig) -> int | None:
     """Bytes a node offers: the platform's figure, else this machine's available memory."""
     if platform.memory_gb_per_node is not None:
@@ -241,6 +200,8 @@ def available_memory_per_node(platform: PlatformConfig) -> int | None:
 
 def mops_formula(kernel: str, class_name: str, seconds: float) -> float:
     """The official operation count over time (NPB's Mop/s), for cross-checking the program."""
+    if kernel in MULTI_ZONE:
+        return multizone.mops(kernel, multizone.mesh(reference(), kernel, class_name), seconds)
     size = problem_size(kernel, class_name)
     if kernel == "ep":
         return 2 ** (size[0] + 1) / seconds / 1e6
@@ -279,11 +240,19 @@ def compile_npb_program(
     cflags: Sequence[str],
     cache: Path | None = None,
 ) -> Path:
-    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed."""
+    """The cached executable of one program (`kernel`.c with npb_common.c), built if needed.
+
+    A multi-zone program (bt-mz: bt_mz.c) compiles its single-zone solver's C file in and
+    adds the zone mesh, npb_mz.c."""
+    sources = [HERE / f"{kernel.replace('-', '_')}.c", HERE / "npb_common.c"]
+    depends = [HERE / "npb_common.h"]
+    if kernel in MULTI_ZONE:
+        sources.append(HERE / "npb_mz.c")
+        depends += [HERE / "npb_mz.h", HERE / f"{ZONE_SOLVER[kernel]}.c"]
     return compile_program(
         f"npb-{kernel}",
-        [HERE / f"{kernel}.c", HERE / "npb_common.c"],
-        depends=[HERE / "npb_common.h"],
+        sources,
+        depends=depends,
         compiler=compiler,
         compiler_identity=compiler_identity,
         cflags=[*cflags, *KERNEL_CFLAGS.get(kernel, ()), f"-I{HERE}"],
@@ -369,12 +338,15 @@ class Npb(Benchmark[NpbOptions]):
         if is_smpi_compiler(compiler):
             # SMPI: one simulated process per rank, no OpenMP threads (SMPI.md).
             flags = smpi_cflags(flags)
-        executables = {
-            kernel: compile_npb_program(
-                kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
+        # Ten programs (the MZ ones compile their solver's file in): one compiler per core.
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            built = pool.map(
+                lambda kernel: compile_npb_program(
+                    kernel, compiler=compiler, compiler_identity=compiler_identity, cflags=flags
+                ),
+                PROGRAMS,
             )
-            for kernel in PROGRAMS
-        }
+            executables = dict(zip(PROGRAMS, built, strict=True))
         return Program(executables["ep"].parent, compiler, flags, executables)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
@@ -418,7 +390,7 @@ class Npb(Benchmark[NpbOptions]):
         return best_run(measurements)
 
     def tables(self, measurements: Sequence[Measurement]) -> list[Table]:
-        return kernel_tables(measurements, KERNELS)
+        return kernel_tables(measurements, PROGRAMS)
 
 
 def decode_record(line: str) -> dict[str, Any] | None:
@@ -453,7 +425,7 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for i, (re_, im) in enumerate(ref["checksums"][class_name]):
             out[f"checksum[{i + 1}].real"] = (re_, ref["tolerance"])
             out[f"checksum[{i + 1}].imag"] = (im, ref["tolerance"])
-    elif kernel in ("bt", "sp", "lu"):
+    elif kernel in ("bt", "sp", "lu", *MULTI_ZONE):
         for quantity in ("xcr", "xce"):
             for m, value in enumerate(ref[quantity][class_name], start=1):
                 out[f"{quantity}{m}"] = (value, ref["tolerance"])

@@ -44,6 +44,11 @@
 #define BT_REFERENCE_ERROR 0.0
 #endif
 #define GHOST 2
+#ifdef BT_ZONE_SOLVER
+#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#else
+#define DERIVED_GHOSTS 1
+#endif
 #define TAG_FACES 100      /* + 2 * axis + direction (0: towards higher index) */
 #define TAG_FORWARD 1000   /* + 100 * axis + stage of the sending cell */
 #define TAG_BACKWARD 2000  /* + 100 * axis + stage of the sending cell */
@@ -118,7 +123,9 @@ struct direction {
 };
 static struct direction dir[3];
 
-static void set_constants(const int n[3])
+/* spacing[a]: the grid step along axis a (1 / (n - 1) on BT's unit cube; BT-MZ's zones
+ * use the zone mesh's step, NPB-MZ's dnxm1 = x_zones / (gx_size - 1)). */
+static void set_constants(const double spacing[3])
 {
     c1c2 = c1 * c2;
     c1c5 = c1 * c5;
@@ -127,7 +134,7 @@ static void set_constants(const int n[3])
     conz1 = 1.0 - c1c5;
     const double dvalue[3] = {0.75, 0.75, 1.0}; /* dx*, dy*, dz* */
     for (int a = 0; a < 3; ++a) {
-        dnm1[a] = 1.0 / (double)(n[a] - 1);
+        dnm1[a] = spacing[a];
         struct direction *D = &dir[a];
         D->t1 = 1.0 / (dnm1[a] * dnm1[a]);
         D->t2 = 1.0 / (2.0 * dnm1[a]);
@@ -251,7 +258,11 @@ static void allocate(void)
         C->u = npb_alloc(n * 5 * sizeof(double), "u");
         C->rhs = npb_alloc(n * 5 * sizeof(double), "rhs");
         C->forcing = npb_alloc(n * 5 * sizeof(double), "forcing");
+#ifdef BT_ZONE_SOLVER
+        C->lhsc = NULL; /* zones keep C' per line (solve_zone) */
+#else
         C->lhsc = npb_alloc(n * 25 * sizeof(double), "lhsc");
+#endif
         C->us = npb_alloc(n * sizeof(double), "us");
         C->vs = npb_alloc(n * sizeof(double), "vs");
         C->ws = npb_alloc(n * sizeof(double), "ws");
@@ -266,7 +277,7 @@ static void allocate(void)
             memset(C->u + 5 * off, 0, 5 * plane * sizeof(double));
             memset(C->rhs + 5 * off, 0, 5 * plane * sizeof(double));
             memset(C->forcing + 5 * off, 0, 5 * plane * sizeof(double));
-            memset(C->lhsc + 25 * off, 0, 25 * plane * sizeof(double));
+            if (C->lhsc != NULL) memset(C->lhsc + 25 * off, 0, 25 * plane * sizeof(double));
             memset(C->us + off, 0, plane * sizeof(double));
             memset(C->vs + off, 0, plane * sizeof(double));
             memset(C->ws + off, 0, plane * sizeof(double));
@@ -327,10 +338,9 @@ static void set_exact_face(struct cell *C, int axis, int q, double value)
 
 /* u: trilinear transfinite interpolation of the exact boundary values inside, the exact
  * solution on the boundary; 1 in the ghost points (compute_rhs divides by u[0] there). */
-static void initialize(void)
+static void initialize_cell(struct cell *C)
 {
-    for (int c = 0; c < ncells; ++c) {
-        struct cell *C = &cells[c];
+    {
         for (size_t p = 0; p < 5 * C->points; ++p) C->u[p] = 1.0;
 #pragma omp parallel for schedule(static)
         for (int k = 0; k < C->size[2]; ++k) {
@@ -357,6 +367,11 @@ static void initialize(void)
             }
         }
     }
+}
+
+static void initialize(void)
+{
+    for (int c = 0; c < ncells; ++c) initialize_cell(&cells[c]);
     for (int a = 0; a < 3; ++a) {
         struct cell *first = &cells[slice[a][0]], *last = &cells[slice[a][ncells - 1]];
         set_exact_face(first, a, 0, 0.0);
@@ -530,11 +545,12 @@ static void compute_rhs_cell(struct cell *C)
     const ptrdiff_t sy = C->stride[1], sz = C->stride[2];
 #pragma omp parallel
     {
-        /* Reciprocal density, velocities, kinetic energy, including one ghost layer. */
+        /* Reciprocal density, velocities, kinetic energy, with one ghost layer (NPB's
+         * MPI BT: -1..n; BT-MZ's zones have none, 0..n-1). */
 #pragma omp for schedule(static)
-        for (int k = -1; k <= n[2]; ++k)
-            for (int j = -1; j <= n[1]; ++j)
-                for (int i = -1; i <= n[0]; ++i) {
+        for (int k = -DERIVED_GHOSTS; k < n[2] + DERIVED_GHOSTS; ++k)
+            for (int j = -DERIVED_GHOSTS; j < n[1] + DERIVED_GHOSTS; ++j)
+                for (int i = -DERIVED_GHOSTS; i < n[0] + DERIVED_GHOSTS; ++i) {
                     ptrdiff_t P = at(C, i, j, k);
                     const double *u = C->u + 5 * P;
                     double rho_inv = 1.0 / u[0];
@@ -551,29 +567,37 @@ static void compute_rhs_cell(struct cell *C)
                 ptrdiff_t P = at(C, 0, j, k);
                 memcpy(C->rhs + 5 * P, C->forcing + 5 * P, 5 * (size_t)n[0] * sizeof(double));
             }
-        /* Each plane k depends only on u and the derived fields: one pass per plane does
-         * the three directions (the same operations, in the same order per point, as
-         * NPB's three passes). */
+        /* NPB's separate sweeps over the cell: the xi, eta and zeta fluxes, each line
+         * followed by its dissipation, then the scaling by dt (one pass over the grid
+         * each, as NPB's rhs.f: fusing them per plane would save memory traffic NPB
+         * pays). */
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
+            for (int j = st[1]; j < n[1] - en[1]; ++j) {
+                for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
+                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
+            }
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k) {
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sy, 2, &dir[1]);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sy, j, 1);
+        }
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k) {
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sz, 3, &dir[2]);
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sz, k, 2);
+        }
+#pragma omp for schedule(static)
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) {
                     double *r = C->rhs + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) r[m] = r[m] * dt;
                 }
-        }
     }
 }
 
@@ -772,15 +796,46 @@ static inline __attribute__((always_inline)) void jacobians(const double *u, dou
  * 0..n-1 (index + 1). */
 struct line_work {
     double *fjac, *njac, *lhsa, *lhsb;
+    double *lhsc; /* zone solver: the line's C' blocks (multi-partition: C->lhsc) */
 };
 
+/* A thread's work arrays for lines of n points: A = 0, B = I at the points not formed (the
+ * grid boundary), as NPB's lhsabinit; with_lhsc: the zone solver's C' line, zero (C' stays
+ * zero at the boundary points, NPB's lhsinit). */
+static void line_work_alloc(struct line_work *w, int n, int with_lhsc)
+{
+    const size_t blocks = (size_t)(n + 2) * 25;
+    w->fjac = npb_alloc(blocks * sizeof(double), "fjac");
+    w->njac = npb_alloc(blocks * sizeof(double), "njac");
+    w->lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
+    w->lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
+    w->lhsc = with_lhsc ? npb_alloc(blocks * sizeof(double), "lhsc") : NULL;
+    for (size_t e = 0; e < blocks; ++e) {
+        w->lhsa[e] = 0.0;
+        w->lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
+        if (w->lhsc != NULL) w->lhsc[e] = 0.0;
+    }
+}
+
+static void line_work_free(struct line_work *w)
+{
+    free(w->fjac);
+    free(w->njac);
+    free(w->lhsa);
+    free(w->lhsb);
+    free(w->lhsc);
+}
+
 /* Forms the blocks of one line of cell C along `axis` (first point P0, stride s) and runs
- * the forward elimination: on return lhsc holds C' = B'^-1 C and rhs the reduced rhs;
- * the last point of the last cell is solved. */
+ * the forward elimination: on return cstore (C' of position q at cstore + q * cs: the
+ * cell's lhsc, or a line buffer of the zone solver) holds C' = B'^-1 C and rhs the reduced
+ * rhs; the last point of the last cell is solved. */
 static inline __attribute__((always_inline)) void eliminate_line(struct cell *C, int axis,
                                                                  ptrdiff_t P0, ptrdiff_t s,
                                                                  int first, int last,
-                                                                 struct line_work *w)
+                                                                 struct line_work *w,
+                                                                 double *restrict cstore,
+                                                                 const ptrdiff_t cs)
 {
     const struct direction *D = &dir[axis];
     const int p = axis + 1;
@@ -797,7 +852,7 @@ static inline __attribute__((always_inline)) void eliminate_line(struct cell *C,
         const double *fm = fjac + 25 * (q - 1), *nm = njac + 25 * (q - 1);
         const double *n0 = njac + 25 * q;
         const double *fp = fjac + 25 * (q + 1), *np = njac + 25 * (q + 1);
-        double *A = lhsa + 25 * q, *B = lhsb + 25 * q, *Cq = C->lhsc + 25 * (P0 + q * s);
+        double *A = lhsa + 25 * q, *B = lhsb + 25 * q, *Cq = cstore + q * cs;
         for (int e = 0; e < 25; ++e) {
             A[e] = -tmp2 * fm[e] - tmp1 * nm[e];
             B[e] = tmp1 * 2.0 * n0[e];
@@ -809,19 +864,19 @@ static inline __attribute__((always_inline)) void eliminate_line(struct cell *C,
             Cq[6 * m] = Cq[6 * m] - tmp1 * D->d[m];
         }
     }
-    double *lc = C->lhsc, *r = C->rhs;
-    if (first) binvcrhs(lhsb, lc + 25 * P0, r + 5 * P0);
+    double *r = C->rhs;
+    if (first) binvcrhs(lhsb, cstore, r + 5 * P0);
     for (int q = first; q <= n - 1 - last; ++q) {
         ptrdiff_t P = P0 + q * s, Pm = P - s;
         matvec_sub(lhsa + 25 * q, r + 5 * Pm, r + 5 * P);
-        matmul_sub(lhsa + 25 * q, lc + 25 * Pm, lhsb + 25 * q);
-        binvcrhs(lhsb + 25 * q, lc + 25 * P, r + 5 * P);
+        matmul_sub(lhsa + 25 * q, cstore + (q - 1) * cs, lhsb + 25 * q);
+        binvcrhs(lhsb + 25 * q, cstore + q * cs, r + 5 * P);
     }
     if (last) {
         const int q = n - 1;
         ptrdiff_t P = P0 + q * s, Pm = P - s;
         matvec_sub(lhsa + 25 * q, r + 5 * Pm, r + 5 * P);
-        matmul_sub(lhsa + 25 * q, lc + 25 * Pm, lhsb + 25 * q);
+        matmul_sub(lhsa + 25 * q, cstore + (q - 1) * cs, lhsb + 25 * q);
         binvrhs(lhsb + 25 * q, r + 5 * P);
     }
 }
@@ -844,16 +899,7 @@ static inline __attribute__((always_inline)) void solve_cell_axis(struct cell *C
 #pragma omp parallel
     {
         struct line_work w;
-        size_t blocks = (size_t)(n + 2) * 25;
-        w.fjac = npb_alloc(blocks * sizeof(double), "fjac");
-        w.njac = npb_alloc(blocks * sizeof(double), "njac");
-        w.lhsa = npb_alloc(blocks * sizeof(double), "lhsa");
-        w.lhsb = npb_alloc(blocks * sizeof(double), "lhsb");
-        /* A = 0, B = I at the points not formed (the grid boundary), as NPB's lhsabinit. */
-        for (size_t e = 0; e < blocks; ++e) {
-            w.lhsa[e] = 0.0;
-            w.lhsb[e] = (e % 25) % 6 == 0 ? 1.0 : 0.0;
-        }
+        line_work_alloc(&w, n, 0);
 #pragma omp for schedule(static)
         for (int b = C->start[o2]; b < C->size[o2] - C->end[o2]; ++b)
             for (int a = C->start[o1]; a < C->size[o1] - C->end[o1]; ++a) {
@@ -861,12 +907,10 @@ static inline __attribute__((always_inline)) void solve_cell_axis(struct cell *C
                 idx[axis] = 0;
                 idx[o1] = a;
                 idx[o2] = b;
-                eliminate_line(C, axis, at(C, idx[0], idx[1], idx[2]), s, first, last, &w);
+                const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
+                eliminate_line(C, axis, P0, s, first, last, &w, C->lhsc + 25 * P0, 25 * s);
             }
-        free(w.fjac);
-        free(w.njac);
-        free(w.lhsa);
-        free(w.lhsb);
+        line_work_free(&w);
     }
 }
 
@@ -878,6 +922,47 @@ static void solve_cell(struct cell *C, int axis, int first, int last)
     default: solve_cell_axis(C, 2, first, last); break;
     }
 }
+
+#ifdef BT_ZONE_SOLVER
+/* The x, y or z solve of a whole zone (the grid boundary on both ends of every line), one
+ * line at a time as NPB-MZ's x/y/z_solve: elimination with C' in a line buffer, then the
+ * back substitution of that line (no C' per point: BT-MZ's memory). */
+static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C, const int axis)
+{
+    int o1, o2;
+    other_axes(axis, &o1, &o2);
+    const int n = C->size[axis];
+    const ptrdiff_t s = C->stride[axis];
+#pragma omp parallel
+    {
+        struct line_work w;
+        line_work_alloc(&w, n, 1);
+        double *r = C->rhs;
+#pragma omp for schedule(static)
+        for (int b = 1; b < C->size[o2] - 1; ++b)
+            for (int a = 1; a < C->size[o1] - 1; ++a) {
+                int idx[3];
+                idx[axis] = 0;
+                idx[o1] = a;
+                idx[o2] = b;
+                const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
+                eliminate_line(C, axis, P0, s, 1, 1, &w, w.lhsc, 25);
+                for (int q = n - 2; q >= 0; --q)
+                    matvec_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s), r + 5 * (P0 + q * s));
+            }
+        line_work_free(&w);
+    }
+}
+
+static void solve_zone(struct cell *C, int axis)
+{
+    switch (axis) {
+    case 0: solve_zone_axis(C, 0); break;
+    case 1: solve_zone_axis(C, 1); break;
+    default: solve_zone_axis(C, 2); break;
+    }
+}
+#endif
 
 /* Back substitution in cell C along `axis`: rhs(q) -= C'(q) rhs(q+1), from the cell's
  * last point down (the last cell's last point is solved already; any other cell has its
@@ -998,10 +1083,9 @@ static void solve_axis(int axis)
     NPB_CHECK_MPI(MPI_Wait(&send, MPI_STATUS_IGNORE));
 }
 
-static void add(void)
+static void add_cell(struct cell *C)
 {
-    for (int c = 0; c < ncells; ++c) {
-        struct cell *C = &cells[c];
+    {
 #pragma omp parallel for schedule(static)
         for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
             for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
@@ -1010,6 +1094,11 @@ static void add(void)
                     for (int m = 0; m < 5; ++m) C->u[5 * P + m] += C->rhs[5 * P + m];
                 }
     }
+}
+
+static void add(void)
+{
+    for (int c = 0; c < ncells; ++c) add_cell(&cells[c]);
 }
 
 static void adi(void)
@@ -1023,11 +1112,10 @@ static void adi(void)
 
 /* ---------------------------------------------------------- verification -- */
 
-static void error_norm(double rms[5])
+/* Adds to sums[m] the squared error against the exact solution of every point of cell C. */
+static void error_sums(const struct cell *C, double sums[5])
 {
-    double local[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
-        const struct cell *C = &cells[c];
+    {
         for (int k = 0; k < C->size[2]; ++k)
             for (int j = 0; j < C->size[1]; ++j)
                 for (int i = 0; i < C->size[0]; ++i) {
@@ -1037,10 +1125,28 @@ static void error_norm(double rms[5])
                     const double *u = C->u + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) {
                         double d = u[m] - e[m];
-                        local[m] += d * d;
+                        sums[m] += d * d;
                     }
                 }
     }
+}
+
+/* Adds to sums[m] the squared rhs of every interior point of cell C. */
+static void rhs_sums(const struct cell *C, double sums[5])
+{
+    for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
+        for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
+            for (int i = C->start[0]; i < C->size[0] - C->end[0]; ++i) {
+                const double *r = C->rhs + 5 * at(C, i, j, k);
+                for (int m = 0; m < 5; ++m) sums[m] += r[m] * r[m];
+            }
+}
+
+#ifndef BT_ZONE_SOLVER
+static void error_norm(double rms[5])
+{
+    double local[5] = {0, 0, 0, 0, 0};
+    for (int c = 0; c < ncells; ++c) error_sums(&cells[c], local);
     NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int m = 0; m < 5; ++m) {
         for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
@@ -1051,15 +1157,7 @@ static void error_norm(double rms[5])
 static void rhs_norm(double rms[5])
 {
     double local[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
-        const struct cell *C = &cells[c];
-        for (int k = C->start[2]; k < C->size[2] - C->end[2]; ++k)
-            for (int j = C->start[1]; j < C->size[1] - C->end[1]; ++j)
-                for (int i = C->start[0]; i < C->size[0] - C->end[0]; ++i) {
-                    const double *r = C->rhs + 5 * at(C, i, j, k);
-                    for (int m = 0; m < 5; ++m) local[m] += r[m] * r[m];
-                }
-    }
+    for (int c = 0; c < ncells; ++c) rhs_sums(&cells[c], local);
     NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int m = 0; m < 5; ++m) {
         for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
@@ -1098,7 +1196,8 @@ int main(int argc, char **argv)
              grid[0], grid[1], grid[2], cls->niter, cls->dt);
     npb_print_header("bt", cls->name, problem);
 
-    set_constants(grid);
+    const double spacing[3] = {1.0 / (grid[0] - 1), 1.0 / (grid[1] - 1), 1.0 / (grid[2] - 1)};
+    set_constants(spacing);
     allocate();
     initialize();
     exact_rhs();
@@ -1139,3 +1238,4 @@ int main(int argc, char **argv)
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
 }
+#endif /* BT_ZONE_SOLVER */

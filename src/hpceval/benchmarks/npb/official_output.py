@@ -43,6 +43,7 @@ _SUMMARY_FIELDS: Final[Mapping[str, str]] = {
     "time in seconds": "time_s",
     "total processes": "total_processes",
     "active processes": "active_processes",
+    "active procs": "active_processes",  # NPB 3.4-MPI's spelling
     "compiled procs": "compiled_processes",
     "total threads": "total_threads",
     "avail threads": "available_threads",

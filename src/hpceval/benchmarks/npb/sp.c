@@ -37,8 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef SP_ZONE_SOLVER
+#define MAX_CELLS 1024 /* SP-MZ: zones per rank (class D has 1024) */
+#else
 #define MAX_CELLS 128 /* cells per rank = sqrt(ranks): up to 16384 ranks */
+#endif
 #define NPB_SP_EPSILON 1.0e-8
+#ifdef SP_ZONE_SOLVER
+#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#else
+#define DERIVED_GHOSTS 1
+#endif
 
 struct sp_class {
     char name;
@@ -173,7 +182,9 @@ static inline void interior(const struct cell *cl, int lo[3], int hi[3])
 
 /* -------------------------------------------------------------------- setup -- */
 
-static void set_constants(void)
+/* spacing[d]: the grid step along axis d (1 / (n - 1) on SP's unit cube; SP-MZ's zones
+ * use the zone mesh's step, NPB-MZ's dnxm1 = x_zones / (gx_size - 1)). */
+static void set_constants(const double spacing[3])
 {
     c1 = 1.4;
     c2 = 0.4;
@@ -181,9 +192,9 @@ static void set_constants(void)
     c4 = 1.0;
     c5 = 1.4;
     bt = sqrt(0.5);
-    dnxm1 = 1.0 / (double)(grid_points[0] - 1);
-    dnym1 = 1.0 / (double)(grid_points[1] - 1);
-    dnzm1 = 1.0 / (double)(grid_points[2] - 1);
+    dnxm1 = spacing[0];
+    dnym1 = spacing[1];
+    dnzm1 = spacing[2];
     c1c2 = c1 * c2;
     c1c5 = c1 * c5;
     c3c4 = c3 * c4;
@@ -307,9 +318,20 @@ static double *alloc_doubles(size_t count, const char *what)
 
 static void alloc_space(void)
 {
+#ifdef SP_ZONE_SOLVER
+    /* SP-MZ: the largest zone per axis (NPB-MZ's zones are whole grids, unpadded in z). */
+    imax = jmax = kmax = 0;
+    for (int c = 0; c < ncells; ++c) {
+        imax = MAX2(imax, cells[c].size[0]);
+        jmax = MAX2(jmax, cells[c].size[1]);
+        kmax = MAX2(kmax, cells[c].size[2]);
+    }
+    max_cell_dim = MAX2(imax, MAX2(jmax, kmax));
+#else
     max_cell_dim = grid_points[0] / ncells + 1;
     for (int d = 1; d < 3; ++d) max_cell_dim = MAX2(max_cell_dim, grid_points[d] / ncells + 1);
     imax = jmax = kmax = max_cell_dim;
+#endif
     /* Odd x and y extents, as the original: power-of-two strides thrash the caches. */
     imaxp = imax / 2 * 2 + 1;
     jmaxp = jmax / 2 * 2 + 1;
@@ -381,9 +403,9 @@ static void exact_solution(double xi, double eta, double zeta, double out[5])
     }
 }
 
-/* u: the transfinite (tri-linear) interpolation of the exact boundary values inside, the
- * exact values on the six boundary faces. */
-static void initialize(void)
+/* u: the transfinite (tri-linear) interpolation of the exact boundary values inside (the
+ * boundary faces: set_boundary_face). */
+static void interpolate_cells(void)
 {
     for (int c = 0; c < ncells; ++c) {
         double *uc = u_cell(c);
@@ -427,10 +449,13 @@ static void initialize(void)
             }
         }
     }
-    /* The exact solution on the boundary faces, in the cells that hold them. */
-    for (int d = 0; d < 3; ++d) {
-        for (int side = 0; side < 2; ++side) {
-            const int c = slice_cell[d][side ? ncells - 1 : 0];
+}
+
+/* The exact solution on the face of cell c on the grid boundary at side 0 or 1 of axis d. */
+static void set_boundary_face(int c, int d, int side)
+{
+    {
+        {
             const struct cell *cl = &cells[c];
             double *uc = u_cell(c);
             int lo[3] = {0, 0, 0}, hi[3];
@@ -449,6 +474,14 @@ static void initialize(void)
                     }
         }
     }
+}
+
+static void initialize(void)
+{
+    interpolate_cells();
+    for (int d = 0; d < 3; ++d)
+        for (int side = 0; side < 2; ++side)
+            set_boundary_face(slice_cell[d][side ? ncells - 1 : 0], d, side);
 }
 
 /* lhs: zero, with ones on the three diagonals; the boundary rows stay so (identity rows
@@ -733,10 +766,11 @@ static void compute_rhs(void)
 #pragma omp parallel
         {
             /* Reciprocal density, velocities, kinetic energy, speed of sound. */
+            /* With one ghost layer (NPB's MPI SP: -1..n; SP-MZ's zones have none). */
             OMP_FOR_PLANES
-            for (int k = -1; k <= n2; ++k)
-                for (int j = -1; j <= n1; ++j)
-                    for (int i = -1; i <= n0; ++i) {
+            for (int k = -DERIVED_GHOSTS; k < n2 + DERIVED_GHOSTS; ++k)
+                for (int j = -DERIVED_GHOSTS; j < n1 + DERIVED_GHOSTS; ++j)
+                    for (int i = -DERIVED_GHOSTS; i < n0 + DERIVED_GHOSTS; ++i) {
                         const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k);
                         const double rho_inv = 1.0 / uc[p];
                         rho[a] = rho_inv;
@@ -1474,10 +1508,10 @@ static void adi(void)
 
 /* ------------------------------------------------------------ verification -- */
 
-static void error_norm(double rms[5])
+/* Adds to work[m] the squared error against the exact solution of every point of cell c. */
+static void error_sums(int c, double work[5])
 {
-    double work[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
+    {
         const struct cell *cl = &cells[c];
         const double *uc = u_cell(c);
         for (int k = 0; k < cl->size[2]; ++k)
@@ -1493,6 +1527,42 @@ static void error_norm(double rms[5])
                     }
                 }
     }
+}
+
+/* Adds to work[m] the squared rhs of every interior point of cell c. */
+static void rhs_sums(int c, double work[5])
+{
+    const struct cell *cl = &cells[c];
+    const double *rc = rhs_cell(rhs, c);
+    int lo[3], hi[3];
+    interior(cl, lo, hi);
+    for (int k = lo[2]; k <= hi[2]; ++k)
+        for (int j = lo[1]; j <= hi[1]; ++j)
+            for (int i = lo[0]; i <= hi[0]; ++i)
+                for (int m = 0; m < 5; ++m) {
+                    const double v = rc[m * r_sm + RIX(i, j, k)];
+                    work[m] += v * v;
+                }
+}
+
+/* Test hook: HPCEVAL_SP_REFERENCE_SCALE=x multiplies the reference values (a wrong
+ * reference must fail verification; tests/test_npb_sp.py checks that it does). */
+static double reference_scale(void)
+{
+    const char *text = getenv("HPCEVAL_SP_REFERENCE_SCALE");
+    if (text == NULL || *text == '\0') return 1.0;
+    char *end = NULL;
+    const double x = strtod(text, &end);
+    if (end == text || *end != '\0' || !(x > 0.0))
+        npb_fail("HPCEVAL_SP_REFERENCE_SCALE: '%s' is not a positive number", text);
+    return x;
+}
+
+#ifndef SP_ZONE_SOLVER
+static void error_norm(double rms[5])
+{
+    double work[5] = {0, 0, 0, 0, 0};
+    for (int c = 0; c < ncells; ++c) error_sums(c, work);
     NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
     for (int m = 0; m < 5; ++m) {
         for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
@@ -1503,19 +1573,7 @@ static void error_norm(double rms[5])
 static void rhs_norm(double rms[5])
 {
     double work[5] = {0, 0, 0, 0, 0};
-    for (int c = 0; c < ncells; ++c) {
-        const struct cell *cl = &cells[c];
-        const double *rc = rhs_cell(rhs, c);
-        int lo[3], hi[3];
-        interior(cl, lo, hi);
-        for (int k = lo[2]; k <= hi[2]; ++k)
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = lo[0]; i <= hi[0]; ++i)
-                    for (int m = 0; m < 5; ++m) {
-                        const double v = rc[m * r_sm + RIX(i, j, k)];
-                        work[m] += v * v;
-                    }
-    }
+    for (int c = 0; c < ncells; ++c) rhs_sums(c, work);
     NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
     for (int m = 0; m < 5; ++m) {
         for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
@@ -1531,19 +1589,6 @@ static double sp_mops(double seconds)
     const double n3 = (double)grid_points[0] * grid_points[1] * grid_points[2];
     const double t = (grid_points[0] + grid_points[1] + grid_points[2]) / 3.0;
     return 1.0e-6 * niter * (881.174 * n3 - 4683.91 * t * t + 11484.5 * t - 19272.4) / seconds;
-}
-
-/* Test hook: HPCEVAL_SP_REFERENCE_SCALE=x multiplies the reference values (a wrong
- * reference must fail verification; tests/test_npb_sp.py checks that it does). */
-static double reference_scale(void)
-{
-    const char *text = getenv("HPCEVAL_SP_REFERENCE_SCALE");
-    if (text == NULL || *text == '\0') return 1.0;
-    char *end = NULL;
-    const double x = strtod(text, &end);
-    if (end == text || *end != '\0' || !(x > 0.0))
-        npb_fail("HPCEVAL_SP_REFERENCE_SCALE: '%s' is not a positive number", text);
-    return x;
 }
 
 int main(int argc, char **argv)
@@ -1582,7 +1627,10 @@ int main(int argc, char **argv)
     npb_print_header("sp", cls->name, problem);
 
     alloc_space();
-    set_constants();
+    const double spacing[3] = {1.0 / (double)(grid_points[0] - 1),
+                               1.0 / (double)(grid_points[1] - 1),
+                               1.0 / (double)(grid_points[2] - 1)};
+    set_constants(spacing);
     initialize();
     lhsinit();
     exact_rhs();
@@ -1630,3 +1678,4 @@ int main(int argc, char **argv)
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
 }
+#endif /* SP_ZONE_SOLVER */

@@ -1,0 +1,147 @@
+"""NPB-MZ facts the Python side needs: the zone mesh of each class, NPB-MZ's bin packing of
+zones over ranks, the rank rule, the Mop/s count and a memory estimate (the C programs,
+npb_mz.c, do the same; the tests compare them on the programs' headers)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MULTI_ZONE: tuple[str, ...] = ("bt-mz", "sp-mz")
+# The single-zone solver each multi-zone program runs on its zones (its C file is compiled in).
+ZONE_SOLVER = {"bt-mz": "bt", "sp-mz": "sp"}
+
+
+@dataclass(frozen=True)
+class ZoneMesh:
+    gx: int
+    gy: int
+    gz: int
+    x_zones: int
+    y_zones: int
+    niter: int
+    dt: float
+    ratio: float
+
+    @property
+    def zones(self) -> int:
+        return self.x_zones * self.y_zones
+
+    def sizes(self) -> list[tuple[int, int, int]]:
+        """(nx, ny, nz) of every zone, zone i + j * x_zones (NPB-MZ's zone_setup)."""
+        xs = _axis_sizes(self.x_zones, self.gx, self.ratio)
+        ys = _axis_sizes(self.y_zones, self.gy, self.ratio)
+        return [(xs[i], ys[j], self.gz) for j in range(self.y_zones) for i in range(self.x_zones)]
+
+
+def _axis_sizes(zones: int, total: int, ratio: float) -> list[int]:
+    ends = []
+    if abs(ratio - 1.0) > 1e-10:
+        r = math.exp(math.log(ratio) / (zones - 1))
+        smallest = total * (r - 1.0) / (r**zones - 1.0)
+        ends = [int(smallest * (r**i - 1.0) / (r - 1.0) + 0.45) for i in range(1, zones + 1)]
+    else:
+        ends = [i * total // zones for i in range(1, zones + 1)]
+    return [end - start for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def mesh(reference: Mapping[str, Any], program: str, class_name: str) -> ZoneMesh:
+    ref = reference[program]
+    gx, gy, gz, xz, yz, niter, dt = ref["size"][class_name]
+    return ZoneMesh(
+        int(gx), int(gy), int(gz), int(xz), int(yz), int(niter), float(dt),
+        float(ref["ratio"][class_name]),
+    )  # fmt: skip
+
+
+def rank_rule_error(program: str, class_name: str, mz: ZoneMesh, ranks: int) -> str | None:
+    """NPB-MZ deals whole zones to ranks: no more ranks than zones (the program refuses)."""
+    if ranks > mz.zones:
+        return (
+            f"{program} class {class_name} has {mz.zones} zones: needs at most {mz.zones} ranks, "
+            f"got {ranks}"
+        )
+    return None
+
+
+# Operation-count fits per zone (NPB3.4-MZ bt.f / sp.f): n3, nsur, navg and constant terms.
+_OPS = {"bt-mz": (3478.8, -17655.7, 28023.7, 0.0), "sp-mz": (881.174, -4683.91, 11484.5, -19272.4)}
+
+
+def mops(program: str, mz: ZoneMesh, seconds: float) -> float:
+    a, b, c, d = _OPS[program]
+    total = 0.0
+    for nx, ny, nz in mz.sizes():
+        n3 = float(nx) * ny * nz
+        nsur = (nx * ny + nx * nz + ny * nz) / 3.0
+        navg = (nx + ny + nz) / 3.0
+        total += 1e-6 * mz.niter * (a * n3 + b * nsur + c * navg + d)
+    return total / seconds
+
+
+def zone_owners(mz: ZoneMesh, ranks: int) -> list[int]:
+    """NPB-MZ's map_zones: the rank of every zone (largest zones first, each to the least
+    loaded rank, preferring among zones within 5 % of the largest left the one sharing the
+    most boundary with that rank)."""
+    sizes = mz.sizes()
+    points = [float(nx * ny * nz) for nx, ny, nz in sizes]
+    order = list(range(mz.zones))
+    for a in range(mz.zones - 1):  # NPB-MZ's selection sort, largest first (its tie order)
+        best = a
+        for b in range(a + 1, mz.zones):
+            if points[order[best]] < points[order[b]]:
+                best = b
+        order[a], order[best] = order[best], order[a]
+    owner = [-1] * mz.zones
+    load = [0.0] * ranks
+
+    def neighbours(z: int) -> list[tuple[int, int]]:
+        i, j = z % mz.x_zones, z // mz.x_zones
+        nx, ny, _ = sizes[z]
+        return [
+            ((i - 1) % mz.x_zones + j * mz.x_zones, ny),
+            ((i + 1) % mz.x_zones + j * mz.x_zones, ny),
+            (i + ((j - 1) % mz.y_zones) * mz.x_zones, nx),
+            (i + ((j + 1) % mz.y_zones) * mz.x_zones, nx),
+        ]
+
+    def shared(z: int, rank: int) -> int:
+        return sum(length for other, length in neighbours(z) if owner[other] == rank)
+
+    position = 0
+    while position < mz.zones:
+        rank = min(range(ranks), key=lambda r: (load[r], r))
+        chosen = order[position]
+        best = shared(chosen, rank)
+        for z in order[position + 1 :]:
+            if (points[order[position]] - points[z]) / points[order[position]] > 0.05:
+                break
+            if owner[z] < 0 and (s := shared(z, rank)) > best:
+                chosen, best = z, s
+        owner[chosen] = rank
+        load[rank] += points[chosen]
+        while position < mz.zones and owner[order[position]] >= 0:
+            position += 1
+    return owner
+
+
+def load_imbalance(mz: ZoneMesh, ranks: int) -> float:
+    """The busiest rank's points over the mean (1.0: perfect balance)."""
+    owner = zone_owners(mz, ranks)
+    load = [0.0] * ranks
+    for z, (nx, ny, nz) in enumerate(mz.sizes()):
+        load[owner[z]] += nx * ny * nz
+    return max(load) / (sum(load) / ranks)
+
+
+def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
+    """Bytes of the busiest rank: its zones' points times the solver's doubles per point
+    (bt.c 46 per point with two ghost layers per side; sp.c about 40 with its padding)."""
+    owner = zone_owners(mz, ranks)
+    per_point = 46 if program == "bt-mz" else 40
+    load = [0.0] * ranks
+    for z, (nx, ny, nz) in enumerate(mz.sizes()):
+        load[owner[z]] += (nx + 4) * (ny + 4) * (nz + 4)
+    return int(max(load) * per_point * 8 * 1.05 + (8 << 20))

@@ -1,0 +1,394 @@
+/* The multi-zone mesh of NPB3.4-MZ: zone sizes, bin packing over the ranks, boundary
+ * exchange (npb_mz.h says what each does). */
+#define _POSIX_C_SOURCE 200809L
+#include "npb_mz.h"
+
+#include "npb_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_EXCHANGE 300
+
+static int *int_array(int n, const char *what)
+{
+    int *a = npb_alloc((size_t)n * sizeof(int), what);
+    memset(a, 0, (size_t)n * sizeof(int));
+    return a;
+}
+
+/* Ends of the zones along one axis of `total` points: even, or geometric with the largest
+ * zone `ratio` times the smallest (NPB-MZ's rounding: + 0.45, then truncation). */
+static void zone_sizes(int zones, int total, double ratio, int *size)
+{
+    int previous_end = 0;
+    if (fabs(ratio - 1.0) > 1.0e-10) {
+        const double r = exp(log(ratio) / (zones - 1));
+        const double smallest = (double)total * (r - 1.0) / (pow(r, zones) - 1.0);
+        for (int i = 1; i <= zones; ++i) {
+            int end = (int)(smallest * (pow(r, i) - 1.0) / (r - 1.0) + 0.45);
+            size[i - 1] = end - previous_end;
+            previous_end = end;
+        }
+    } else {
+        for (int i = 1; i <= zones; ++i) {
+            int end = i * total / zones;
+            size[i - 1] = end - previous_end;
+            previous_end = end;
+        }
+    }
+}
+
+void npb_mz_setup(struct npb_mz_mesh *M, int x_zones, int y_zones, int gx, int gy, int gz,
+                  double ratio)
+{
+    memset(M, 0, sizeof *M);
+    M->x_zones = x_zones;
+    M->y_zones = y_zones;
+    M->gx = gx;
+    M->gy = gy;
+    M->gz = gz;
+    M->nzones = x_zones * y_zones;
+    int *xs = int_array(x_zones, "zone sizes"), *ys = int_array(y_zones, "zone sizes");
+    zone_sizes(x_zones, gx, ratio, xs);
+    zone_sizes(y_zones, gy, ratio, ys);
+    M->nx = int_array(M->nzones, "zone nx");
+    M->ny = int_array(M->nzones, "zone ny");
+    M->nz = int_array(M->nzones, "zone nz");
+    for (int d = 0; d < 4; ++d) M->neighbour[d] = int_array(M->nzones, "zone neighbours");
+    for (int j = 0; j < y_zones; ++j)
+        for (int i = 0; i < x_zones; ++i) {
+            int z = i + j * x_zones;
+            M->nx[z] = xs[i];
+            M->ny[z] = ys[j];
+            M->nz[z] = gz;
+            M->neighbour[MZ_WEST][z] = (i - 1 + x_zones) % x_zones + j * x_zones;
+            M->neighbour[MZ_EAST][z] = (i + 1) % x_zones + j * x_zones;
+            M->neighbour[MZ_SOUTH][z] = i + ((j - 1 + y_zones) % y_zones) * x_zones;
+            M->neighbour[MZ_NORTH][z] = i + ((j + 1) % y_zones) * x_zones;
+        }
+    free(xs);
+    free(ys);
+}
+
+const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks)
+{
+    static char why[160];
+    if (nranks > M->nzones) {
+        snprintf(why, sizeof why, "has %d zones: needs at most %d ranks, got %d", M->nzones,
+                 M->nzones, nranks);
+        return why;
+    }
+    return NULL;
+}
+
+static double zone_points(const struct npb_mz_mesh *M, int z)
+{
+    return (double)M->nx[z] * M->ny[z] * M->nz[z];
+}
+
+/* NPB-MZ's get_comm_index: how much boundary zone z shares with the zones of `rank`. */
+static int shared_boundary(const struct npb_mz_mesh *M, int z, int rank)
+{
+    int shared = 0;
+    if (M->owner[M->neighbour[MZ_WEST][z]] == rank) shared += M->ny[z];
+    if (M->owner[M->neighbour[MZ_EAST][z]] == rank) shared += M->ny[z];
+    if (M->owner[M->neighbour[MZ_SOUTH][z]] == rank) shared += M->nx[z];
+    if (M->owner[M->neighbour[MZ_NORTH][z]] == rank) shared += M->nx[z];
+    return shared;
+}
+
+/* Values of the face of zone z on side d that its neighbour on that side needs. */
+static size_t face_values(const struct npb_mz_mesh *M, int z, int d, int components)
+{
+    int across = d == MZ_WEST || d == MZ_EAST ? M->ny[z] : M->nx[z];
+    return (size_t)(across - 2) * (size_t)(M->nz[z] - 2) * (size_t)components;
+}
+
+void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
+{
+    const int n = M->nzones;
+    M->nranks = nranks;
+    M->my_rank = my_rank;
+    M->owner = int_array(n, "zone owners");
+    int *order = int_array(n, "zone order");
+    double *load = npb_alloc((size_t)nranks * sizeof(double), "rank loads");
+    for (int z = 0; z < n; ++z) {
+        order[z] = z;
+        M->owner[z] = -1;
+    }
+    for (int r = 0; r < nranks; ++r) load[r] = 0.0;
+    /* Selection sort by decreasing size, keeping the first of equal zones first. */
+    for (int a = 0; a < n - 1; ++a) {
+        int best = a;
+        for (int b = a + 1; b < n; ++b)
+            if (zone_points(M, order[best]) < zone_points(M, order[b])) best = b;
+        int t = order[a];
+        order[a] = order[best];
+        order[best] = t;
+    }
+    int next = 0;
+    while (next < n) {
+        int rank = 0;
+        for (int r = 1; r < nranks; ++r)
+            if (load[rank] > load[r]) rank = r;
+        int chosen = order[next];
+        if (next < n - 1) {
+            int chosen_shared = shared_boundary(M, chosen, rank);
+            const double largest = zone_points(M, order[next]);
+            for (int b = next + 1; b < n; ++b) {
+                int z = order[b];
+                if ((largest - zone_points(M, z)) / largest > 0.05) break;
+                if (M->owner[z] < 0) {
+                    int shared = shared_boundary(M, z, rank);
+                    if (shared > chosen_shared) {
+                        chosen = z;
+                        chosen_shared = shared;
+                    }
+                }
+            }
+        }
+        M->owner[chosen] = rank;
+        load[rank] += zone_points(M, chosen);
+        while (next < n && M->owner[order[next]] >= 0) ++next;
+    }
+    free(order);
+    free(load);
+
+    M->my_nzones = 0;
+    M->my_zones = int_array(n, "my zones");
+    for (int z = 0; z < n; ++z)
+        if (M->owner[z] == my_rank) M->my_zones[M->my_nzones++] = z;
+
+    /* Exchange segments: what this rank sends to / receives from each other rank, in zone
+     * order then direction order on both sides (5 components: the largest any program
+     * exchanges). */
+    M->send_offset = npb_alloc((size_t)nranks * sizeof(size_t), "exchange offsets");
+    M->recv_offset = npb_alloc((size_t)nranks * sizeof(size_t), "exchange offsets");
+    M->send_count = npb_alloc((size_t)nranks * sizeof(size_t), "exchange counts");
+    M->recv_count = npb_alloc((size_t)nranks * sizeof(size_t), "exchange counts");
+    size_t send_total = 0, recv_total = 0;
+    for (int r = 0; r < nranks; ++r) {
+        size_t s = 0, v = 0;
+        if (r != my_rank)
+            for (int z = 0; z < n; ++z)
+                for (int d = 0; d < 4; ++d) {
+                    int other = M->neighbour[d][z];
+                    if (M->owner[z] == my_rank && M->owner[other] == r) s += face_values(M, z, d, 5);
+                    if (M->owner[z] == r && M->owner[other] == my_rank) v += face_values(M, z, d, 5);
+                }
+        M->send_offset[r] = send_total;
+        M->recv_offset[r] = recv_total;
+        M->send_count[r] = s;
+        M->recv_count[r] = v;
+        send_total += s;
+        recv_total += v;
+    }
+    M->send_buf = npb_alloc(send_total * sizeof(double), "exchange send buffer");
+    M->recv_buf = npb_alloc(recv_total * sizeof(double), "exchange receive buffer");
+    M->requests = npb_alloc((size_t)2 * nranks * sizeof(MPI_Request), "exchange requests");
+}
+
+/* Copies the face of a zone on side d at position q across it (i = q for west/east, j = q
+ * for south/north; the interior of the other two axes) to or from buf; returns the values
+ * moved. */
+static size_t copy_face(const struct npb_mz_mesh *M, int z, const struct npb_mz_field *F,
+                        int d, int q, int components, double *buf, int into_zone)
+{
+    const int nx = M->nx[z], ny = M->ny[z], nz = M->nz[z];
+    const int along_x = d == MZ_WEST || d == MZ_EAST;
+    const int across = along_x ? ny : nx;
+    const ptrdiff_t s_across = along_x ? F->sj : F->si, s_at = along_x ? F->si : F->sj;
+    size_t pos = 0;
+    for (int k = 1; k < nz - 1; ++k)
+        for (int a = 1; a < across - 1; ++a) {
+            double *p = F->base + q * s_at + a * s_across + k * F->sk;
+            for (int m = 0; m < components; ++m) {
+                if (into_zone) p[m * F->sm] = buf[pos];
+                else buf[pos] = p[m * F->sm];
+                ++pos;
+            }
+        }
+    return pos;
+}
+
+/* Position of the face zone z sends to its neighbour on side d, and of the boundary of the
+ * neighbour that receives it (the neighbour's opposite side). */
+static int out_position(const struct npb_mz_mesh *M, int z, int d)
+{
+    switch (d) {
+    case MZ_WEST: return 1;
+    case MZ_EAST: return M->nx[z] - 2;
+    case MZ_SOUTH: return 1;
+    default: return M->ny[z] - 2;
+    }
+}
+
+static int in_side(int d)
+{
+    return d == MZ_WEST ? MZ_EAST : d == MZ_EAST ? MZ_WEST : d == MZ_SOUTH ? MZ_NORTH : MZ_SOUTH;
+}
+
+static int in_position(const struct npb_mz_mesh *M, int z, int side)
+{
+    switch (side) {
+    case MZ_WEST: return 0;
+    case MZ_EAST: return M->nx[z] - 1;
+    case MZ_SOUTH: return 0;
+    default: return M->ny[z] - 1;
+    }
+}
+
+void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components)
+{
+    const int n = M->nzones, me = M->my_rank;
+    int nreq = 0;
+    /* Counts were sized for 5 components; scale them to this field's. */
+    for (int r = 0; r < M->nranks; ++r) {
+        if (M->recv_count[r] == 0) continue;
+        NPB_CHECK_MPI(MPI_Irecv(M->recv_buf + M->recv_offset[r],
+                                (int)(M->recv_count[r] / 5 * (size_t)components), MPI_DOUBLE, r,
+                                TAG_EXCHANGE, MPI_COMM_WORLD, &M->requests[nreq++]));
+    }
+    for (int r = 0; r < M->nranks; ++r) {
+        if (M->send_count[r] == 0) continue;
+        double *out = M->send_buf + M->send_offset[r];
+        for (int z = 0; z < n; ++z) {
+            if (M->owner[z] != me) continue;
+            for (int d = 0; d < 4; ++d)
+                if (M->owner[M->neighbour[d][z]] == r)
+                    out += copy_face(M, z, &fields[z], d, out_position(M, z, d), components, out, 0);
+        }
+        NPB_CHECK_MPI(MPI_Isend(M->send_buf + M->send_offset[r],
+                                (int)(out - (M->send_buf + M->send_offset[r])), MPI_DOUBLE, r,
+                                TAG_EXCHANGE, MPI_COMM_WORLD, &M->requests[nreq++]));
+    }
+    /* Zones of this rank next to each other: straight copies (the faces read are interior
+     * points, the ones written boundary points, so the order does not matter). */
+    size_t scratch_size = 0;
+    for (int z = 0; z < n; ++z)
+        for (int d = 0; d < 4; ++d)
+            if (face_values(M, z, d, components) > scratch_size)
+                scratch_size = face_values(M, z, d, components);
+    double *scratch = npb_alloc(scratch_size * sizeof(double), "exchange scratch");
+    for (int z = 0; z < n; ++z) {
+        if (M->owner[z] != me) continue;
+        for (int d = 0; d < 4; ++d) {
+            int other = M->neighbour[d][z];
+            if (M->owner[other] != me) continue;
+            copy_face(M, z, &fields[z], d, out_position(M, z, d), components, scratch, 0);
+            int side = in_side(d);
+            copy_face(M, other, &fields[other], side, in_position(M, other, side), components,
+                      scratch, 1);
+        }
+    }
+    free(scratch);
+    NPB_CHECK_MPI(MPI_Waitall(nreq, M->requests, MPI_STATUSES_IGNORE));
+    for (int r = 0; r < M->nranks; ++r) {
+        if (M->recv_count[r] == 0) continue;
+        double *in = M->recv_buf + M->recv_offset[r];
+        for (int z = 0; z < n; ++z) {
+            if (M->owner[z] != r) continue;
+            for (int d = 0; d < 4; ++d) {
+                int other = M->neighbour[d][z];
+                if (M->owner[other] != me) continue;
+                int side = in_side(d);
+                in += copy_face(M, other, &fields[other], side, in_position(M, other, side),
+                                components, in, 1);
+            }
+        }
+    }
+}
+
+void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char *out,
+                         size_t size)
+{
+    double total = 0.0, busiest = 0.0;
+    for (int z = 0; z < M->nzones; ++z) total += zone_points(M, z);
+    for (int r = 0; r < M->nranks; ++r) {
+        double load = 0.0;
+        for (int z = 0; z < M->nzones; ++z)
+            if (M->owner[z] == r) load += zone_points(M, z);
+        if (load > busiest) busiest = load;
+    }
+    int smallest = 0, largest = 0;
+    for (int z = 1; z < M->nzones; ++z) {
+        if (zone_points(M, z) < zone_points(M, smallest)) smallest = z;
+        if (zone_points(M, z) > zone_points(M, largest)) largest = z;
+    }
+    snprintf(out, size,
+             "{\"gx\":%d,\"gy\":%d,\"gz\":%d,\"x_zones\":%d,\"y_zones\":%d,\"niter\":%d,"
+             "\"dt\":%.17g,\"smallest_zone\":[%d,%d,%d],\"largest_zone\":[%d,%d,%d],"
+             "\"load_imbalance\":%.6g}",
+             M->gx, M->gy, M->gz, M->x_zones, M->y_zones, niter, dt, M->nx[smallest],
+             M->ny[smallest], M->nz[smallest], M->nx[largest], M->ny[largest], M->nz[largest],
+             busiest / (total / M->nranks));
+}
+
+void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3])
+{
+    spacing[0] = 1.0 / ((double)(M->gx - 1) / M->x_zones);
+    spacing[1] = 1.0 / ((double)(M->gy - 1) / M->y_zones);
+    spacing[2] = 1.0 / (double)(M->gz - 1);
+}
+
+double npb_mz_timed_steps(void (*step)(void), int niter)
+{
+    NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = MPI_Wtime();
+    for (int s = 1; s <= niter; ++s) step();
+    double t_local = MPI_Wtime() - t0, t;
+    NPB_CHECK_MPI(MPI_Allreduce(&t_local, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return t;
+}
+
+void npb_mz_add_zone_norms(double sums[10], const double e[5], const double r[5],
+                           double interior_points, double dt)
+{
+    for (int m = 0; m < 5; ++m) {
+        sums[m] += sqrt(e[m] / interior_points);
+        sums[5 + m] += sqrt(r[m] / interior_points) / dt;
+    }
+}
+
+void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5])
+{
+    double total[10];
+    NPB_CHECK_MPI(MPI_Allreduce(sums, total, 10, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    for (int m = 0; m < 5; ++m) {
+        xce[m] = total[m];
+        xcr[m] = total[5 + m];
+    }
+}
+
+double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds)
+{
+    if (!(seconds > 0.0)) return 0.0;
+    double mops = 0.0;
+    for (int z = 0; z < M->nzones; ++z) {
+        const double nx = M->nx[z], ny = M->ny[z], nz = M->nz[z];
+        const double n3 = nx * ny * nz, navg = (nx + ny + nz) / 3.0;
+        const double nsur = (nx * ny + nx * nz + ny * nz) / 3.0;
+        mops += 1.0e-6 * niter * (c[0] * n3 + c[1] * nsur + c[2] * navg + c[3]);
+    }
+    return mops / seconds;
+}
+
+void npb_mz_release(struct npb_mz_mesh *M)
+{
+    free(M->nx);
+    free(M->ny);
+    free(M->nz);
+    for (int d = 0; d < 4; ++d) free(M->neighbour[d]);
+    free(M->owner);
+    free(M->my_zones);
+    free(M->send_offset);
+    free(M->recv_offset);
+    free(M->send_count);
+    free(M->recv_count);
+    free(M->send_buf);
+    free(M->recv_buf);
+    free(M->requests);
+}

@@ -1,0 +1,85 @@
+/* The multi-zone mesh of NPB3.4-MZ (BT-MZ, SP-MZ, LU-MZ), shared by the three programs.
+ *
+ * The gx x gy x gz grid is cut in x and y into x_zones x y_zones zones, each a whole
+ * nx x ny x gz grid of its own with its boundary points (NPB-MZ's zone_setup): SP-MZ and
+ * LU-MZ cut it evenly, BT-MZ in sizes growing geometrically so that the largest zone is
+ * `ratio` times the smallest along each axis. The zones are periodic neighbours in x and
+ * y. Each time step, before the zones are solved independently, every zone's x and y
+ * boundary points take the values of its neighbours' first interior points (exch_qbc:
+ * the west boundary i = 0 gets the west neighbour's i = nx - 2, the east boundary
+ * i = nx - 1 the east neighbour's i = 1, the same in y; j, k over the interior only).
+ *
+ * Zones are dealt to the MPI ranks by NPB-MZ's bin packing (map_zones): zones sorted by
+ * size, largest first; each goes to the rank with the least work so far, preferring among
+ * the zones within 5 % of the largest left the one sharing the most boundary with that
+ * rank. Each zone is then solved by its rank's OpenMP threads. */
+#ifndef HPCEVAL_NPB_MZ_H
+#define HPCEVAL_NPB_MZ_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+enum { MZ_WEST, MZ_EAST, MZ_SOUTH, MZ_NORTH };
+
+struct npb_mz_mesh {
+    int x_zones, y_zones, gx, gy, gz;
+    int nzones;
+    int *nx, *ny, *nz;       /* points per axis, per zone (zone = i + j * x_zones) */
+    int *neighbour[4];       /* per direction (MZ_WEST ...), per zone */
+    int *owner;              /* rank solving each zone */
+    int nranks, my_rank;
+    int my_nzones;
+    int *my_zones;           /* this rank's zones in increasing order */
+    /* exchange buffers (one segment per peer rank) */
+    size_t *send_offset, *recv_offset, *send_count, *recv_count;
+    double *send_buf, *recv_buf;
+    MPI_Request *requests;
+};
+
+/* Where a zone's values are: component m of point (i, j, k) (0 <= i < nx ...) is at
+ * base[i * si + j * sj + k * sk + m * sm]. */
+struct npb_mz_field {
+    double *base;
+    ptrdiff_t si, sj, sk, sm;
+};
+
+/* Zone sizes and neighbours (ratio 1: even zones). */
+void npb_mz_setup(struct npb_mz_mesh *M, int x_zones, int y_zones, int gx, int gy, int gz,
+                  double ratio);
+
+/* Why `nranks` cannot run this mesh (NULL if it can), for the program's one-line error. */
+const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks);
+
+/* NPB-MZ's bin packing of the zones over nranks ranks, and this rank's zone list and
+ * exchange buffers. Every rank computes the same map. */
+void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank);
+
+/* The boundary exchange between zones; fields[z] locates zone z (this rank's zones only). */
+void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components);
+
+/* The "problem" JSON object of the header: mesh, zones, time steps, dt, the zones of
+ * every rank and the load balance the map achieved (the busiest rank's points over the
+ * mean, 1.0 is perfect). */
+void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char *out,
+                         size_t size);
+
+/* The zones' grid step (NPB-MZ's dnxm1 = x_zones / (gx - 1), dnym1, dnzm1 = 1 / (gz - 1)). */
+void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3]);
+
+/* Runs `step` niter times between a barrier and the slowest rank's clock (seconds). */
+double npb_mz_timed_steps(void (*step)(void), int niter);
+
+/* NPB-MZ's verification norms: add one zone's squared error (e) and residual (r) sums over
+ * its interior points, then sum the zones' RMS norms over all ranks: xce, xcr (r / dt). */
+void npb_mz_add_zone_norms(double sums[10], const double e[5], const double r[5],
+                           double interior_points, double dt);
+void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5]);
+
+/* NPB-MZ's Mop/s count: sum over the zones of 1e-6 * niter * (c[0] n3 + c[1] nsur +
+ * c[2] navg + c[3]), n3 = nx ny nz, nsur = (nx ny + nx nz + ny nz) / 3,
+ * navg = (nx + ny + nz) / 3; divided by seconds. */
+double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds);
+
+void npb_mz_release(struct npb_mz_mesh *M);
+
+#endif
