@@ -11,6 +11,17 @@
 
 #include "reference.h"
 
+/* NPB-MZ's operation count of the class (BT-MZ, SP-MZ; NPB-MZ's formulas over its zone
+ * meshes, classes S and W), for a Mop/s that follows it as the real programs' do; LU-MZ's
+ * is not checked, a stand-in count. */
+static double operations(const char *b, char c)
+{
+    int w = c != 'S';
+    if (!strcmp(b, "BT-MZ")) return w ? 14351975253.333334 : 381833519.99999994;
+    if (!strcmp(b, "SP-MZ")) return w ? 7290312396.8 : 162900630.39999998;
+    return (double)MIMIC_TERMS * 1000.0;
+}
+
 static int iterations(const char *b, char c)
 {
     int w = c != 'S';
@@ -43,7 +54,7 @@ int main(int argc, char **argv)
     } while (elapsed < 0.1);
     int verified = fabs(total - MIMIC_REFERENCE) <= 1e-10 * MIMIC_REFERENCE;
     if (rank == 0) {
-        double mops = (double)rounds * MIMIC_TERMS / elapsed / 1e6;
+        double mops = operations(BENCHMARK, CLASS) / elapsed / 1e6;
         printf(" Verification being performed for class %c\n", CLASS);
         printf(verified ? " Verification Successful\n" : " Verification failed\n");
         printf("\n\n %s Benchmark Completed.\n", BENCHMARK);
