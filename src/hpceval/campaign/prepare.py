@@ -56,7 +56,8 @@ def _build_programs(
         if name in skipped:
             programs[name] = Program(path=Path(), compiler="", cflags=())
             continue
-        programs[name] = get_benchmark(name).build(
+        programs[name] = get_benchmark(name).build_for_cases(
+            [c for c in cases if c.benchmark == name],
             compiler=toolchain.mpicc,
             compiler_identity=toolchain.identity(),
             cflags=platform.cflags,
