@@ -400,15 +400,15 @@ def test_a_tiny_recipe_runs_on_local_and_reports(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--baseline 'x' is not one of" in bad.output
 
 
-def test_a_schema_3_database_gains_the_study_tables(tmp_path: Path) -> None:
+def test_a_schema_4_database_gains_the_study_tables(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     open_store(str(path)).close()
-    with sqlite3.connect(path) as conn:  # back to version 3: no study tables
+    with sqlite3.connect(path) as conn:  # back to version 4: no study tables
         conn.execute("DROP TABLE study_runs")
         conn.execute("DROP TABLE studies")
-        conn.execute("UPDATE schema_info SET version = 3")
+        conn.execute("UPDATE schema_info SET version = 4")
     with open_store(str(path)) as store:
-        assert store.upgraded_from == 3
+        assert store.upgraded_from == 4
         study_id = store.create_study("x", {}, "local", {"platforms": ["local"]})
         assert [s.id for s in store.studies("x")] == [study_id]
 

@@ -8,7 +8,7 @@
 Used by the CLI (`hpceval run`) and by `hpceval simulate` (hpceval.simulate).
 """
 
-from hpceval.campaign.configs import load_platform, load_suite, suite_from_raw
+from hpceval.campaign.configs import load_platform, load_suite, suite_from_raw, with_sources
 from hpceval.campaign.prepare import (
     Prepared,
     prepare_resume,
@@ -48,4 +48,5 @@ __all__ = [
     "start_new_run",
     "suite_from_raw",
     "toolchain_and_launcher",
+    "with_sources",
 ]

@@ -100,13 +100,22 @@ def _series_and_binary_samples(conn: Connection) -> None:
 MIGRATIONS[2] = _series_and_binary_samples
 
 
+def _measurement_implementation(conn: Connection) -> None:
+    """Schema 3 -> 4: each measurement's implementation; every earlier one is hpceval's own."""
+    conn.execute(sa.text("ALTER TABLE measurements ADD COLUMN implementation TEXT "
+                         "NOT NULL DEFAULT 'hpceval'"))  # fmt: skip
+
+
+MIGRATIONS[3] = _measurement_implementation
+
+
 def _add_study_tables(conn: Connection) -> None:
-    """Schema 3 -> 4: the studies and study_runs tables (nothing else changed)."""
+    """Schema 4 -> 5: the studies and study_runs tables (nothing else changed)."""
     studies.create(conn, checkfirst=True)
     study_runs.create(conn, checkfirst=True)
 
 
-MIGRATIONS[3] = _add_study_tables
+MIGRATIONS[4] = _add_study_tables
 
 
 def prepare_schema(

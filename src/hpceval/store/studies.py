@@ -1,5 +1,5 @@
 """Study runs in the store: a `hpceval study run` groups the runs it makes (one per platform)
-under one study row, with what it scaled down on each platform (schema version 4)."""
+under one study row, with what it scaled down on each platform (schema version 5)."""
 
 from __future__ import annotations
 
