@@ -359,7 +359,11 @@ static void alloc_space(void)
         *aux[i] = alloc_doubles(nc * (size_t)a_sc, "point-wise auxiliaries");
     rhs = alloc_doubles(nc * (size_t)r_sc, "rhs");
     forcing = alloc_doubles(nc * (size_t)r_sc, "forcing");
+#ifdef SP_ZONE_SOLVER
+    lhs = NULL; /* SP-MZ solves line by line in per-thread arrays (sp_mz.c) */
+#else
     lhs = alloc_doubles(nc * (size_t)l_sc, "lhs");
+#endif
 
     /* Buffers: the faces of copy_faces, or one stage of a line solve (22 values per
      * line: the last two rows of three pentadiagonal systems and their five rhs). */

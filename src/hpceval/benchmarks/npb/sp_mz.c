@@ -101,13 +101,159 @@ static void initialize_zones(void)
             for (int side = 0; side < 2; ++side) set_boundary_face(c, d, side);
 }
 
-/* One zone's line solve along d (SP's solve with the zone as the only stage). */
+/* One line's three pentadiagonal systems along d (NPB-MZ's x/y/z_solve: lhs, lhsp and
+ * lhsm of a single line, kept in cache, the rhs solved in place). Line point s of set q
+ * is L[15 * s + 5 * q + e], e = the diagonals a..e; rows 0 and n-1 are the identity
+ * (the zone's grid boundary, NPB's lhsinit). r: the line's point 0 of rhs component 0,
+ * st its stride along d; vel, rho, spd: point 0 of the auxiliaries, as their stride. */
+static inline __attribute__((always_inline)) void solve_line(
+    int d, int n, double *restrict L, double *restrict cv, double *restrict rhon,
+    double *restrict r, ptrdiff_t st, const double *restrict vel, const double *restrict rho,
+    const double *restrict spd, ptrdiff_t as)
+{
+    const double d_a = d == 0 ? dx2 : d == 1 ? dy3 : dz4;
+    const double d_b = d == 0 ? dx5 : d == 1 ? dy5 : dz5;
+    const double d_max = d == 0 ? dxmax : d == 1 ? dymax : dzmax;
+    const double d_1 = d == 0 ? dx1 : d == 1 ? dy1 : dz1;
+    const double dtt1 = d == 0 ? dttx1 : d == 1 ? dtty1 : dttz1;
+    const double dtt2 = d == 0 ? dttx2 : d == 1 ? dtty2 : dttz2;
+    const double c2dtt1 = d == 0 ? c2dttx1 : d == 1 ? c2dtty1 : c2dttz1;
+    const ptrdiff_t rm = r_sm;
+    for (int s = 0; s < n; ++s) {
+        const double ru1 = c3c4 * rho[s * as];
+        cv[s] = vel[s * as];
+        rhon[s] = MAX2(MAX2(d_a + con43 * ru1, d_b + c1c5 * ru1), MAX2(d_max + ru1, d_1));
+    }
+    for (int q = 0; q < 3; ++q)
+        for (int e = 0; e < 5; ++e) {
+            L[5 * q + e] = e == 2 ? 1.0 : 0.0;
+            L[15 * (n - 1) + 5 * q + e] = e == 2 ? 1.0 : 0.0;
+        }
+    for (int s = 1; s <= n - 2; ++s) {
+        double *l = L + 15 * s;
+        l[0] = 0.0;
+        l[1] = -dtt2 * cv[s - 1] - dtt1 * rhon[s - 1];
+        l[2] = 1.0 + c2dtt1 * rhon[s];
+        l[3] = dtt2 * cv[s + 1] - dtt1 * rhon[s + 1];
+        l[4] = 0.0;
+    }
+    /* Fourth-order dissipation, one-sided next to the boundary. */
+    L[15 * 1 + 2] += comz5;
+    L[15 * 1 + 3] -= comz4;
+    L[15 * 1 + 4] += comz1;
+    L[15 * 2 + 1] -= comz4;
+    L[15 * 2 + 2] += comz6;
+    L[15 * 2 + 3] -= comz4;
+    L[15 * 2 + 4] += comz1;
+    for (int s = 3; s <= n - 4; ++s) {
+        double *l = L + 15 * s;
+        l[0] += comz1;
+        l[1] -= comz4;
+        l[2] += comz6;
+        l[3] -= comz4;
+        l[4] += comz1;
+    }
+    L[15 * (n - 3) + 0] += comz1;
+    L[15 * (n - 3) + 1] -= comz4;
+    L[15 * (n - 3) + 2] += comz6;
+    L[15 * (n - 3) + 3] -= comz4;
+    L[15 * (n - 2) + 0] += comz1;
+    L[15 * (n - 2) + 1] -= comz4;
+    L[15 * (n - 2) + 2] += comz5;
+    /* The u+c and u-c factors. */
+    for (int s = 1; s <= n - 2; ++s) {
+        double *l = L + 15 * s;
+        const double sm = dtt2 * spd[(s - 1) * as], sp = dtt2 * spd[(s + 1) * as];
+        l[5] = l[0];
+        l[6] = l[1] - sm;
+        l[7] = l[2];
+        l[8] = l[3] + sp;
+        l[9] = l[4];
+        l[10] = l[0];
+        l[11] = l[1] + sm;
+        l[12] = l[2];
+        l[13] = l[3] - sp;
+        l[14] = l[4];
+    }
+    /* Forward elimination: set q serves rhs components m0..m0+nr-1. */
+    for (int q = 0; q < 3; ++q) {
+        const int m0 = q == 0 ? 0 : q + 2, nr = q == 0 ? 3 : 1;
+        double *restrict rq = r + m0 * rm;
+        for (int s = 0; s <= n - 3; ++s) {
+            double *l0 = L + 15 * s + 5 * q, *l1 = l0 + 15, *l2 = l0 + 30;
+            const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+            const double fac1 = 1.0 / l0[2];
+            l0[3] *= fac1;
+            l0[4] *= fac1;
+            for (int m = 0; m < nr; ++m) rq[m * rm + p] *= fac1;
+            l1[2] -= l1[1] * l0[3];
+            l1[3] -= l1[1] * l0[4];
+            for (int m = 0; m < nr; ++m) rq[m * rm + p1] -= l1[1] * rq[m * rm + p];
+            l2[1] -= l2[0] * l0[3];
+            l2[2] -= l2[0] * l0[4];
+            for (int m = 0; m < nr; ++m) rq[m * rm + p2] -= l2[0] * rq[m * rm + p];
+        }
+        /* The last two rows: no rows below to eliminate into. */
+        double *l0 = L + 15 * (n - 2) + 5 * q, *l1 = l0 + 15;
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
+        const double fac1 = 1.0 / l0[2];
+        l0[3] *= fac1;
+        l0[4] *= fac1;
+        for (int m = 0; m < nr; ++m) rq[m * rm + p] *= fac1;
+        l1[2] -= l1[1] * l0[3];
+        l1[3] -= l1[1] * l0[4];
+        for (int m = 0; m < nr; ++m) rq[m * rm + p1] -= l1[1] * rq[m * rm + p];
+        const double fac2 = 1.0 / l1[2];
+        l1[3] *= fac2;
+        l1[4] *= fac2;
+        for (int m = 0; m < nr; ++m) rq[m * rm + p1] *= fac2;
+    }
+    /* Back substitution, component by component. */
+    for (int m = 0; m < 5; ++m) {
+        const int q = m < 3 ? 0 : m - 2;
+        double *restrict rq = r + m * rm;
+        const double *l = L + 5 * q;
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st;
+        rq[p] -= l[15 * (n - 2) + 3] * rq[p + st];
+        for (int s = n - 3; s >= 0; --s) {
+            const ptrdiff_t ps = s * st;
+            rq[ps] -= l[15 * s + 3] * rq[ps + st] + l[15 * s + 4] * rq[ps + 2 * st];
+        }
+    }
+}
+
+/* One zone's solve along d: every interior line by itself (NPB-MZ's loop order, the
+ * higher transverse axis outside), the lines shared by the threads; then ninvr, pinvr or
+ * tzetar over the zone. */
 static void solve_zone(int d, int c)
 {
-    build_lhs(d, c);
-    forward_cell(d, c);
-    unpack_backward(d, c, 0);
-    backward_cell(d, c);
+    const struct cell *cl = &cells[c];
+    const int n = cl->size[d];
+    const int ta = d == 2 ? 1 : 2, tb = d == 0 ? 1 : 0; /* outer, inner transverse axes */
+    const double *vel = aux_cell(d == 0 ? us : d == 1 ? vs : ws, c);
+    const double *rho = aux_cell(rho_i, c), *spd = aux_cell(speed, c);
+    double *rc = rhs_cell(rhs, c);
+    const ptrdiff_t as = a_stride[d], st = r_stride[d];
+    const int na = cl->size[ta] - 2, nb = cl->size[tb] - 2;
+#pragma omp parallel
+    {
+        double L[15 * n], cv[n], rhon[n];
+#pragma omp for collapse(2) schedule(static)
+        for (int a = 1; a <= na; ++a)
+            for (int b = 1; b <= nb; ++b) {
+                int pt[3];
+                pt[ta] = a;
+                pt[tb] = b;
+                pt[d] = 0;
+                const ptrdiff_t a0 = AIX(pt[0], pt[1], pt[2]), r0 = RIX(pt[0], pt[1], pt[2]);
+                if (d == 0)
+                    solve_line(0, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+                else if (d == 1)
+                    solve_line(1, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+                else
+                    solve_line(2, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+            }
+    }
     invert_block(d, c);
 }
 
@@ -171,7 +317,6 @@ int main(int argc, char **argv)
     set_constants(spacing);
     locate_fields();
     initialize_zones();
-    lhsinit();
     exact_rhs();
 
     /* One untimed step touches all code and memory, then the start again (as NPB-MZ). */
