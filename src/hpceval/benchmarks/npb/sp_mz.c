@@ -175,50 +175,113 @@ static inline __attribute__((always_inline)) void solve_line(
         l[13] = l[3] - sp;
         l[14] = l[4];
     }
-    /* Forward elimination: set q serves rhs components m0..m0+nr-1. */
-    for (int q = 0; q < 3; ++q) {
-        const int m0 = q == 0 ? 0 : q + 2, nr = q == 0 ? 3 : 1;
-        double *restrict rq = r + m0 * rm;
-        for (int s = 0; s <= n - 3; ++s) {
-            double *l0 = L + 15 * s + 5 * q, *l1 = l0 + 15, *l2 = l0 + 30;
-            const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
-            const double fac1 = 1.0 / l0[2];
-            l0[3] *= fac1;
-            l0[4] *= fac1;
-            for (int m = 0; m < nr; ++m) rq[m * rm + p] *= fac1;
-            l1[2] -= l1[1] * l0[3];
-            l1[3] -= l1[1] * l0[4];
-            for (int m = 0; m < nr; ++m) rq[m * rm + p1] -= l1[1] * rq[m * rm + p];
-            l2[1] -= l2[0] * l0[3];
-            l2[2] -= l2[0] * l0[4];
-            for (int m = 0; m < nr; ++m) rq[m * rm + p2] -= l2[0] * rq[m * rm + p];
-        }
-        /* The last two rows: no rows below to eliminate into. */
-        double *l0 = L + 15 * (n - 2) + 5 * q, *l1 = l0 + 15;
+    /* Forward elimination of the u system (rhs components 0..2), NPB's first loop. */
+    double *restrict r0 = r, *restrict r1 = r + rm, *restrict r2 = r + 2 * rm;
+    for (int s = 0; s <= n - 3; ++s) {
+        double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double fac1 = 1.0 / l0[2];
+        l0[3] *= fac1;
+        l0[4] *= fac1;
+        r0[p] *= fac1;
+        r1[p] *= fac1;
+        r2[p] *= fac1;
+        l1[2] -= l1[1] * l0[3];
+        l1[3] -= l1[1] * l0[4];
+        r0[p1] -= l1[1] * r0[p];
+        r1[p1] -= l1[1] * r1[p];
+        r2[p1] -= l1[1] * r2[p];
+        l2[1] -= l2[0] * l0[3];
+        l2[2] -= l2[0] * l0[4];
+        r0[p2] -= l2[0] * r0[p];
+        r1[p2] -= l2[0] * r1[p];
+        r2[p2] -= l2[0] * r2[p];
+    }
+    {
+        double *l0 = L + 15 * (n - 2), *l1 = l0 + 15;
         const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
         const double fac1 = 1.0 / l0[2];
         l0[3] *= fac1;
         l0[4] *= fac1;
-        for (int m = 0; m < nr; ++m) rq[m * rm + p] *= fac1;
+        r0[p] *= fac1;
+        r1[p] *= fac1;
+        r2[p] *= fac1;
         l1[2] -= l1[1] * l0[3];
         l1[3] -= l1[1] * l0[4];
-        for (int m = 0; m < nr; ++m) rq[m * rm + p1] -= l1[1] * rq[m * rm + p];
+        r0[p1] -= l1[1] * r0[p];
+        r1[p1] -= l1[1] * r1[p];
+        r2[p1] -= l1[1] * r2[p];
         const double fac2 = 1.0 / l1[2];
         l1[3] *= fac2;
         l1[4] *= fac2;
-        for (int m = 0; m < nr; ++m) rq[m * rm + p1] *= fac2;
+        r0[p1] *= fac2;
+        r1[p1] *= fac2;
+        r2[p1] *= fac2;
     }
-    /* Back substitution, component by component. */
-    for (int m = 0; m < 5; ++m) {
-        const int q = m < 3 ? 0 : m - 2;
-        double *restrict rq = r + m * rm;
-        const double *l = L + 5 * q;
-        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st;
-        rq[p] -= l[15 * (n - 2) + 3] * rq[p + st];
-        for (int s = n - 3; s >= 0; --s) {
-            const ptrdiff_t ps = s * st;
-            rq[ps] -= l[15 * s + 3] * rq[ps + st] + l[15 * s + 4] * rq[ps + 2 * st];
+    /* The u+c and u-c systems (components 3 and 4) in one loop, as NPB. */
+    double *restrict r3 = r + 3 * rm, *restrict r4 = r + 4 * rm;
+    for (int s = 0; s <= n - 3; ++s) {
+        double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double facp = 1.0 / l0[7];
+        l0[8] *= facp;
+        l0[9] *= facp;
+        r3[p] *= facp;
+        l1[7] -= l1[6] * l0[8];
+        l1[8] -= l1[6] * l0[9];
+        r3[p1] -= l1[6] * r3[p];
+        l2[6] -= l2[5] * l0[8];
+        l2[7] -= l2[5] * l0[9];
+        r3[p2] -= l2[5] * r3[p];
+        const double facm = 1.0 / l0[12];
+        l0[13] *= facm;
+        l0[14] *= facm;
+        r4[p] *= facm;
+        l1[12] -= l1[11] * l0[13];
+        l1[13] -= l1[11] * l0[14];
+        r4[p1] -= l1[11] * r4[p];
+        l2[11] -= l2[10] * l0[13];
+        l2[12] -= l2[10] * l0[14];
+        r4[p2] -= l2[10] * r4[p];
+    }
+    {
+        double *l0 = L + 15 * (n - 2), *l1 = l0 + 15;
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
+        for (int q = 1; q < 3; ++q) {
+            double *restrict rq = q == 1 ? r3 : r4;
+            const int o = 5 * q;
+            const double fac1 = 1.0 / l0[o + 2];
+            l0[o + 3] *= fac1;
+            l0[o + 4] *= fac1;
+            rq[p] *= fac1;
+            l1[o + 2] -= l1[o + 1] * l0[o + 3];
+            l1[o + 3] -= l1[o + 1] * l0[o + 4];
+            rq[p1] -= l1[o + 1] * rq[p];
+            rq[p1] *= 1.0 / l1[o + 2];
         }
+    }
+    /* Back substitution: components 0..2 on the u system, then 3 and 4. */
+    {
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st;
+        const double *l = L + 15 * (n - 2);
+        r0[p] -= l[3] * r0[p + st];
+        r1[p] -= l[3] * r1[p + st];
+        r2[p] -= l[3] * r2[p + st];
+        r3[p] -= l[8] * r3[p + st];
+        r4[p] -= l[13] * r4[p + st];
+    }
+    for (int s = n - 3; s >= 0; --s) {
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double *l = L + 15 * s;
+        r0[p] -= l[3] * r0[p1] + l[4] * r0[p2];
+        r1[p] -= l[3] * r1[p1] + l[4] * r1[p2];
+        r2[p] -= l[3] * r2[p1] + l[4] * r2[p2];
+    }
+    for (int s = n - 3; s >= 0; --s) {
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double *l = L + 15 * s;
+        r3[p] -= l[8] * r3[p1] + l[9] * r3[p2];
+        r4[p] -= l[13] * r4[p1] + l[14] * r4[p2];
     }
 }
 
