@@ -1,6 +1,7 @@
-"""GROMACS, LAMMPS, hpcc and fio through the hostfile launcher: a real campaign over SSH
-between two emulated nodes (sshd in each network namespace, see test_launch_hostfile), the
-MPI applications as one rank per node. Minutes of work: marked long."""
+"""GROMACS, LAMMPS, hpcc, fio, lattice QCD and a BioBench tool through the hostfile
+launcher: a real campaign over SSH between two emulated nodes (sshd in each network
+namespace, see test_launch_hostfile), the MPI applications as one rank per node. Minutes
+of work: marked long."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from .test_slurm_netns import APPS_SUITE
 @requires_tool("lmp")
 @requires_tool("hpcc")
 @requires_tool("fio")
+@requires_tool("clustalw")
 def test_applications_over_ssh(tmp_path: Path, ssh_cluster: SshCluster) -> None:
     layout = ssh_cluster.layout
     hosts = [layout.address(0), layout.address(1)]
@@ -54,10 +56,12 @@ def test_applications_over_ssh(tmp_path: Path, ssh_cluster: SshCluster) -> None:
     (run,) = store.runs()
     assert run.launcher == "hostfile"
     executions = store.executions(run.id)
-    assert {e.benchmark for e in executions} == {"gromacs", "lammps", "hpcc", "fio"}
+    assert {e.benchmark for e in executions} == {
+        "gromacs", "lammps", "hpcc", "fio", "lqcd", "biobench",
+    }  # fmt: skip
     assert {e.status.value for e in executions} == {"ok"}, [e.error for e in executions]
     for e in executions:
-        if e.benchmark != "fio":  # the MPI applications: mpirun over SSH, one rank per node
+        if e.benchmark not in ("fio", "biobench"):  # MPI: mpirun over SSH, a rank per node
             assert "--hostfile" in e.argv, e.argv
     values = [sm.measurement.value for sm in store.measurements(run.id)]
     assert values and all(v > 0 for v in values)

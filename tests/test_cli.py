@@ -312,7 +312,9 @@ def test_crashing_or_nonsense_benchmark_is_a_recorded_failure(
     fake.chmod(0o755)
     platform = write(
         tmp_path / "p.toml",
-        f"name='fake'\n[launcher]\nkind='local'\nmpirun='{fake}'\n"
+        # The fake mpirun answers the transport probe with its nonsense too (and sleeps):
+        # not probed, the time measured is the benchmark's alone.
+        f"name='fake'\ntransport_probe=false\n[launcher]\nkind='local'\nmpirun='{fake}'\n"
         f"env={{FAKE_MPIRUN_MODE='{mode}'}}\n",
     )
     suite = write(

@@ -59,6 +59,13 @@ HOSTILE: list[tuple[str, list[str]]] = [
     ("recommend-nan-deadline", ["recommend", "-w", "cg.A", "--deadline", "nan", *DB]),
     ("recommend-inf-deadline", ["recommend", "-w", "cg.A", "--deadline", "inf", *DB]),
     ("calibrations-huge-id", ["calibrations", "--id", HUGE, *DB]),
+    ("history-markup-platform", ["history", MARKUP, *DB]),
+    ("history-binary-db", ["history", "local", "--db", "{w}/binary.db"]),
+    ("history-json-read-only", ["history", "local", "--json", "{w}/ro/h.json", *DB]),
+    ("check-option-platform", ["check", "--against", "history", "-p", OPTION, *DB]),
+    ("check-huge-window", ["check", "--against", "history", "-p", "local", "--window", HUGE,
+                           *DB]),
+    ("check-nan-alpha", ["check", "--against", "history", "-p", "local", "--alpha", "nan", *DB]),
     # simulate
     ("simulate-nan-tolerance",
      ["simulate", "--bench", "mpibench", "--ranks", "2", "--profile", "ec2-cc-2012-10gbe",

@@ -19,6 +19,10 @@ from tests.cli_helpers import invoke, one_line_error, read_csv
 # descheduled sample in five), as on a loaded machine.
 LATENCY = {"bare": 1.0, "vm": 2.0}
 PACKED = {"per_node_hour": 1.0, "currency": "USD"}
+# The placements in the notation of hpceval.labels.
+PAIR = "intra-node"
+TWO = f"1 node × 2 ranks × 1 thread, {PAIR}"
+FOUR = f"1 node × 4 ranks × 1 thread, {PAIR}"
 
 
 def _run(store: Any, platform: str, origin: Origin, config: dict[str, Any]) -> int:
@@ -179,7 +183,8 @@ def test_cost_bills_and_names_its_statistic(db: str, tmp_path: Path) -> None:
     bare = next(r for r in rows if r["platform"] == "bare" and r["oversubscribed"] == "False")
     assert float(bare["time_s"]) == pytest.approx(10.1)  # median of 10, 10.1, 10.2
     assert (bare["time_min"], bare["time_mean"]) == ("10.0", "10.1")
-    assert bare["repetitions"] == "3" and bare["placement"] == "1×2×1"
+    assert bare["repetitions"] == "3"
+    assert bare["placement"] == f"1 node × 2 ranks × 1 thread, {PAIR}"
     # csc-2016, priced with the node's peak: 0.5294 EUR per normalized node-hour x 2 TFLOPS.
     r = invoke("cost", "--db", db, "--origin", "measured", "--catalog", "csc-2016",
                "--instance", "bare=CSC Sisu (Cray XC40)", "--instance", "vm=AWS c4.8xlarge",
@@ -205,18 +210,18 @@ def test_recommend_excludes_and_says_why(db: str, tmp_path: Path) -> None:
                "100", "--csv", str(out))  # fmt: skip
     assert r.exit_code == 0, r.output
     # bare's oversubscribed run is fastest (5 s) but not recommended; vm has 2 repetitions.
-    assert "fastest:  bare (measured) [1x2x1, on-demand]: 10.1 s" in r.output
-    assert "not recommended: bare (measured) [1x4x1 oversubscribed, on-demand]: " \
-           "oversubscribed (more ranks than cores; --allow-oversubscribed)" in r.output
-    assert "not recommended: vm (measured) [1x2x1, on-demand]: too few repetitions " \
-           "(n=2, need ≥3)" in r.output
+    assert f"fastest:  bare (measured) [{TWO}, on-demand]: 10.1 s" in r.output
+    assert (f"not recommended: bare (measured) [{FOUR}, oversubscribed, on-demand]: "
+            "oversubscribed (more ranks than cores; --allow-oversubscribed)") in r.output
+    assert (f"not recommended: vm (measured) [{TWO}, on-demand]: too few repetitions "
+            "(n=2, need ≥3)") in r.output
     rows = read_csv(out)
     assert {row["statistic"] for row in rows} == {"median"}
     assert sum(1 for row in rows if row["excluded"]) == 3
     r = invoke("recommend", "-w", "cg.A", "--db", db, "--origin", "measured",
                "--allow-oversubscribed", "--min-repetitions", "2")  # fmt: skip
     assert r.exit_code == 0, r.output
-    assert "fastest:  bare (measured) [1x4x1 oversubscribed, on-demand]: 5.05 s" in r.output
+    assert f"fastest:  bare (measured) [{FOUR}, oversubscribed, on-demand]: 5.05 s" in r.output
     assert "not recommended:" not in r.output
     r = invoke("recommend", "-w", "cg.A", "--db", db, "--allow-mixed-origins",
                "--min-repetitions", "2")  # fmt: skip

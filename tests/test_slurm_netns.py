@@ -331,6 +331,15 @@ directory = "{directory}"
 size = "4MiB"
 numjobs = 1
 runtime_s = 1
+[[benchmark]]
+name = "lqcd"
+lattice = ["4x4x4x8"]
+ranks = [2]
+ranks_per_node = [1]
+[[benchmark]]
+name = "biobench"
+tool = ["clustalw"]
+size = "tiny"
 """
 
 
@@ -341,6 +350,7 @@ runtime_s = 1
 @requires_tool("lmp")
 @requires_tool("hpcc")
 @requires_tool("fio")
+@requires_tool("clustalw")
 def test_applications_through_slurm(
     slurm_netns: cluster_mod.SlurmNetnsCluster, tmp_path: Path
 ) -> None:
@@ -349,7 +359,9 @@ def test_applications_through_slurm(
     suite = APPS_SUITE.format(directory=target)
     store, run_id = run_campaign(tmp_path, platform_text(slurm_netns.name), suite)
     executions = store.executions(run_id)
-    assert {e.benchmark for e in executions} == {"gromacs", "lammps", "hpcc", "fio"}
+    assert {e.benchmark for e in executions} == {
+        "gromacs", "lammps", "hpcc", "fio", "lqcd", "biobench",
+    }  # fmt: skip
     assert {e.status.value for e in executions} == {"ok"}, [e.error for e in executions]
     # Every MPI application ran as two ranks, one on each node, through srun.
     for e in executions:

@@ -21,6 +21,7 @@ from hpceval.cli_cluster import cluster_app
 from hpceval.cli_common import DbOption, console, err, user_errors
 from hpceval.cli_cost import register_cost_commands
 from hpceval.cli_db import db_app
+from hpceval.cli_history import register_history_commands
 from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
@@ -70,7 +71,7 @@ def run(
         prepare_run,
         start_new_run,
     )
-    from hpceval.cli_run import RichReporter, case_label, run_summary
+    from hpceval.cli_run import RichReporter, case_label, record_transport, run_summary
     from hpceval.execute import is_alive
     from hpceval.model import Status
     from hpceval.store import StoreUnavailable, open_store
@@ -104,6 +105,7 @@ def run(
                 )
             else:
                 store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
+                record_transport(prepared, err)
                 run_id = start_new_run(
                     prepared, store, suite_loaded, platform_loaded, cases, note="; ".join(left_out)
                 )
@@ -175,6 +177,7 @@ def show(
     from hpceval.show import measurement_tables
     from hpceval.statistics import DISPLAY_STATISTIC
     from hpceval.store import open_store
+    from hpceval.transport import describe_transport, transport_checks
 
     policy = policy_option(statistic)
     DISPLAY_STATISTIC.set(policy.statistic)
@@ -192,12 +195,16 @@ def show(
     head.add_row("statistic", policy.describe().split(";")[0].removeprefix("statistic: "))
     for key, value in summarize(facts):
         head.add_row(key, value)
+    if transport := describe_transport(facts.get("transport")):
+        head.add_row("Transport", transport)
     out.print(head)
     ms = [sm.measurement for sm in store.measurements(row.id)]
     if not ms:
         out.print("no measurements in this run")
     for table in measurement_tables(ms):
         out.print(table)
+    for warning in transport_checks(facts, store.platform_config(row.platform_id)[1], ms):
+        out.print(f"warning: {warning}", style="yellow", highlight=False)
     failed = [e for e in store.executions(row.id) if e.status not in ("ok", "running")]
     for e in failed:
         colour = "yellow" if e.status == "skipped" else "red"
@@ -342,6 +349,7 @@ def import_npb_command(
 app.add_typer(db_app, name="db")
 app.add_typer(cluster_app, name="cluster")
 register_analysis_commands(app, out)
+register_history_commands(app, out)
 register_cost_commands(app)
 register_simulate_commands(app, out)
 register_report_command(app, out)

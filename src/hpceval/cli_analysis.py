@@ -259,7 +259,22 @@ def compare_command(
     _print_unmatched(result.unmatched_points)
     for line in context.caveat_lines([*result.platforms, baseline]):
         out.print(f"caveat: {line}", style="yellow", highlight=False, markup=False)
+    for note in _transport_notes(db, [baseline, *result.platforms]):
+        out.print(f"note: {note}", style="yellow", highlight=False)
     _export(table, csv, json)
+
+
+def _transport_notes(db: str | None, platforms: list[str]) -> list[str]:
+    """Where the compared platforms' MPI took different transports (their latest runs)."""
+    from hpceval.store import open_store
+    from hpceval.transport import transport_differences
+
+    facts: dict[str, Any] = {}
+    with open_store(db, create=False, read_only=True) as store:
+        for row in sorted(store.runs(), key=lambda r: r.id):
+            if row.platform_name in platforms:
+                facts[row.platform_name] = store.environment(row.environment_id)
+    return transport_differences(facts)
 
 
 def _largest(

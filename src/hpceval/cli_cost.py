@@ -118,6 +118,19 @@ def _prices(
 # --------------------------------------------------------------------------- cost
 
 
+# The time metric a run of each costable benchmark is priced by (its measured run time,
+# start-up excluded), and the parameters its cost table shows.
+COSTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "npb": ("time", ("kernel", "class", "ranks")),
+    "lqcd": ("cg_time", ("lattice", "ranks")),
+    "milc": ("time", ("lattice", "ranks")),
+    "biobench": ("time", ("tool", "size", "threads_per_rank")),
+}
+CostBenchmarkOption = Annotated[
+    str, typer.Option("--benchmark", help=f"What to cost: {', '.join(COSTED)}.")
+]
+
+
 def cost_command(
     catalog: CatalogOption = None,
     instance: InstanceOption = None,
@@ -130,13 +143,19 @@ def cost_command(
     min_repetitions: MinRepetitionsOption = None,
     csv: CsvOption = None,
     json: JsonOption = None,
+    benchmark: CostBenchmarkOption = "npb",
 ) -> None:
-    """Cost of every NPB run and its price per GOPS-hour, per platform, placement and pricing
-    model: times by the named statistic, billed at the price's granularity."""
+    """Cost of every NPB run (or lattice-QCD, MILC, BioBench run) and its price per
+    GOPS-hour, per platform, placement and pricing model: times by the named statistic,
+    billed at the price's granularity."""
     from hpceval.analysis.cost import cost_table
 
+    if benchmark not in COSTED:
+        raise UserError(f"--benchmark {benchmark!r}: one of {', '.join(COSTED)}")
+    time_metric, shown = COSTED[benchmark]
+    label = "NPB" if benchmark == "npb" else benchmark
     policy = policy_option(statistic, min_repetitions)
-    frame = origin_rows(_load(db, benchmark="npb"), origin, allow_mixed_origins)
+    frame = origin_rows(_load(db, benchmark=benchmark), origin, allow_mixed_origins)
     prices, loaded = _prices(db, catalog, instance, node_tflops)
     measured = sorted(str(p) for p in frame["platform"].unique())
     for platform in measured:
@@ -155,35 +174,43 @@ def cost_command(
         currency=wanted,
         rates=loaded.rates if loaded is not None else None,
         policy=policy,
+        benchmark=benchmark,
+        time_metric=time_metric,
     )
     table = result.table
     if table.empty:
-        raise UserError("no NPB time measurements to cost")
-    params = [c for c in ("kernel", "class", "ranks") if c in table.columns]
+        raise UserError(f"no {label} time measurements to cost")
+    params = [c for c in shown if c in table.columns]
     out = _Consoles.out
     out.print(policy.describe(), highlight=False)
-    title = f"cost of the NPB runs ({result.currency}; time: {policy.statistic} over repetitions)"
+    title = (
+        f"cost of the {label} runs ({result.currency}; time: {policy.statistic} over "
+        "repetitions)"
+    )
     if loaded is not None:
         title += f"; prices: {loaded.name} ({loaded.date}, {loaded.source})"
-    t = Table(title=title, title_justify="left")
-    for col in ("platform", "pricing", "instance", *params, "placement"):
+    billing = ", ".join(sorted({str(b) for b in table["billing"]}))
+    t = Table(title=f"{title}; billed {billing}", title_justify="left")
+    # The instance column only where a catalog entry prices a platform under another name.
+    named = bool((table["instance"].astype(str) != table["platform"].astype(str)).any())
+    for col in ("platform", "pricing", *(["instance"] if named else []), *params, "placement"):
         t.add_column(col)
     money = result.currency
     for col in (f"time s ({policy.statistic})", "min / mean s", "reps", f"{money} per hour",
-                "billed", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
+                "billed s", "run cost", "Mop/s", f"{money} per GOPS-hour"):  # fmt: skip
         t.add_column(col, justify="right")
     for record in table.to_dict("records"):
         t.add_row(
             f"{record['platform']} ({record['origin']})",
             str(record["pricing"]),
-            str(record["instance"]),
+            *([str(record["instance"])] if named else []),
             *(_value(record.get(p)) for p in params),
             str(record["placement"]),
             _num(record["time_s"]),
             f"{_num(record['time_min'], 3)} / {_num(record['time_mean'], 3)}",
             str(record["repetitions"]),
             _num(record["hourly"]),
-            f"{_num(record['billed_s'])} s ({record['billing']})",
+            _num(record["billed_s"]),
             _num(record["run_cost"]),
             _num(record["mops"]),
             _num(record["price_per_gops_hour"]),

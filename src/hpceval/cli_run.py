@@ -5,7 +5,7 @@ commands that run things, not by every command (the analysis commands start fast
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -29,6 +29,9 @@ from hpceval.cli_common import status_text
 from hpceval.labels import placement_label
 from hpceval.model import ExecutionStatus, Measurement
 from hpceval.store import Store
+
+if TYPE_CHECKING:
+    from hpceval.campaign import Prepared
 
 # --------------------------------------------------------------------------- progress
 
@@ -141,3 +144,34 @@ def headline(ms: Sequence[Measurement]) -> str:
         return ""
     bench = find_benchmark(ms[0].benchmark)
     return bench.headline(ms) if bench is not None else generic_headline(ms)
+
+
+# --------------------------------------------------------------------------- transport
+
+
+def record_transport(prepared: Prepared, console: Console) -> None:
+    """Probe the transport the MPI library takes (inside the launcher's session) into the
+    run's provenance with what the launcher records of itself (a container runtime), and say
+    at once when the transport contradicts the platform."""
+    from hpceval.transport import (
+        describe_transport,
+        expected_fabric_warning,
+        latency_warnings,
+        probe_transports,
+        with_facts,
+    )
+
+    platform = prepared.platform
+    if (runtime := prepared.launcher.provenance()) is not None:
+        prepared.environment = with_facts(prepared.environment, "container_runtime", runtime)
+    if not platform.transport_probe:
+        return
+    transport = probe_transports(prepared.launcher, prepared.toolchain, platform)
+    prepared.environment = with_facts(prepared.environment, "transport", transport)
+    console.print(f"transport: {describe_transport(transport)}", highlight=False)
+    warnings = latency_warnings(transport)
+    expected = platform.interconnect.expected_transport
+    if warning := expected_fabric_warning(transport, expected, platform.nodes):
+        warnings.append(warning)
+    for warning in warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False)

@@ -120,6 +120,10 @@ class InterconnectConfig(StrictModel):
     gbps: float | None = Field(None, gt=0)
     # The I/O virtualization path: it explains most of the network overhead (methodology §6).
     io_path: Literal["native", "sr-iov", "paravirtual", "emulated"] | None = None
+    # The transport MPI must take across this interconnect (between nodes; within the node
+    # on a one-node platform): a run whose transport probe finds another one is warned of
+    # (a silent fall-back from the fabric to TCP). Kinds of hpceval.transport.parse.
+    expected_transport: Literal["shared-memory", "tcp", "rdma", "libfabric"] | None = None
 
 
 class PriceConfig(StrictModel):
@@ -145,6 +149,9 @@ class PlatformConfig(StrictModel):
     interconnect: InterconnectConfig = InterconnectConfig()
     price: PriceConfig | None = None
     cflags: list[str] = Field(default_factory=lambda: ["-O2"])
+    # Ask the MPI library which transport it takes, per pair class, before a run
+    # (hpceval.transport; two short extra MPI starts).
+    transport_probe: bool = True
 
     @field_validator("interconnect", mode="before")
     @classmethod

@@ -201,7 +201,10 @@ def prepare_resume(store: Store) -> tuple[int, Prepared]:
     prepared.work = work
     if (
         work
-        and fingerprint(store.environment(row.environment_id)) != prepared.environment.fingerprint
+        # The stored record holds the transport probed at the first start; the platform
+        # itself must be the same.
+        and fingerprint(store.environment(row.environment_id), measured=False)
+        != prepared.environment.fingerprint
     ):
         raise UserError(
             f"run {row.id} was measured in another environment (hardware, MPI, compiler or "

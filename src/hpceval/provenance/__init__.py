@@ -37,6 +37,7 @@ from hpceval.provenance.parsers import (
     parse_sysfs_caches,
 )
 from hpceval.provenance.probes import (
+    MEASURED_KEYS,
     PROVENANCE_VERSION,
     VOLATILE_KEYS,
     collect_environment,
@@ -50,6 +51,7 @@ __all__ = [
     "CAPTURE_FORMAT",
     "CPU_FLAGS_OF_INTEREST",
     "EMULATED_DRIVERS",
+    "MEASURED_KEYS",
     "PARAVIRTUAL_DRIVERS",
     "PROVENANCE_VERSION",
     "VF_DRIVERS",

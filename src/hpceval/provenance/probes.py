@@ -39,6 +39,14 @@ PROVENANCE_VERSION = 1
 # Keys of `facts` left out of the fingerprint: diagnostics about how probing went (a timeout,
 # a missing tool) describe this collection, not the platform.
 VOLATILE_KEYS = ("notes",)
+# Keys filled by running MPI (the transport probe, hpceval.transport) inside the launcher's
+# session, once the rest was collected. They are part of the fingerprint (two platforms of one
+# machine that differ in transport are two environments), but a resumed run, which keeps the
+# record of its first start, is checked on the rest (`fingerprint(..., measured=False)`).
+MEASURED_KEYS = ("transport", "container_runtime")
+# What a transport record holds of the probe run itself, not of the platform: left out of
+# the fingerprint, so that runs of one platform share their environment.
+TRANSPORT_RUN_KEYS = ("latency_8B_us", "hosts")
 
 
 def _first_line(result: CommandOutput | None) -> str | None:
@@ -341,14 +349,26 @@ def collect_environment(
     return Environment(facts=facts, fingerprint=fingerprint(facts))
 
 
-def fingerprint(facts: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of `facts` without its volatile keys.
+def fingerprint(facts: Mapping[str, Any], *, measured: bool = True) -> str:
+    """sha256 of the canonical JSON of `facts` without its volatile keys (nor its
+    MEASURED_KEYS when `measured` is False).
 
     Virtual network interfaces (veths, bridges, tunnels) are left out: containers and
     emulated clusters create and delete them all the time, and they say nothing of the
     machine; a fingerprint that followed them would refuse every --resume on a busy host.
     """
-    stable = {key: value for key, value in facts.items() if key not in VOLATILE_KEYS}
+    left_out = VOLATILE_KEYS if measured else (*VOLATILE_KEYS, *MEASURED_KEYS)
+    stable = {key: value for key, value in facts.items() if key not in left_out}
+    transport = stable.get("transport")
+    if isinstance(transport, Mapping):
+        # The transport taken is the platform's; the probe's latency and the host names of
+        # its ranks (an emulated cluster's change with its index) are this run's.
+        stable["transport"] = {
+            pair: {k: v for k, v in record.items() if k not in TRANSPORT_RUN_KEYS}
+            if isinstance(record, Mapping)
+            else record
+            for pair, record in transport.items()
+        }
     network = stable.get("network")
     if isinstance(network, Mapping) and isinstance(network.get("interfaces"), list):
         stable["network"] = {

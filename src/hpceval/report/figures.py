@@ -80,6 +80,7 @@ class Panel:
     xbase: float = 2
     ideal: tuple[FloatArray, FloatArray] | None = None  # reference curve (ideal speedup)
     hline: float | None = None
+    mark_label: str = "knee (scaling stops)"  # what the rings of Line.marked are
 
 
 @dataclass(frozen=True)
@@ -320,8 +321,11 @@ def line_figure(panels: Sequence[Panel], palette: Palette) -> Figure:
             ax.set_ylabel(panel.ylabel)
         if model_drawn:
             entries["Hockney model (thin line)"] = Line2D([], [], color="#777777", linewidth=0.9)
-        if any(line.marked is not None and len(line.marked) for p in panels for line in p.lines):
-            entries["knee (scaling stops)"] = Line2D(
+        marking = [
+            p for p in panels if any(ln.marked is not None and len(ln.marked) for ln in p.lines)
+        ]
+        if marking:
+            entries[marking[0].mark_label] = Line2D(
                 [], [], linestyle="none", marker="o", markersize=8,
                 markerfacecolor="none", markeredgecolor="#d62728",
             )

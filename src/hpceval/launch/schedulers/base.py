@@ -195,6 +195,11 @@ class Scheduler(ABC):
     def preflight(self) -> None:  # noqa: B027 - optional hook, most schedulers need nothing
         """Checks before a campaign starts (hosts reachable, daemons up); raise UserError."""
 
+    def provenance(self) -> dict[str, Any] | None:
+        """What a run records of this scheduler beyond the machine (a container runtime's
+        version, image and limits), asked inside the session; None: nothing."""
+        return None
+
 
 def write_if_changed(path: Path, text: str) -> None:
     """Write a file the argv names; one already there with that text is left alone."""

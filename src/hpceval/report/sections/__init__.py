@@ -35,6 +35,7 @@ PAGE_ORDER: Final = (
     "heatmap",
     "cost",
     "other",
+    "history",
     "provenance",
 )
 # The parts the parallel build starts first, longest first (measured on the 1M-measurement

@@ -18,6 +18,8 @@ PROVENANCE_FIELDS: Final[tuple[tuple[str, str], ...]] = (
     ("hypervisor", "virtualization.kind"),
     ("container", "container.kind"),
     ("nic_io_path", "network.path"),
+    ("transport_intra_node", "transport.intra-node.description"),
+    ("transport_inter_node", "transport.inter-node.description"),
     ("mpi", "mpi.implementation"),
     ("mpi_version", "mpi.version"),
     ("compiler", "compiler.version"),
@@ -60,7 +62,8 @@ def provenance_section(ctx: Context) -> Section:
         "Appendix: provenance",
         "The machine each platform's runs were measured on (one row per platform and distinct "
         "environment): CPU, hypervisor, NIC driver class (I/O path: native, paravirtual, "
-        "SR-IOV, emulated), MPI and compiler.",
+        "SR-IOV, emulated), the transport the MPI library took per pair class (asked of the "
+        "library by a probe run), MPI and compiler.",
     )
     if table.empty:
         section.empty = "No provenance recorded."
