@@ -1027,6 +1027,17 @@ static void add(void)
 
 /* --------------------------------------------------------------------- lhs -- */
 
+/* The lhs coefficients of the sweep along d (NPB's dx*, dttx* ... per direction). */
+struct lhs_terms {
+    double d_a, d_b, d_max, d_1, dtt1, dtt2, c2dtt1;
+};
+static inline struct lhs_terms lhs_terms(int d)
+{
+    if (d == 0) return (struct lhs_terms){dx2, dx5, dxmax, dx1, dttx1, dttx2, c2dttx1};
+    if (d == 1) return (struct lhs_terms){dy3, dy5, dymax, dy1, dtty1, dtty2, c2dtty1};
+    return (struct lhs_terms){dz4, dz5, dzmax, dz1, dttz1, dttz2, c2dttz1};
+}
+
 /* The three pentadiagonal systems along axis d for cell c: the u system (diagonals la..le
  * = lhs 0..4) from the convective and viscous terms and the fourth-order dissipation, the
  * u+c and u-c systems (lhs 5..9 and 10..14) the same plus/minus dt * speed of sound terms.
@@ -1037,13 +1048,9 @@ static inline __attribute__((always_inline)) void lhs_build(int d, int c)
     const double *restrict vel = aux_cell(d == 0 ? us : d == 1 ? vs : ws, c);
     const double *restrict rho = aux_cell(rho_i, c), *restrict spd = aux_cell(speed, c);
     double *restrict L = lhs_cell(c);
-    const double d_a = d == 0 ? dx2 : d == 1 ? dy3 : dz4;
-    const double d_b = d == 0 ? dx5 : d == 1 ? dy5 : dz5;
-    const double d_max = d == 0 ? dxmax : d == 1 ? dymax : dzmax;
-    const double d_1 = d == 0 ? dx1 : d == 1 ? dy1 : dz1;
-    const double dtt1 = d == 0 ? dttx1 : d == 1 ? dtty1 : dttz1;
-    const double dtt2 = d == 0 ? dttx2 : d == 1 ? dtty2 : dttz2;
-    const double c2dtt1 = d == 0 ? c2dttx1 : d == 1 ? c2dtty1 : c2dttz1;
+    const struct lhs_terms t = lhs_terms(d);
+    const double d_a = t.d_a, d_b = t.d_b, d_max = t.d_max, d_1 = t.d_1;
+    const double dtt1 = t.dtt1, dtt2 = t.dtt2, c2dtt1 = t.c2dtt1;
     const ptrdiff_t as = a_stride[d], rs = r_stride[d];
     const int ta = d == 2 ? 1 : 2, tb = d == 0 ? 1 : 0; /* outer, inner transverse axes */
     int lo[3], hi[3];

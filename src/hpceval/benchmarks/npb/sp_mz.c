@@ -101,6 +101,39 @@ static void initialize_zones(void)
             for (int side = 0; side < 2; ++side) set_boundary_face(c, d, side);
 }
 
+/* Forward elimination step of one pentadiagonal system (diagonals l[0..4]): normalize row
+ * p, eliminate it from row p1 (the row below p1 is the caller's). eliminate_u_row: the u
+ * system with its three rhs components. */
+static inline __attribute__((always_inline)) void eliminate_row(double *restrict l0,
+                                                                double *restrict l1,
+                                                                double *restrict rq, ptrdiff_t p,
+                                                                ptrdiff_t p1)
+{
+    const double fac1 = 1.0 / l0[2];
+    l0[3] *= fac1;
+    l0[4] *= fac1;
+    rq[p] *= fac1;
+    l1[2] -= l1[1] * l0[3];
+    l1[3] -= l1[1] * l0[4];
+    rq[p1] -= l1[1] * rq[p];
+}
+static inline __attribute__((always_inline)) void eliminate_u_row(
+    double *restrict l0, double *restrict l1, double *restrict r0, double *restrict r1,
+    double *restrict r2, ptrdiff_t p, ptrdiff_t p1)
+{
+    const double fac1 = 1.0 / l0[2];
+    l0[3] *= fac1;
+    l0[4] *= fac1;
+    r0[p] *= fac1;
+    r1[p] *= fac1;
+    r2[p] *= fac1;
+    l1[2] -= l1[1] * l0[3];
+    l1[3] -= l1[1] * l0[4];
+    r0[p1] -= l1[1] * r0[p];
+    r1[p1] -= l1[1] * r1[p];
+    r2[p1] -= l1[1] * r2[p];
+}
+
 /* One line's three pentadiagonal systems along d (NPB-MZ's x/y/z_solve: lhs, lhsp and
  * lhsm of a single line, kept in cache, the rhs solved in place). Line point s of set q
  * is L[15 * s + 5 * q + e], e = the diagonals a..e; rows 0 and n-1 are the identity
@@ -111,13 +144,9 @@ static inline __attribute__((always_inline)) void solve_line(
     double *restrict r, ptrdiff_t st, const double *restrict vel, const double *restrict rho,
     const double *restrict spd, ptrdiff_t as)
 {
-    const double d_a = d == 0 ? dx2 : d == 1 ? dy3 : dz4;
-    const double d_b = d == 0 ? dx5 : d == 1 ? dy5 : dz5;
-    const double d_max = d == 0 ? dxmax : d == 1 ? dymax : dzmax;
-    const double d_1 = d == 0 ? dx1 : d == 1 ? dy1 : dz1;
-    const double dtt1 = d == 0 ? dttx1 : d == 1 ? dtty1 : dttz1;
-    const double dtt2 = d == 0 ? dttx2 : d == 1 ? dtty2 : dttz2;
-    const double c2dtt1 = d == 0 ? c2dttx1 : d == 1 ? c2dtty1 : c2dttz1;
+    const struct lhs_terms t = lhs_terms(d);
+    const double d_a = t.d_a, d_b = t.d_b, d_max = t.d_max, d_1 = t.d_1;
+    const double dtt1 = t.dtt1, dtt2 = t.dtt2, c2dtt1 = t.c2dtt1;
     const ptrdiff_t rm = r_sm;
     for (int s = 0; s < n; ++s) {
         const double ru1 = c3c4 * rho[s * as];
@@ -177,88 +206,43 @@ static inline __attribute__((always_inline)) void solve_line(
     }
     /* Forward elimination of the u system (rhs components 0..2), NPB's first loop. */
     double *restrict r0 = r, *restrict r1 = r + rm, *restrict r2 = r + 2 * rm;
+    double *restrict r3 = r + 3 * rm, *restrict r4 = r + 4 * rm;
     for (int s = 0; s <= n - 3; ++s) {
         double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
         const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
-        const double fac1 = 1.0 / l0[2];
-        l0[3] *= fac1;
-        l0[4] *= fac1;
-        r0[p] *= fac1;
-        r1[p] *= fac1;
-        r2[p] *= fac1;
-        l1[2] -= l1[1] * l0[3];
-        l1[3] -= l1[1] * l0[4];
-        r0[p1] -= l1[1] * r0[p];
-        r1[p1] -= l1[1] * r1[p];
-        r2[p1] -= l1[1] * r2[p];
+        eliminate_u_row(l0, l1, r0, r1, r2, p, p1);
         l2[1] -= l2[0] * l0[3];
         l2[2] -= l2[0] * l0[4];
         r0[p2] -= l2[0] * r0[p];
         r1[p2] -= l2[0] * r1[p];
         r2[p2] -= l2[0] * r2[p];
     }
-    {
-        double *l0 = L + 15 * (n - 2), *l1 = l0 + 15;
-        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
-        const double fac1 = 1.0 / l0[2];
-        l0[3] *= fac1;
-        l0[4] *= fac1;
-        r0[p] *= fac1;
-        r1[p] *= fac1;
-        r2[p] *= fac1;
-        l1[2] -= l1[1] * l0[3];
-        l1[3] -= l1[1] * l0[4];
-        r0[p1] -= l1[1] * r0[p];
-        r1[p1] -= l1[1] * r1[p];
-        r2[p1] -= l1[1] * r2[p];
-        const double fac2 = 1.0 / l1[2];
-        l1[3] *= fac2;
-        l1[4] *= fac2;
-        r0[p1] *= fac2;
-        r1[p1] *= fac2;
-        r2[p1] *= fac2;
-    }
     /* The u+c and u-c systems (components 3 and 4) in one loop, as NPB. */
-    double *restrict r3 = r + 3 * rm, *restrict r4 = r + 4 * rm;
     for (int s = 0; s <= n - 3; ++s) {
         double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
         const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
-        const double facp = 1.0 / l0[7];
-        l0[8] *= facp;
-        l0[9] *= facp;
-        r3[p] *= facp;
-        l1[7] -= l1[6] * l0[8];
-        l1[8] -= l1[6] * l0[9];
-        r3[p1] -= l1[6] * r3[p];
+        eliminate_row(l0 + 5, l1 + 5, r3, p, p1);
         l2[6] -= l2[5] * l0[8];
         l2[7] -= l2[5] * l0[9];
         r3[p2] -= l2[5] * r3[p];
-        const double facm = 1.0 / l0[12];
-        l0[13] *= facm;
-        l0[14] *= facm;
-        r4[p] *= facm;
-        l1[12] -= l1[11] * l0[13];
-        l1[13] -= l1[11] * l0[14];
-        r4[p1] -= l1[11] * r4[p];
+        eliminate_row(l0 + 10, l1 + 10, r4, p, p1);
         l2[11] -= l2[10] * l0[13];
         l2[12] -= l2[10] * l0[14];
         r4[p2] -= l2[10] * r4[p];
     }
+    /* The last two rows: no rows below to eliminate into; both normalized. */
     {
         double *l0 = L + 15 * (n - 2), *l1 = l0 + 15;
         const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
-        for (int q = 1; q < 3; ++q) {
-            double *restrict rq = q == 1 ? r3 : r4;
-            const int o = 5 * q;
-            const double fac1 = 1.0 / l0[o + 2];
-            l0[o + 3] *= fac1;
-            l0[o + 4] *= fac1;
-            rq[p] *= fac1;
-            l1[o + 2] -= l1[o + 1] * l0[o + 3];
-            l1[o + 3] -= l1[o + 1] * l0[o + 4];
-            rq[p1] -= l1[o + 1] * rq[p];
-            rq[p1] *= 1.0 / l1[o + 2];
-        }
+        eliminate_u_row(l0, l1, r0, r1, r2, p, p1);
+        const double fac2 = 1.0 / l1[2];
+        r0[p1] *= fac2;
+        r1[p1] *= fac2;
+        r2[p1] *= fac2;
+        eliminate_row(l0 + 5, l1 + 5, r3, p, p1);
+        r3[p1] *= 1.0 / l1[7];
+        eliminate_row(l0 + 10, l1 + 10, r4, p, p1);
+        r4[p1] *= 1.0 / l1[12];
     }
     /* Back substitution: components 0..2 on the u system, then 3 and 4. */
     {
