@@ -9,19 +9,27 @@ alternates from one repeat to the next):
 - PingPong latency at 0 B, 8 B, 1 KiB and bandwidth at 64 KiB, 1 MiB, 4 MiB (2 ranks);
 - Allreduce at 8 B and 1 MiB on 2 and 4 ranks (4 oversubscribe this 2-core machine);
 - start-up cost per run: the wall time of the whole command (launcher, JVM or MPI start,
-  MPI.Init) minus the time the program itself reports (its end record's elapsed_s).
+  MPI.Init) minus the time the program itself reports (its end record's elapsed_s);
+- with --npb CLASS: the NPB kernels CG, IS, EP, FT, MG of that class at 1 and 2 ranks, the
+  Java kernels (npb-java) against the C ones (npb), Mop/s of the official timed section,
+  and the wall time of each run outside that section (start-up, set-up, verification).
 
 Per run and point the median over the samples is kept (JIT-warm figures for Java; the
 first-iteration figure of the fresh JVM is reported beside it). The report gives the median
 over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by repeat
 (adjacent in time) with its bootstrap CI. The machine is shared: medians, not means.
 
-Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3]
+- with --inter-node (root): PingPong between the two nodes of the netns emulated cluster, C
+  (Open MPI over TCP, netns-2x2) against Java (MPJ Express niodev, netns-2x2-mpj).
+
+Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3] [--npb A [--only-npb]]
+       .venv/bin/python perf/java_vs_c.py --inter-node [--repeat 7]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -45,7 +53,9 @@ BANDWIDTH_FROM = 65536
 ALLREDUCE_SIZES = (8, 1 << 20)
 
 
-def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget: float) -> Case:
+def case(
+    benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget: float, nodes: int = 1
+) -> Case:
     options: dict[str, Any] = {
         "target_rci": 0.02,
         "budget_s": budget,
@@ -59,11 +69,11 @@ def case(benchmark: str, pattern: str, ranks: int, sizes: Sequence[int], budget:
     params: dict[str, Any] = {"pattern": pattern}
     if pattern == "pingpong":
         options["pair"] = [0, 1]
-        params["pair"] = "intra-node"
+        params["pair"] = "intra-node" if nodes == 1 else "inter-node"
     return Case(
         key=f"{benchmark}:{pattern}:{ranks}",
         benchmark=benchmark,
-        placement=Placement(1, ranks, 1, "none"),
+        placement=Placement(nodes, ranks // nodes, 1, "none"),
         parameters=params,
         points=tuple(f"size={s}" for s in sizes),
         time_limit_s=600,
@@ -140,11 +150,126 @@ def fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
     return f"{m:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
 
 
+NPB_KERNELS = ("cg", "is", "ep", "ft", "mg")
+NPB_RANKS = (1, 2)
+
+
+class NpbSide(Side):
+    """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`."""
+
+    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
+        """One verified run: its Mop/s and the wall seconds outside the timed section."""
+        c = Case(
+            key=f"{self.name}:{kernel}:{class_name}:{ranks}",
+            benchmark=self.name,
+            placement=Placement(1, ranks, 1, "none"),
+            parameters={"kernel": kernel, "class": class_name},
+            points=("rep=1",),
+            time_limit_s=900,
+        )
+        command = self.launcher.command(c.placement, self.bench.command(c, self.program, c.points))
+        start = time.monotonic()
+        proc = subprocess.run(
+            list(command.argv), env={**os.environ, **command.env, **self.extra_env},
+            capture_output=True,
+            text=True, timeout=900, check=False,
+        )  # fmt: skip
+        wall = time.monotonic() - start
+        self.bench.verify(proc.stdout, c, c.points)  # a run that does not verify stops here
+        (point,) = self.bench.parse(proc.stdout, c)
+        by_metric = {m.metric: m.value for m in point.measurements}
+        return by_metric["mops_total"], wall - by_metric["time"]
+
+
+def npb_main(class_name: str, repeat: int) -> None:
+    sides = {
+        "C": NpbSide("npb", "local"),
+        "C yield": NpbSide("npb", "local", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
+        "Java": NpbSide("npb-java", "local-mpj"),
+    }
+    mops: dict[tuple[str, int, str], list[float]] = {}
+    outside: dict[tuple[str, int, str], list[float]] = {}
+    load = os.getloadavg()[0]
+    for rep in range(repeat):
+        order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+        for kernel in NPB_KERNELS:
+            for ranks in NPB_RANKS:
+                for side in order:
+                    m, rest = sides[side].run_npb(kernel, class_name, ranks)
+                    mops.setdefault((kernel, ranks, side), []).append(m)
+                    outside.setdefault((kernel, ranks, side), []).append(rest)
+        print(f"npb repeat {rep + 1}/{repeat} done", file=sys.stderr)
+    load = max(load, os.getloadavg()[0])
+    print(f"# NPB class {class_name}: Java (npb-java, MPJ Express 0.44 multicore) vs C (npb, "
+          f"Open MPI), {repeat} repeats interleaved; load avg up to {load:.1f}")  # fmt: skip
+    print("# Mop/s of the official timed section, median [95 % bootstrap CI]; Java/C paired")
+    print("# 'C yield': Open MPI's ranks yield when idle (as on an oversubscribed node)")
+    print(
+        "| kernel | ranks | C Mop/s | C yield Mop/s | Java Mop/s | Java/C | Java/C yield "
+        "| C s outside | Java s outside |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kernel in NPB_KERNELS:
+        for ranks in NPB_RANKS:
+            c, cy = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "C yield")]
+            j = mops[(kernel, ranks, "Java")]
+            print(
+                f"| {kernel.upper()} | {ranks} | {fmt(c)} | {fmt(cy)} | {fmt(j)} "
+                f"| {fmt(paired(j, c))} | {fmt(paired(j, cy))} "
+                f"| {fmt(outside[(kernel, ranks, 'C')])} "
+                f"| {fmt(outside[(kernel, ranks, 'Java')])} |"
+            )
+
+
+def internode_main(repeat: int, budget: float) -> None:
+    """PingPong between the two nodes of the netns emulated cluster, one rank per node."""
+    sides = {"C": Side("mpibench", "netns-2x2"), "Java": Side("mpibench-java", "netns-2x2-mpj")}
+    points: dict[tuple[str, int], list[float]] = {}
+    load = os.getloadavg()[0]
+    with contextlib.ExitStack() as stack:
+        for each in sides.values():  # each its cluster (and, for Java, its MPJ daemons)
+            stack.enter_context(each.launcher.session())
+        for rep in range(repeat):
+            order = list(sides) if rep % 2 == 0 else list(reversed(sides))
+            for side in order:
+                run_case = case(sides[side].name, "pingpong", 2, PINGPONG_SIZES, budget, nodes=2)
+                result, _ = sides[side].run(run_case)
+                for size, point in result.items():
+                    points.setdefault((side, size), []).append(point["median"])
+            print(f"inter-node repeat {rep + 1}/{repeat} done", file=sys.stderr)
+    load = max(load, os.getloadavg()[0])
+    print(f"# PingPong between 2 emulated nodes (netns, veths, unshaped): Java (MPJ Express "
+          f"niodev) vs C (Open MPI, TCP), {repeat} repeats; load avg up to {load:.1f}")  # fmt: skip
+    print("| size | figure | C | Java | Java/C |")
+    print("|---|---|---|---|---|")
+    for size in PINGPONG_SIZES:
+        c, j = points[("C", size)], points[("Java", size)]
+        if size >= BANDWIDTH_FROM:
+            c, j = [size / t for t in c], [size / t for t in j]
+            figure = "bandwidth MB/s"
+        else:
+            figure = "latency µs"
+        print(f"| {size} | {figure} | {fmt(c)} | {fmt(j)} | {fmt(paired(j, c))} |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--budget", type=float, default=0.3)
+    parser.add_argument("--npb", choices=["S", "W", "A", "B"], help="also the NPB kernels")
+    parser.add_argument("--only-npb", action="store_true", help="the NPB part only")
+    parser.add_argument(
+        "--inter-node", action="store_true",
+        help="PingPong between the nodes of the netns emulated cluster only (needs root)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.inter_node:
+        internode_main(args.repeat, args.budget)
+        return 0
+    if args.npb:
+        npb_main(args.npb, args.repeat)
+        if args.only_npb:
+            return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets
     # on an oversubscribed node): on this shared, loaded machine a busy-polling rank loses its
     # core to other work, while MPJ's multicore ranks block in Object.wait.

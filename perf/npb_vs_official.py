@@ -36,7 +36,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from hpceval.benchmarks.npb import NPB_CFLAGS, Npb
+from hpceval.benchmarks.npb import KERNEL_CFLAGS, NPB_CFLAGS, Npb
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = Path("/work/ref/llnl-npb/NPB3.4/NPB3.4-MPI")
@@ -226,8 +226,9 @@ def main() -> int:
     load = os.getloadavg()
     say(f"# npb_vs_official {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit()}, "
         f"{os.cpu_count()} CPUs, load average {load[0]:.1f} at start")  # fmt: skip
+    extra = "; ".join(f"{k}: {' '.join(v)}" for k, v in sorted(KERNEL_CFLAGS.items()))
     say(f"# official: {opts.npb_src} RAND=randi8 FFLAGS={FFLAGS}; hpceval: mpicc "
-        f"{' '.join(NPB_CFLAGS)}; OMP_NUM_THREADS=1")  # fmt: skip
+        f"{' '.join(NPB_CFLAGS)} (plus {extra}); OMP_NUM_THREADS=1")  # fmt: skip
     configs = [(k, c, r) for k in kernels for c in classes for r in ranks]
     # (official Mop/s, own Mop/s, official CPU s, own CPU s) per round
     runs: Runs = {cfg: [] for cfg in configs}

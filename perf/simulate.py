@@ -18,8 +18,15 @@ With --netns the same cases (1 rank per emulated node) are measured across netns
 (root; four network-namespace nodes on 1 GbE-shaped veth links) and projected from its
 calibration; --skip-local leaves out the local part.
 
+With --magellan (issue 21) the shipped Magellan profiles project the HPCC rings (natural,
+random; 8 B latency, 2,000,000 B bandwidth) at 32 ranks (4 nodes x 8: the published
+figures, on which the contention model is fitted: two fitted, two checks) and at 256 ranks
+(the prediction), each projection's wall time printed; --magellan-table DB prints the table
+of a database those projections are in.
+
 Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
-                                [--skip-512] [--tolerance 0.1]
+                                [--skip-512] [--tolerance 0.1] [--magellan]
+                                [--magellan-table DB]
 """
 
 from __future__ import annotations
@@ -36,7 +43,11 @@ from hpceval.model import Origin
 from hpceval.store import open_store
 
 KERNELS = ("ep", "is", "cg", "mg", "ft")
+NETNS_KERNELS = ("cg", "ft", "is", "mg")  # issue 21's list
 COLLECTIVES = ("allreduce", "alltoall", "bcast")
+COLLECTIVE_SIZES = [8, 65536, 1048576]
+RINGS = ("natural_ring", "random_ring")
+RING_SIZES = [8, 1048576]
 NETNS = "netns-4x1-1gbe"
 
 
@@ -54,9 +65,19 @@ def hpceval(*args: str) -> float:
     return wall
 
 
-def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None) -> Path:
+def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None,
+          kernels: tuple[str, ...]) -> Path:  # fmt: skip
     collective_ranks = [r for r in ranks if r >= 2]
+    ring_ranks = [r for r in ranks if r >= 4]
     placement = f"ranks_per_node = [{ppn}]" if ppn else ""
+    mpibench_blocks = "".join(
+        "[[benchmark]]\nname = \"mpibench\"\n"
+        f"patterns = {list(patterns)!r}\nsizes = {sizes!r}\nranks = {rank_list!r}\n"
+        f"{placement}\nbudget_s = 0.3\n"
+        for patterns, sizes, rank_list in (
+            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks), (RINGS, RING_SIZES, ring_ranks))
+        if rank_list
+    )
     path.write_text(
         f"""name = "simulate-accuracy"
 description = "perf/simulate.py: what the projections are checked against"
@@ -66,16 +87,9 @@ patterns = ["pingpong"]
 sizes = "0..4MiB"
 ranks = [2]
 budget_s = 0.3
-[[benchmark]]
-name = "mpibench"
-patterns = {list(COLLECTIVES)!r}
-sizes = [8, 1024, 65536]
-ranks = {collective_ranks!r}
-{placement}
-budget_s = 0.3
-[[benchmark]]
+{mpibench_blocks}[[benchmark]]
 name = "npb"
-kernels = {list(KERNELS)!r}
+kernels = {list(kernels)!r}
 classes = {classes!r}
 ranks = {ranks!r}
 {placement}
@@ -94,10 +108,14 @@ def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], floa
             m, p = sm.measurement, sm.measurement.parameters
             if m.origin is not origin or runs.get(sm.run_id) != platform:
                 continue
+            key: tuple[str, ...]
             if m.benchmark == "npb" and m.metric == "time":
                 key = ("npb", str(p["kernel"]), str(p["class"]), str(p["ranks"]))
             elif m.benchmark == "mpibench" and m.metric == "time":
                 key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]))
+            elif m.benchmark == "mpibench" and p.get("pattern") in RINGS and m.metric in (
+                "latency", "bandwidth"):  # fmt: skip
+                key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]), m.metric)
             else:
                 continue
             out[key] = statistics.median(m.samples) if m.samples else m.value
@@ -122,31 +140,96 @@ def table(db: str, platform: str, measured_origin: Origin) -> None:
             print(f"{' '.join(key):40s} {measured[key]:12.4g} {'-':>12s} {'-':>8s}")
             continue
         error = (simulated[key] - measured[key]) / measured[key]
-        unit = "s" if key[0] == "npb" else "us"
+        unit = "s" if key[0] == "npb" else ("MB/s" if key[-1] == "bandwidth" else "us")
         print(f"{' '.join(key) + ' (' + unit + ')':40s} {measured[key]:12.4g} "
               f"{simulated[key]:12.4g} {error:+8.1%}")  # fmt: skip
 
 
 def accuracy(db: str, work: Path, platform: str, classes: list[str], ranks: str,
-             ppn: int | None, oversubscribe: bool, tolerance: str) -> None:  # fmt: skip
+             ppn: int | None, oversubscribe: bool, tolerance: str,
+             kernels: tuple[str, ...] = KERNELS) -> None:  # fmt: skip
     """Measure the cases on `platform`, then project them on its calibrated model."""
     rank_list = [int(r) for r in ranks.split(",")]
     collective_ranks = ",".join(str(r) for r in rank_list if r >= 2)
     measured_ppn = None if oversubscribe else ppn  # local: the default placement, 1 node
     hpceval("run", "--platform", platform, "--suite",
-            str(suite(work / f"{platform}.toml", classes, rank_list, measured_ppn)),
+            str(suite(work / f"{platform}.toml", classes, rank_list, measured_ppn, kernels)),
             "--db", db)  # fmt: skip
     placement = [*(["--ppn", str(ppn)] if ppn else []),
                  *(["--oversubscribe"] if oversubscribe else [])]  # fmt: skip
-    for kernel in KERNELS:
+    for kernel in kernels:
         for class_name in classes:
             hpceval("simulate", "--platform", platform, "--bench", f"npb.{kernel}",
                     "--class", class_name, "--ranks", ranks, *placement,
                     "--tolerance", tolerance, "--db", db)  # fmt: skip
+    sizes = ",".join(str(s) for s in COLLECTIVE_SIZES)
     for pattern in COLLECTIVES:
         hpceval("simulate", "--platform", platform, "--bench", "mpibench", "--pattern", pattern,
-                "--sizes", "8,1024,65536", "--ranks", collective_ranks, *placement,
+                "--sizes", sizes, "--ranks", collective_ranks, *placement,
                 "--tolerance", tolerance, "--db", db)  # fmt: skip
+    ring_ranks = ",".join(str(r) for r in rank_list if r >= 4)
+    for pattern in RINGS if ring_ranks else ():
+        hpceval("simulate", "--platform", platform, "--bench", "mpibench", "--pattern", pattern,
+                "--sizes", ",".join(str(s) for s in RING_SIZES), "--ranks", ring_ranks,
+                *placement, "--tolerance", tolerance, "--validate", "--db", db)  # fmt: skip
+
+
+MAGELLAN = ("magellan-ib", "magellan-tcpoib", "magellan-10gbe", "magellan-amazon-cc",
+            "magellan-10gbe-vm", "magellan-1gbe")  # fmt: skip
+
+
+def magellan(db: str) -> dict[tuple[str, str], float]:
+    """Project both rings of every Magellan profile at 32 and 256 ranks: wall times."""
+    walls = {}
+    for profile in MAGELLAN:
+        for pattern in RINGS:
+            walls[(profile, pattern)] = hpceval(
+                "simulate", "--profile", profile, "--bench", "mpibench", "--pattern", pattern,
+                "--ranks", "32,256", "--sizes", "8,2000000", "--validate", "--db", db)  # fmt: skip
+    return walls
+
+
+def magellan_table(db: str) -> None:
+    """Published 32-core rings vs projected at 32 ranks, and the 256-rank projection."""
+    from hpceval.simulate.profiles import profile_target
+
+    print(f"\n{'profile':20s} {'figure':28s} {'published':>10s} {'32 ranks':>10s} "
+          f"{'error':>8s} {'256 ranks':>10s} {'256/32':>7s}")  # fmt: skip
+    with open_store(db, create=False) as store:
+        runs = {r.id: r.platform_name for r in store.runs()}
+        projected: dict[tuple[str, str, str, int, int], float] = {}
+        for sm in store.measurements(benchmark="mpibench"):
+            m, p = sm.measurement, sm.measurement.parameters
+            if m.origin is Origin.SIMULATED and p.get("pattern") in RINGS:
+                key = (runs[sm.run_id], str(p["pattern"]), m.metric, int(p["size"]),
+                       int(p["ranks"]))  # fmt: skip
+                projected[key] = statistics.median(m.samples) if m.samples else m.value
+        calibrations = {row.platform_name: row for row in store.calibrations()}
+    for profile in MAGELLAN:
+        rings = profile_target(profile).rings
+        assert rings is not None
+        if not any(key[0] == profile for key in projected):
+            continue
+        for pattern in RINGS:
+            name = pattern.split("_")[0]
+            for metric, size, published, unit in (
+                ("latency", rings.small, getattr(rings, f"{name}_latency_us"), "us"),
+                ("bandwidth", rings.large, getattr(rings, f"{name}_bandwidth_mb_s"), "MB/s"),
+            ):
+                at32 = projected.get((profile, pattern, metric, size, 32))
+                at256 = projected.get((profile, pattern, metric, size, 256))
+                error = f"{(at32 - published) / published:+8.1%}" if at32 else f"{'-':>8s}"
+                ratio = f"{at256 / at32:7.2f}" if at32 and at256 else f"{'-':>7s}"
+                print(f"{profile:20s} {pattern + ' ' + metric + ' (' + unit + ')':28s} "
+                      f"{published:10.4g} {at32 or float('nan'):10.4g} {error} "
+                      f"{at256 or float('nan'):10.4g} {ratio}")  # fmt: skip
+        row = calibrations.get(profile)
+        if row is not None:
+            c = row.parameters.get("contention", {})
+            print(f"{'':20s} fitted: overhead {c.get('overhead_s', 0) * 1e6:.3g} us per side, "
+                  f"NIC {c.get('nic_scale', 1):.3g}x at {c.get('nic_ppn', 1)} ranks/node; "
+                  f"calibration wall {row.parameters.get('wall_s', 0):.0f} s; flags: "
+                  f"{len(c.get('flags', []))}")  # fmt: skip
 
 
 def main() -> None:
@@ -158,7 +241,14 @@ def main() -> None:
     parser.add_argument("--netns", action="store_true",
                         help="also across netns-4x1-1gbe (root; 1 rank per emulated node)")
     parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
+    parser.add_argument("--magellan", action="store_true",
+                        help="project the Magellan profiles' rings at 32 and 256 ranks")
+    parser.add_argument("--magellan-table", metavar="DB",
+                        help="print the Magellan table of a database and stop")
     args = parser.parse_args()
+    if args.magellan_table:
+        magellan_table(args.magellan_table)
+        return
     work = Path(tempfile.mkdtemp(prefix="hpceval-simulate-"))
     db = args.db or str(work / "bench.db")
     classes = ["A", "B"] if args.class_b else ["A"]
@@ -166,12 +256,19 @@ def main() -> None:
         # 4 ranks on 2 cores: the measured ranks share them, and so do the simulated ones.
         accuracy(db, work, "local", classes, "1,2,4", 4, True, args.tolerance)
     if args.netns:
-        accuracy(db, work, NETNS, classes, "1,2,4", 1, False, args.tolerance)
+        # 1 rank per node: the rings' 4 ranks span the 4 emulated nodes (issue 21: the
+        # contention fit's input beside the PingPong).
+        accuracy(db, work, NETNS, classes, "1,4", 1, False, args.tolerance, NETNS_KERNELS)
     calibrations(db)
     if not args.skip_local:
         table(db, "local", Origin.MEASURED)
     if args.netns:
         table(db, NETNS, Origin.EMULATED)
+    if args.magellan:
+        walls = magellan(db)
+        magellan_table(db)
+        for (profile, pattern), wall in walls.items():
+            print(f"{profile} {pattern}: 32 + 256 ranks (calibration if new) {wall:.0f} s wall")
     if not args.skip_512:
         wall = hpceval("simulate", "--profile", "ec2-cc1", "--bench", "npb.cg", "--class", "C",
                        "--ranks", "512", "--db", db, "--time-limit", "1800")  # fmt: skip

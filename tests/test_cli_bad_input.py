@@ -99,6 +99,12 @@ HOSTILE: list[tuple[str, list[str]]] = [
     ("db-import-into-read-only", ["db", "import", "{w}/other.db", "--db", "{w}/ro/r.db"]),
     ("merge-binary-source", ["db", "merge", "{w}/binary.db", "--into", "{w}/merged.db"]),
     ("build-binary-platform", ["build", "-p", "{w}/binary.toml"]),
+    # the official codes' sources (nothing may be built or run)
+    ("run-option-source", ["run", "-s", "{w}/pingpong.toml", "--source", OPTION, *DB]),
+    ("run-markup-source-kind", ["run", "-s", "{w}/pingpong.toml", "--source", f"{MARKUP}=x", *DB]),
+    ("validate-option-source", ["validate", "--source", f"npb-mpi={OPTION}", *DB]),
+    ("validate-directory-source", ["validate", "--source", "npb-mpi={w}/folder.toml", *DB]),
+    ("validate-binary-source", ["validate", "--source", "npb-mpi={w}/binary.toml", *DB]),
     # the clusters hpceval starts (nothing may start)
     ("cluster-markup-name", ["cluster", "slurm", "status", "--name", MARKUP]),
     ("cluster-option-name", ["cluster", "slurm", "down", "--name", OPTION]),

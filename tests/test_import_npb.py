@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from hpceval.benchmarks.npb.official_checks import implausible
 from hpceval.errors import UserError
 from hpceval.importers import NpbOutputError, NpbReport, import_npb, parse_npb_output
-from hpceval.importers.npb_checks import implausible
 from hpceval.model import ExecutionStatus, Origin, Status
 from hpceval.store import CaseStatus, Store, open_store
 

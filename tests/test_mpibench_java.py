@@ -178,9 +178,12 @@ def test_programs_mpjrun_must_not_see(program: list[str], cause: str) -> None:
         check_java_program(program)
 
 
-def test_hybdev_is_refused_in_one_line() -> None:
-    with pytest.raises(UserError, match=r"launcher\.device hybdev: not supported"):
+def test_hybdev_needs_a_machines_file() -> None:
+    # hybdev's ranks are started by MPJ daemons (netns-2x2-mpj-hybdev, tests/test_mpj_cluster).
+    with pytest.raises(UserError, match=r"launcher\.device hybdev: no machines file"):
         mpjrun_argv("hybdev", 2, [], ["/c/mb.jar"])
+    argv = mpjrun_argv("hybdev", 4, [], ["/c/mb.jar"], machines="/w/machines")
+    assert argv[-6:] == ["-dev", "hybdev", "-machinesfile", "/w/machines", "-jar", "/c/mb.jar"]
 
 
 def test_niodev_argv_names_the_machines_file() -> None:
@@ -332,11 +335,17 @@ def test_niodev_with_its_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
     assert f"port {DEFAULT_DAEMON_PORT} is in use" in one_line_error(proc)
 
 
-def _jvms_of(marker: str) -> list[str]:
+def jvms_of(marker: str) -> list[str]:
     ps = subprocess.run(
         ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
     )
-    return [ln for ln in ps.stdout.splitlines() if "runtime.starter" in ln and marker in ln]
+    # The JVMs (program java: not the reapers whose argv names java) whose argv names
+    # `marker`: the starter's, the ranks', MPJ daemons' (their class paths name MPJ_HOME).
+    return [
+        ln
+        for ln in ps.stdout.splitlines()
+        if marker in ln and len(ln.split()) > 1 and Path(ln.split()[1]).name == "java"
+    ]
 
 
 @requires_mpj
@@ -353,7 +362,7 @@ def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while len(_jvms_of(str(cache))) < 2:  # the starter and the ranks' JVM
+        while len(jvms_of(str(cache))) < 2:  # the starter and the ranks' JVM
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the JVMs never started"
             time.sleep(0.2)
@@ -361,9 +370,9 @@ def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=60)
         assert "interrupted by SIGTERM" in err or proc.returncode != 0
         deadline = time.monotonic() + 10
-        while _jvms_of(str(cache)) and time.monotonic() < deadline:
+        while jvms_of(str(cache)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _jvms_of(str(cache)) == []
+        assert jvms_of(str(cache)) == []
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -377,6 +386,7 @@ def test_java_quick_suite_plans_p2p_and_collectives_on_local_mpj() -> None:
     cases = [
         c
         for i, entry in enumerate(suite.benchmark)
+        if entry.name == "mpibench-java"
         for c in bench.cases(bench.parse_options(entry.options()), target, i)
     ]
     patterns = {(c.parameters["pattern"], c.placement.ranks) for c in cases}

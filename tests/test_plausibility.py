@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpceval.importers.npb_output import NpbOutputError, parse_npb_output
+from hpceval.benchmarks.npb.official_output import NpbOutputError, parse_npb_output
 
 from .conftest import DATA
 from .test_cli import hpceval, one_line_error

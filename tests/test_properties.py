@@ -29,10 +29,10 @@ from hpceval.benchmarks.gromacs.log import parse_md_log
 from hpceval.benchmarks.hpcc import measurements as hpcc_measurements
 from hpceval.benchmarks.lammps import check_output
 from hpceval.benchmarks.lammps.log import parse_output
+from hpceval.benchmarks.npb.official_output import NpbOutputError, parse_npb_output
 from hpceval.campaign.configs import load_platform, load_suite
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.importers.npb import _measurements
-from hpceval.importers.npb_output import NpbOutputError, parse_npb_output
 from hpceval.model import Measurement, Placement
 from hpceval.provenance import (
     parse_cgroup_hints,

@@ -311,7 +311,8 @@ def test_mpjrun_argv(
 @pytest.mark.parametrize(
     ("placement", "device", "fields", "cause"),
     [
-        (Placement(1, 2), "hybdev", {}, "launcher.device hybdev: not supported"),
+        (Placement(1, 2), "hybdev", {}, "launcher.device hybdev: no machines file"),
+        (Placement(2, 1), "multicore", {}, "multicore runs on one node"),
         (Placement(1, 2), "niodev", {}, "no machines file"),
         (Placement(1, 2, 2), "multicore", {}, "one thread per rank"),
         (
@@ -337,5 +338,5 @@ def test_mpjrun_refuses(
 
 
 def test_mpjrun_needs_the_mpj_scheduler() -> None:
-    with pytest.raises(UserError, match='launcher kind = "mpj"'):
+    with pytest.raises(UserError, match='launcher kind "mpj" \\(this machine\\) or "netns"'):
         get_starter_class("mpjrun")().command(request(Placement(1, 2), "Open MPI"))

@@ -164,7 +164,8 @@ def test_a_schema_2_file_is_migrated_and_reads_as_written_today(tmp_path: Path) 
 
 def back_to_schema_2(url: str) -> None:
     """Take a database written today back to the version-2 layout: samples as JSON text in
-    the samples column, no series_id, no series table (what version 2 created)."""
+    the samples column, no series_id, no series table (what version 2 created), no
+    implementation column (version 4's)."""
     engine = sa.create_engine(database_url(url))
     json_type = sa.JSON().compile(dialect=engine.dialect)
     try:
@@ -180,6 +181,7 @@ def back_to_schema_2(url: str) -> None:
             conn.execute(sa.text("ALTER TABLE measurements DROP COLUMN samples"))
             conn.execute(sa.text("ALTER TABLE measurements RENAME COLUMN samples_json TO samples"))
             conn.execute(sa.text("ALTER TABLE measurements DROP COLUMN series_id"))
+            conn.execute(sa.text("ALTER TABLE measurements DROP COLUMN implementation"))
             conn.execute(sa.text("DROP TABLE series"))
             conn.execute(sa.text("UPDATE schema_info SET version = 2"))
     finally:

@@ -249,7 +249,7 @@ def test_export_file_layout(site: Path, tmp_path: Path) -> None:
         records = [json.loads(line) for line in handle]
     header = records[0]
     assert header["format"] == FORMAT_NAME
-    assert header["version"] == FORMAT_VERSION == 2
+    assert header["version"] == FORMAT_VERSION == 3
     assert header["runs"] == 2
     assert header["source"] == f"sqlite:///{site}"
     # Platform and environment once, before the first run that uses them.
@@ -264,9 +264,9 @@ def test_export_file_layout(site: Path, tmp_path: Path) -> None:
 
 
 def test_the_format_pins_its_columns() -> None:
-    # Format version 2 carries exactly these columns. A schema change that alters them must
+    # Format version 3 carries exactly these columns. A schema change that alters them must
     # bump FORMAT_VERSION (an older hpceval must refuse the new files) and update this list.
-    assert FORMAT_VERSION == 2
+    assert FORMAT_VERSION == 3
     assert {
         table.name: [column.name for column in portable_columns(table)]
         for table in store_bundles.BUNDLE_TABLES
@@ -316,6 +316,7 @@ def test_the_format_pins_its_columns() -> None:
             "details",
             "origin",
             "created",
+            "implementation",
         ],
     }
 
@@ -503,7 +504,7 @@ def set_path(path: str, value: Any) -> Callable[[list[Any]], None]:
 
 BAD_FILES: list[tuple[str, Callable[[list[Any]], None], str]] = [
     ("not ours", set_path("0.format", "pyperf"), r"line 1: not an hpceval export file"),
-    ("newer", set_path("0.version", 3), r"line 1: format version 3 is newer .* upgrade hpceval"),
+    ("newer", set_path("0.version", 4), r"line 1: format version 4 is newer .* upgrade hpceval"),
     ("older", set_path("0.version", 0), r"line 1: unknown format version 0"),
     ("header key", set_path("0.compressed", True), r"line 1: header: unknown fields"),
     ("truncated", lambda r: r.pop(), r"header announces 3 runs but the file holds 2 \(truncated"),

@@ -183,7 +183,7 @@ def test_the_export_file_carries_each_named_calibration_once_before_its_runs(
     export_runs(str(site.path), exported)
     with gzip.open(exported, "rt", encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
-    assert records[0]["version"] == FORMAT_VERSION == 2
+    assert records[0]["version"] == FORMAT_VERSION == 3
     kinds = [record.get("record") for record in records[1:]]
     assert kinds == ["platform", "environment", "run", "calibration", "run", "run"]
     measured, calibration, *simulated = records[3:]
@@ -417,7 +417,7 @@ def test_a_newer_format_is_refused(site: Site, tmp_path: Path) -> None:
     records[0]["version"] = FORMAT_VERSION + 1
     newer = tmp_path / "newer.jsonl"
     newer.write_text("".join(json.dumps(record) + "\n" for record in records))
-    with pytest.raises(UserError, match=r"line 1: format version 3 is newer .* upgrade hpceval"):
+    with pytest.raises(UserError, match=r"line 1: format version 4 is newer .* upgrade hpceval"):
         merge([str(newer)], str(tmp_path / "central.db"))
 
 

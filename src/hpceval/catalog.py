@@ -14,6 +14,7 @@ A declaration (all keys but `category` optional):
 
     category = "communication"        # BenchmarkCategory: the benchmark's measurements
     summary_metrics = ["latency"]     # the metrics overhead summaries use (default: all)
+    counterpart = "npb"               # an official code: hpceval's benchmark of its problems
     [metric_categories]               # metric-name prefix -> category, where it differs
     "pingpong_" = "communication"
     [units]                           # units this benchmark adds to the vocabulary
@@ -63,6 +64,9 @@ class Declaration:
     metric_categories: tuple[tuple[str, BenchmarkCategory], ...] = ()
     summary_metrics: frozenset[str] | None = None  # None: every metric
     units: Mapping[str, bool] = field(default_factory=dict)  # unit -> higher is better
+    # An official code's benchmark names hpceval's own benchmark measuring the same problems
+    # (`counterpart = "npb"`): what `hpceval validate` holds it against. None for own ones.
+    counterpart: str | None = None
 
     def category_of(self, metric: str) -> BenchmarkCategory:
         for prefix, category in self.metric_categories:
@@ -85,7 +89,8 @@ def parse_declaration(name: str, text: str, source: str) -> Declaration:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{source}: {e}") from None
-    unknown = set(raw) - {"category", "summary_metrics", "metric_categories", "units"}
+    known = {"category", "summary_metrics", "metric_categories", "units", "counterpart"}
+    unknown = set(raw) - known
     if unknown:
         raise UserError(f"{source}: {sorted(unknown)[0]}: unknown key")
     if "category" not in raw:
@@ -99,6 +104,9 @@ def parse_declaration(name: str, text: str, source: str) -> Declaration:
     units = raw.get("units", {})
     if not isinstance(prefixes, dict) or not isinstance(units, dict):
         raise UserError(f"{source}: metric_categories and units must be tables")
+    counterpart = raw.get("counterpart")
+    if counterpart is not None and not isinstance(counterpart, str):
+        raise UserError(f"{source}: counterpart: not a benchmark name")
     directions = {"higher": True, "lower": False}
     for unit, better in units.items():
         if better not in directions:
@@ -114,6 +122,7 @@ def parse_declaration(name: str, text: str, source: str) -> Declaration:
         ),
         summary_metrics=frozenset(summary) if summary is not None else None,
         units={unit: directions[better] for unit, better in units.items()},
+        counterpart=counterpart,
     )
 
 

@@ -18,13 +18,14 @@ from rich.table import Table
 from hpceval import __version__
 from hpceval.cli_analysis import register_analysis_commands
 from hpceval.cli_cluster import cluster_app
-from hpceval.cli_common import DbOption, console, err, user_errors
+from hpceval.cli_common import DbOption, SourceOption, console, err, user_errors
 from hpceval.cli_cost import register_cost_commands
 from hpceval.cli_db import db_app
 from hpceval.cli_history import register_history_commands
 from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
+from hpceval.cli_validate import register_validate_command
 from hpceval.errors import UserError
 
 # What the commands that run, build or list things need (campaigns, launchers, benchmarks,
@@ -59,6 +60,7 @@ def run(
             "--resume", help="Continue the latest interrupted run: only the missing points."
         ),
     ] = False,
+    source: SourceOption = None,
 ) -> None:
     """Run a suite on a platform and store every measurement as it completes."""
     from hpceval.campaign import (
@@ -70,10 +72,12 @@ def run(
         prepare_resume,
         prepare_run,
         start_new_run,
+        with_sources,
     )
     from hpceval.cli_run import RichReporter, case_label, record_transport, run_summary
     from hpceval.execute import is_alive
     from hpceval.model import Status
+    from hpceval.sources import parse_source_options
     from hpceval.store import StoreUnavailable, open_store
 
     # The run once it is in the database: an error before that has no run to mark.
@@ -83,7 +87,8 @@ def run(
         run_id, prepared = prepare_resume(store)
         recorded = run_id
     else:
-        platform_loaded = load_platform(platform)
+        given = parse_source_options(source or [])
+        platform_loaded = with_sources(load_platform(platform), given)
         suite_loaded = load_suite(suite)
         left_out: list[str] = []
         cases = plan_cases(suite_loaded, platform_loaded.config, left_out)
@@ -292,7 +297,11 @@ def build(
     loaded = load_platform(platform)
     toolchain, _ = toolchain_and_launcher(loaded.config)
     for name in benchmark_names():
-        program = get_benchmark(name).build(
+        bench = get_benchmark(name)
+        if bench.built_from_user_sources:
+            out.print(f"{name}: built by hpceval run from the sources given (--source)")
+            continue
+        program = bench.build(
             compiler=toolchain.mpicc,
             compiler_identity=toolchain.identity(),
             cflags=loaded.config.cflags,
@@ -353,6 +362,7 @@ register_history_commands(app, out)
 register_cost_commands(app)
 register_simulate_commands(app, out)
 register_report_command(app, out)
+register_validate_command(app, out)
 
 netns_app = typer.Typer(
     help="The emulated clusters of the netns launcher (network namespaces).",

@@ -90,6 +90,20 @@ def _load(
     return frame
 
 
+def _mixed_implementations(
+    db: str | None, platforms: Sequence[str], benchmark: str | None
+) -> list[str]:
+    """Benchmarks the compared platforms measured with different implementations."""
+    from hpceval.analysis.implementations import mixed_implementations
+    from hpceval.store import open_store
+
+    with open_store(db, create=False, read_only=True) as store:
+        rows = store.implementations()
+    if benchmark is not None:
+        rows = [r for r in rows if r[1] == benchmark]
+    return mixed_implementations(rows, set(platforms))
+
+
 def _export(table: pd.DataFrame, csv: Path | None, json: Path | None) -> None:
     """Write the whole table where asked; an unwritable path is a UserError."""
     for path, kind in ((csv, "CSV"), (json, "JSON")):
@@ -168,6 +182,14 @@ def compare_command(
     allow_mixed_origins: AllowMixedOriginsOption = False,
     statistic: StatisticOption = None,
     min_repetitions: MinRepetitionsOption = None,
+    mix_implementations: Annotated[
+        bool,
+        typer.Option(
+            "--mix-implementations",
+            help="Compare a benchmark measured by different implementations (official code "
+            "versions) on the platforms; the rows are then labelled.",
+        ),
+    ] = False,
     top: Annotated[
         int, typer.Option("--top", min=0, help="Significant differences to show.")
     ] = TOP_DEFAULT,
@@ -203,6 +225,13 @@ def compare_command(
         platform_configs=context.configs,
     )
     out = _Consoles.out
+    mixed = _mixed_implementations(db, [baseline, *result.platforms], benchmark)
+    if mixed and not mix_implementations:
+        from hpceval.analysis.implementations import refusal
+
+        raise UserError(refusal(mixed))
+    for line in mixed:
+        out.print(f"implementations mixed: {line}", style="yellow", highlight=False)
     table = result.table
     if table.empty:
         raise UserError(

@@ -44,6 +44,15 @@ DbOption = Annotated[
     ),
 ]
 
+SourceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source",
+        help="Sources of an official code, KIND=PATH (a directory or .tar.gz), e.g. "
+        "npb-mpi=/opt/src/NPB3.4-MPI; adds to the platform's [sources]. See docs/official.md.",
+    ),
+]
+
 
 # The largest integer a database column holds (SQLite and PostgreSQL BIGINT).
 LARGEST_INTEGER = 2**63 - 1

@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import re
+import statistics
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -76,7 +79,8 @@ def calibration_table(row: Any) -> Table:
         f"{'converged' if row.converged else 'NOT converged'} in {row.iterations} iterations",
         title_justify="left",
     )
-    paths = sorted({str(r["path"]) for r in row.residuals if "size" in r})
+    pingpong = [r for r in row.residuals if "measured_us" in r]
+    paths = sorted({str(r["path"]) for r in pingpong})
     t.add_column("size B", justify="right")
     for p in paths:
         calibrated = any(r["path"] == p and r.get("calibrated") for r in row.residuals)
@@ -84,8 +88,8 @@ def calibration_table(row: Any) -> Table:
         t.add_column(f"{label}: measured µs", justify="right")
         t.add_column("simulated µs", justify="right")
         t.add_column("residual", justify="right")
-    sizes = sorted({int(r["size"]) for r in row.residuals if "size" in r})
-    by = {(str(r["path"]), int(r["size"])): r for r in row.residuals if "size" in r}
+    sizes = sorted({int(r["size"]) for r in pingpong})
+    by = {(str(r["path"]), int(r["size"])): r for r in pingpong}
     for size in sizes:
         cells = [str(size)]
         for p in paths:
@@ -99,6 +103,68 @@ def calibration_table(row: Any) -> Table:
                     _pct(float(r["residual"])),
                 ]
         t.add_row(*cells)
+    return t
+
+
+def contention_lines(row: Any) -> list[str]:
+    """The contention fit, the rings against their targets, the collective selector and the
+    flags of the input and of the fit: one line each."""
+    params = row.parameters
+    lines: list[str] = []
+    selector = params.get("collective_selector") or {}
+    lines.append(
+        f"collectives: {selector.get('mpi') or 'SMPI defaults'} selector "
+        f"({selector.get('source') or 'no MPI library known'})"
+    )
+    from hpceval.simulate.platform import PlatformSpec
+
+    try:
+        spec = PlatformSpec.from_dict(params["platform"])
+    except (KeyError, TypeError, ValueError):
+        spec = None  # an imported or older calibration may hold less
+    if spec is not None:
+        lines.append(f"network: {spec.describe_topology()}")
+    c = params.get("contention") or {}
+    if c.get("fitted_on"):
+        lines.append(
+            f"contention: per-message overhead {c['overhead_s'] * 1e6:.3g} µs each at send "
+            f"and receive (share {c['overhead_share']:.2f} of the start-up); NIC "
+            f"{c.get('nic_scale', 1):.3g}x the PingPong's bandwidth at {c.get('nic_ppn', 1)} "
+            f"ranks per node (1x at 1, log-linear between); fitted on {c['fitted_on']}"
+        )
+    else:
+        lines.append("contention: no rings measured, no per-message overhead (assumed); "
+                     "measure natural_ring and random_ring across nodes to fit it")  # fmt: skip
+    for r in [r for r in row.residuals if str(r.get("path", "")).endswith("_ring")]:
+        unit = "µs" if r["metric"] == "latency" else "MB/s"
+        lines.append(
+            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks: measured "
+            f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
+            f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
+        )
+    lines += [f"flag: {f}" for f in [*c.get("flags", []), *params.get("input_flags", [])]]
+    return lines
+
+
+def validation_table(store: Any, run_id: int, rings: Any) -> Table:
+    """Projected vs measured (or published) per figure, and the error."""
+    from hpceval.simulate.validate import published_rings, validate_run
+
+    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {})
+    errors = [abs(c.error) for c in checks]
+    t = Table(
+        title=f"validation of run {run_id}: {len(checks)} figures held against measurements"
+        + (f", median |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}"
+           if errors else "")
+        + (f"; {missing} without a measured counterpart" if missing else ""),
+        title_justify="left",
+    )  # fmt: skip
+    for name, justify in (("figure", "left"), ("measured", "right"), ("projected", "right"),
+                          ("error", "right"), ("measured in", "left")):  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for c in checks:
+        t.add_row(c.figure, f"{c.measured:.4g} {c.unit}", f"{c.projected:.4g} {c.unit}",
+                  _pct(c.error), c.source)  # fmt: skip
     return t
 
 
@@ -156,6 +222,21 @@ def simulate_command(
     backbone_gbps: Annotated[
         float | None, typer.Option("--backbone-gbps", help="Shared backbone bandwidth, Gbit/s.")
     ] = None,
+    topology: Annotated[
+        str | None,
+        typer.Option(
+            "--topology",
+            help="flat (one switch), fat_tree:LEAF_NODES:RATIO (two levels, RATIO:1 "
+            "oversubscribed) or torus:XxYxZ \\[default: the profile's, else flat].",
+        ),
+    ] = None,
+    accept_curve: Annotated[
+        bool,
+        typer.Option(
+            "--accept-curve",
+            help="Calibrate on a PingPong curve the input checks refuse (its points flagged).",
+        ),
+    ] = False,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -165,6 +246,14 @@ def simulate_command(
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="Seconds per simulated execution.")
     ] = 3600.0,
+    validate: Annotated[
+        bool,
+        typer.Option(
+            "--validate",
+            help="Hold the projection against the platform's measured runs (or the "
+            "profile's published figures): error per figure.",
+        ),
+    ] = False,
     sampling: Annotated[
         bool | None,
         typer.Option(
@@ -222,6 +311,8 @@ def simulate_command(
         oversubscribe=oversubscribe,
         backbone=bb,
         backbone_gbps=backbone_gbps,
+        topology=topology,
+        accept_curve=accept_curve,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,
@@ -236,6 +327,10 @@ def simulate_command(
         err.print(
             f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
         )
+        # One directory per command: two calibrations at once must not share platform files.
+        (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
+        calibrating = tempfile.TemporaryDirectory(dir=cache_root() / "simulate",
+                                                  prefix="calibrating-")  # fmt: skip
         calibration, reused = obtain_calibration(
             store,
             sim.target,
@@ -243,10 +338,12 @@ def simulate_command(
             kernel=request.kernel,
             tolerance=tolerance,
             recalibrate=recalibrate,
-            workdir=cache_root() / "simulate" / "calibrating",
+            workdir=Path(calibrating.name),
         )
         out = _Consoles.out
         out.print(calibration_table(calibration))
+        for line in contention_lines(calibration):
+            out.print(line, highlight=False)
         out.print(
             ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
             + _speed_line(calibration),
@@ -264,6 +361,9 @@ def simulate_command(
             f"hpceval show --run {run_id}",
             highlight=False,
         )
+        if validate:
+            published = sim.target.rings if sim.target.source_kind == "profile" else None
+            out.print(validation_table(store, run_id, published))
         if result.failed:
             raise typer.Exit(1)
 
@@ -330,6 +430,8 @@ def calibrations_command(
         if calibration_id is not None:
             row = store.calibration(calibration_id)
             _Consoles.out.print(calibration_table(row))
+            for line in contention_lines(row):
+                _Consoles.out.print(line, highlight=False)
             _Consoles.out.print(_speed_line(row), highlight=False)
             _Consoles.out.print(
                 f"source: {row.source}; runs {list(row.source_run_ids)}; "

@@ -149,6 +149,9 @@ class PlatformConfig(StrictModel):
     interconnect: InterconnectConfig = InterconnectConfig()
     price: PriceConfig | None = None
     cflags: list[str] = Field(default_factory=lambda: ["-O2"])
+    # The official codes' sources (hpceval.sources): kind -> a directory or .tar.gz
+    # ("npb-mpi" = "/opt/src/NPB3.4.2/NPB3.4-MPI"); `hpceval run --source` adds to them.
+    sources: dict[str, str] = Field(default_factory=dict)
     # Ask the MPI library which transport it takes, per pair class, before a run
     # (hpceval.transport; two short extra MPI starts).
     transport_probe: bool = True

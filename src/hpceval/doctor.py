@@ -281,7 +281,7 @@ def _compiler_check(host: Host, toolchain: MpiToolchain | None, debian: bool) ->
 def _mpj_check(host: Host, debian: bool) -> Check:
     """MPJ Express: its version from its configuration file (MPJ has no version command)."""
     home = system_mpj_home()
-    needed = "the Java benchmarks (mpibench-java); without it their cases are skipped"
+    needed = "the Java benchmarks (mpibench-java, npb-java); without it their cases are skipped"
     conf = host.read_text(str(home / "conf" / "mpjexpress.conf"))
     if conf is None or not host.exists(str(home / "lib" / "mpj.jar")):
         package = _Package("libmpj-java", "MPJ Express (mpj.jar, mpjrun)")

@@ -95,7 +95,7 @@ def describe_exit(exit_code: int, stderr: str) -> str:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: SIGTERM when hpceval dies (even by kill -9), so no orphan mpirun lingers."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -138,7 +138,7 @@ class LocalProcess:
                 text=True,
                 bufsize=1,
                 start_new_session=True,  # Ctrl-C reaches hpceval only; it stops the group
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except OSError as e:
             raise StartFailed(f"cannot start {argv[0]}: {e.strerror}") from e

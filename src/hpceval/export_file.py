@@ -3,7 +3,7 @@
 The export file is JSON lines, gzip-compressed when its name ends in .gz (readers look at the
 content, not the name). Line 1 is the header:
 
-    {"format": "hpceval-results", "version": 2, "runs": N, "exported": UNIX_TIME,
+    {"format": "hpceval-results", "version": 3, "runs": N, "exported": UNIX_TIME,
      "hpceval_version": "...", "source": "sqlite:///site.db"}
 
 then one record a line: a `platform` (every portable column of the platforms table), an
@@ -19,7 +19,8 @@ where `execution` is the index of the measurement's execution in `executions` (o
 "source_runs": [RUN_UID, ...]); a run's "calibration" is null when it names none or its source
 database did not hold it. Values are those stored: JSON has no NaN or infinities, so non-finite
 floats inside JSON values appear as {"$float": "nan"}. The reader accepts only this format name
-and versions 1 (no calibrations) and 2, checks every field of every record (names, types,
+and versions 1 (no calibrations), 2 (no measurement implementation: hpceval's own) and 3,
+checks every field of every record (names, types,
 vocabularies, references) before anything is imported, and refuses a file that holds fewer
 runs than its header announces (a truncated copy).
 """
@@ -55,9 +56,10 @@ FORMAT_NAME: Final = "hpceval-results"
 # Bump whenever the records change (a column added to a bundle table, a record kind...):
 # an older hpceval must refuse the file rather than misread it.
 # Version 2: `calibration` records, and the run record's "calibration" (its uid or null).
-FORMAT_VERSION: Final = 2
-# The older versions this hpceval still reads (a version 1 file holds no calibrations).
-READABLE_VERSIONS: Final = frozenset({1, FORMAT_VERSION})
+FORMAT_VERSION: Final = 3
+# The older versions this hpceval still reads (a version 1 file holds no calibrations, a
+# version 1 or 2 file no measurement implementation: they are hpceval's own).
+READABLE_VERSIONS: Final = frozenset({1, 2, FORMAT_VERSION})
 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _HEADER_KEYS: Final = frozenset(

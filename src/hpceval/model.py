@@ -45,6 +45,17 @@ class ExecutionStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+# The implementation of hpceval's own benchmark programs; an official code's is
+# OFFICIAL_PREFIX + its name and version.
+HPCEVAL_IMPLEMENTATION = "hpceval"
+OFFICIAL_PREFIX = "official/"
+
+
+def official_implementation(name_and_version: str) -> str:
+    """ "NPB 3.4.2" -> "official/NPB 3.4.2"."""
+    return OFFICIAL_PREFIX + name_and_version
+
+
 @dataclass(frozen=True)
 class Placement:
     """How ranks are laid out: nodes x ranks per node, threads per rank, core binding."""
@@ -127,11 +138,16 @@ class Measurement:
     statistic: str = "mean"
     origin: Origin = Origin.MEASURED
     details: Mapping[str, Any] = field(default_factory=dict)
+    # Whose program measured it: hpceval's own ("hpceval") or an official code built from
+    # the user's sources ("official/NPB 3.4.2", "official/OSU 7.2"). Never mixed silently.
+    implementation: str = HPCEVAL_IMPLEMENTATION
 
     def __post_init__(self) -> None:
         check_unit(self.unit)
         # Every number of every benchmark passes here: the choke point for inf and nan.
         where = f"{self.benchmark}.{self.metric}"
+        if not self.implementation or "\n" in self.implementation:
+            raise ValueError(f"{where}: implementation {self.implementation!r} is not a name")
         if not math.isfinite(self.value):
             raise ImpossibleValue(f"{where}: value {self.value} is not finite")
         # The sum first (fast in C): only an inf or a nan, or an overflow, makes it non-finite.

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hpceval.build import BUILD_TIMEOUT_S, cache_root
 from hpceval.errors import ToolMissing, UserError
@@ -36,10 +37,31 @@ DEBIAN_DAEMON_JARS = (
 # MPJ's daemon port (its conf's mpjexpress.mpjdaemon.port.1, which MPJRun reads too).
 DEFAULT_DAEMON_PORT = 40055
 STARTER_CLASS = "runtime.starter.MPJRun"
+# hpceval's starter of MPJRun (hpceval.launch.starters.mpjrun): a platform that names it runs
+# Java ranks on MPJ Express.
+MPJ_STARTER = "mpjrun"
 # Jars the starter JVM needs on its class path (the ranks' JVMs find the rest in MPJ_HOME).
 STARTER_JARS = ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
 JDK_REMEDY = "install Java (Debian: apt-get install default-jdk-headless)"
 MPJ_REMEDY = "install MPJ Express (Debian: apt-get install libmpj-java)"
+
+
+def mpj_mpi_facts(device: str, c_mpi: Any) -> dict[str, Any]:
+    """The provenance's "mpi" of a run of Java ranks: MPJ Express, its device, the JVM (the
+    machine's C MPI, which built nothing of it, kept under "c_mpi")."""
+    facts: dict[str, Any] = {
+        "implementation": "MPJ Express",
+        "version": None,
+        "device": device,
+        "jvm": None,
+        "consistent": True,
+        "c_mpi": c_mpi,
+    }
+    try:
+        mpj = installation()
+    except ToolMissing:
+        return facts
+    return {**facts, "version": mpj.version, "jvm": java_version(mpj.java), "home": str(mpj.home)}
 
 
 @dataclass(frozen=True)
@@ -54,9 +76,11 @@ class MpjInstallation:
     def mpj_jar(self) -> Path:
         return self.home / "lib" / "mpj.jar"
 
-    def daemon_argv(self, port: int) -> list[str]:
-        """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH)."""
-        return [self.java, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]
+    def daemon_argv(self, port: int, home: Path | None = None) -> list[str]:
+        """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH); `home`: the
+        home directory it keeps its jobs' files in (~/.mpj_users), if not the user's."""
+        own_home = [f"-Duser.home={home}"] if home is not None else []
+        return [self.java, *own_home, "-jar", str(self.home / "lib" / "daemon.jar"), str(port)]
 
 
 def system_mpj_home() -> Path:

@@ -132,6 +132,9 @@ class Benchmark(ABC, Generic[OptionsT]):
     # How many points one execution measures: None = all the case's points in one run of
     # the program (mpibench: one size per point); 1 = a run per point (NPB repetitions).
     points_per_execution: ClassVar[int | None] = None
+    # True for an official code built from the sources its cases name (build_for_cases):
+    # `hpceval build` has nothing to build for it without a suite.
+    built_from_user_sources: ClassVar[bool] = False
 
     def parse_options(self, options: Mapping[str, Any]) -> OptionsT:
         """A suite entry's options, typed; pydantic.ValidationError / ValueError naming the
@@ -157,6 +160,19 @@ class Benchmark(ABC, Generic[OptionsT]):
     @abstractmethod
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
         """Compile (or fetch from the build cache) the benchmark's program."""
+
+    def build_for_cases(
+        self,
+        cases: Sequence[Case],
+        *,
+        compiler: str,
+        compiler_identity: str,
+        cflags: Sequence[str],
+    ) -> Program:
+        """Build what `cases` (this benchmark's cases of a run) need. Default: `build`; a
+        benchmark whose programs depend on the cases (an official code: one program per
+        kernel and class, from the sources the cases name) builds only those."""
+        return self.build(compiler=compiler, compiler_identity=compiler_identity, cflags=cflags)
 
     @abstractmethod
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from hpceval import labels
-from hpceval.model import Measurement, ParamValue
+from hpceval.model import HPCEVAL_IMPLEMENTATION, Measurement, ParamValue
 from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, summary_value
 from hpceval.units import HIGHER_IS_BETTER
 
@@ -53,15 +53,19 @@ def _input_label(parameters: dict[str, ParamValue]) -> str:
 def generic_tables(benchmark: str, measurements: Sequence[Measurement]) -> list[Table]:
     """One row per metric, input parameters and placement: runs and the best value."""
     rows: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    implementations: set[str] = set()
     for m in measurements:
         if m.benchmark != benchmark:
             continue
+        implementations.add(m.implementation)
         key = (m.metric, m.unit, _input_label(dict(m.parameters)), placement_label(m))
         rows[key].append(measurement_value(m))
     if not rows:
         return []
     statistic = DISPLAY_STATISTIC.get()
-    t = Table(title=f"{benchmark} ({statistic} of the repetitions)", title_justify="left")
+    # An official code's tables name it and its version ("osu, official/OSU 7.2").
+    who = "".join(f", {i}" for i in sorted(implementations) if i != HPCEVAL_IMPLEMENTATION)
+    t = Table(title=f"{benchmark}{who} ({statistic} of the repetitions)", title_justify="left")
     for column in ("metric", "unit", "input", "placement", "runs", statistic, "best", "worst"):
         left = column in ("metric", "unit", "input", "placement")
         t.add_column(column, justify="left" if left else "right")

@@ -8,7 +8,7 @@
 Used by the CLI (`hpceval run`) and by `hpceval simulate` (hpceval.simulate).
 """
 
-from hpceval.campaign.configs import load_platform, load_suite
+from hpceval.campaign.configs import load_platform, load_suite, with_sources
 from hpceval.campaign.prepare import (
     Prepared,
     prepare_resume,
@@ -47,4 +47,5 @@ __all__ = [
     "skipped_benchmarks",
     "start_new_run",
     "toolchain_and_launcher",
+    "with_sources",
 ]

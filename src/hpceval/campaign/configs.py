@@ -7,6 +7,8 @@ benchmark and launcher registries it consults.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import ValidationError
 
 from hpceval.benchmarks import get_benchmark
@@ -21,6 +23,7 @@ from hpceval.config import (
 )
 from hpceval.errors import ConfigError, UserError
 from hpceval.launch import validate_launcher
+from hpceval.sources import check_kind
 
 
 def load_platform(name_or_file: str) -> Loaded[PlatformConfig]:
@@ -74,3 +77,17 @@ def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
         except ValueError as e:
             raise ConfigError(str(e), source=source, field=where) from e
     return Loaded(suite, source, raw)
+
+
+def with_sources(
+    loaded: Loaded[PlatformConfig], given: Mapping[str, str]
+) -> Loaded[PlatformConfig]:
+    """The platform with `hpceval run --source KIND=PATH` added to its `[sources]` (the
+    command line wins); stored with the run as the platform it ran on."""
+    if not given:
+        return loaded
+    for kind, path in given.items():
+        check_kind(kind, f"--source {kind}={path}")
+    sources = {**loaded.config.sources, **given}
+    raw = {**loaded.raw, "sources": sources}
+    return Loaded(loaded.config.model_copy(update={"sources": sources}), loaded.source, raw)

@@ -22,6 +22,7 @@ from hpceval.execute import is_alive
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.launch.command import PLACEMENT_PROBE
 from hpceval.model import Environment, Status
+from hpceval.mpj import MPJ_STARTER, mpj_mpi_facts
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
 from hpceval.toolchain import MpiToolchain, detect_mpi
@@ -55,7 +56,8 @@ def _build_programs(
         if name in skipped:
             programs[name] = Program(path=Path(), compiler="", cflags=())
             continue
-        programs[name] = get_benchmark(name).build(
+        programs[name] = get_benchmark(name).build_for_cases(
+            [c for c in cases if c.benchmark == name],
             compiler=toolchain.mpicc,
             compiler_identity=toolchain.identity(),
             cflags=platform.cflags,
@@ -63,11 +65,19 @@ def _build_programs(
     return programs
 
 
-def _environment(toolchain: MpiToolchain, programs: dict[str, Program]) -> Environment:
+def _environment(
+    toolchain: MpiToolchain, programs: dict[str, Program], launcher: Launcher
+) -> Environment:
     # Each program has its own flags (communication: -O2; NPB kernels: -O3 -march=native).
     # External tools (fio, hpcc) compile nothing and have no flags to record.
     flags = [f"{name}: {' '.join(p.cflags)}" for name, p in sorted(programs.items()) if p.cflags]
-    return collect_environment(toolchain, cflags=flags)
+    environment = collect_environment(toolchain, cflags=flags)
+    if launcher.starter.name != MPJ_STARTER:
+        return environment
+    # Java ranks on MPJ Express: the run's message passing is MPJ's, not the machine's C MPI.
+    mpi = mpj_mpi_facts(launcher.starter_options().device, environment.facts.get("mpi"))
+    facts = {**environment.facts, "mpi": mpi}
+    return Environment(facts=facts, fingerprint=fingerprint(facts))
 
 
 def check_commands(launcher: Launcher, cases: Sequence[Case]) -> None:
@@ -94,7 +104,7 @@ def prepare_run(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
     check_commands(launcher, cases)
     launcher.preflight()
     programs = _build_programs(cases, platform, toolchain)
-    environment = _environment(toolchain, programs)
+    environment = _environment(toolchain, programs, launcher)
     if (emulation := launcher.emulation()) is not None:
         # The emulated platform's limits are part of every run's provenance (and caveats).
         facts = {**environment.facts, "emulation": emulation}

@@ -40,6 +40,8 @@ from hpceval.execute import KILL_GRACE_S, last_line, running_as_root
 IP = "ip"
 TC = "tc"
 STATE_DIR = Path("/run/hpceval-netns")
+# `ip netns exec NODE` mounts the files of /etc/netns/NODE over those of /etc.
+NETNS_ETC = Path("/etc/netns")
 AGENT_RESOURCE = "netns-rsh"
 NAME_PREFIX = "hpce"
 SUBNET_BASE = "10.213"  # cluster X uses 10.213.X.0/24
@@ -393,6 +395,8 @@ def _remove_cluster(index: int) -> list[str]:
         _kill_processes_in(ns)
     for ns in cluster.namespaces:
         run_tool([IP, "netns", "delete", ns], check=False)
+    # Its nodes' hosts files, namespaces or not (a build interrupted before creating them).
+    remove_hosts([p.name for p in NETNS_ETC.glob(f"{NAME_PREFIX}{index}-n*")])
     # Deleting a namespace deletes its veth pair; delete what is left, the bridge last.
     for link in sorted(cluster.links, key=lambda name: name.endswith("br")):
         if Path("/sys/class/net", link).exists():
@@ -432,6 +436,39 @@ def _allocate(nodes: int) -> ClusterLayout:
         f"netns: all {MAX_CLUSTERS} emulated cluster slots are in use; "
         "remove leftovers with: hpceval netns cleanup"
     )
+
+
+def hosts_file_text(layout: ClusterLayout, machine_hosts: str) -> str:
+    """The /etc/hosts of the cluster's nodes: this machine's, then every node's name and
+    address (pure). MPJ Express looks its own host name up (the agent names a node after its
+    namespace) and tells the other nodes that address."""
+    nodes = "".join(f"{layout.address(n)} {layout.namespace(n)}\n" for n in range(layout.nodes))
+    base = machine_hosts.rstrip("\n") + "\n" if machine_hosts.strip() else ""
+    return f"{base}# hpceval emulated cluster {layout.name}\n{nodes}"
+
+
+def install_hosts(layout: ClusterLayout) -> None:
+    """/etc/netns/NODE/hosts, which `ip netns exec NODE` mounts over /etc/hosts (for MPJ
+    Express only: with node names that resolve, Open MPI's mpirun takes node 0 for itself and
+    starts its ranks without the agent, under this machine's host name). Removed with the
+    cluster (`remove_hosts`, and `_remove_cluster` after a kill)."""
+    try:
+        machine_hosts = Path("/etc/hosts").read_text()
+    except OSError:
+        machine_hosts = "127.0.0.1 localhost\n"
+    text = hosts_file_text(layout, machine_hosts)
+    for n in range(layout.nodes):
+        directory = NETNS_ETC / layout.namespace(n)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "hosts").write_text(text)
+
+
+def remove_hosts(namespaces: Sequence[str]) -> None:
+    for ns in namespaces:
+        with contextlib.suppress(FileNotFoundError):
+            (NETNS_ETC / ns / "hosts").unlink()
+        with contextlib.suppress(OSError):
+            (NETNS_ETC / ns).rmdir()
 
 
 def _install_agent(layout: ClusterLayout) -> None:

@@ -23,11 +23,11 @@ from typing import Any, Final
 
 import hpceval
 from hpceval.benchmarks.common import single_run_measurements
-from hpceval.errors import UserError
-from hpceval.importers.npb_output import (
+from hpceval.benchmarks.npb.official_output import (
     NpbReport,
     parse_npb_output,
 )
+from hpceval.errors import UserError
 from hpceval.model import (
     Environment,
     ExecutionRecord,

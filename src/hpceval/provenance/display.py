@@ -68,6 +68,9 @@ def summarize(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
     mpi = _get(facts, "mpi")
     if isinstance(mpi, Mapping):
         text = f"{mpi.get('implementation')} {_or_unknown(mpi.get('version'))}"
+        if mpi.get("device") is not None or mpi.get("jvm") is not None:
+            # Java ranks (MPJ Express): its device and the JVM.
+            text += f" ({mpi.get('device')} device, JVM {_or_unknown(mpi.get('jvm'))})"
         if mpi.get("consistent") is False:
             text += (
                 f" (mpicc is {mpi.get('wrapper_implementation')} "

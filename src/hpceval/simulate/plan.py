@@ -47,12 +47,16 @@ SMPICC = "smpicc"
 SMPIRUN = "smpirun"
 SMPI_REMEDY = "install Debian package libsimgrid-dev (./setup.sh deps)"
 # Simulated time is deterministic once the host's computation is not simulated (below): a
-# point needs few samples, no warm-up, and short samples (SMPI.md: a 16-rank alltoall took
-# 57 s of wall time with mpibench's defaults, 1.5 s with these).
+# point needs few samples and no warm-up (SMPI.md: a 16-rank alltoall took 57 s of wall time
+# with mpibench's defaults, 1.5 s with these). A sample spans 10 ms of simulated time: the
+# ranks leave the barrier before a sample up to a latency apart, and with 0.1 ms samples
+# (one iteration of a 45 µs PingPong) that skew was a third of the time (a 0-byte PingPong
+# simulated at 67.8 µs on a 45.2 µs route, 45.4 µs with 10 ms samples), so the calibration
+# of magellan-amazon-cc never converged.
 MPIBENCH_SIM_OPTIONS: Mapping[str, Any] = {
     "budget_s": 0.05,
     "warmup_s": 0.0,
-    "sample_s": 0.0001,
+    "sample_s": 0.01,
     "min_samples": 3,
     "max_samples": 10,
 }
@@ -135,6 +139,8 @@ class Request:
     oversubscribe: bool = False
     backbone: Literal["fatpipe", "shared"] | None = None
     backbone_gbps: float | None = None
+    topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
+    accept_curve: bool = False  # calibrate on a curve the input checks refuse (flagged)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     tolerance: float = DEFAULT_TOLERANCE
     recalibrate: bool = False
@@ -305,7 +311,34 @@ def resolve_target(
     if request.backbone is not None:
         backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
         target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)
+    if request.topology is not None:
+        target = replace(target, topology=parse_topology(request.topology))
+    if request.accept_curve:
+        target = replace(target, curve_accepted=True)
     return target
+
+
+def parse_topology(text: str) -> dict[str, Any]:
+    """--topology: flat, fat_tree:LEAF_NODES:RATIO (ratio 1: full bisection) or torus:XxYxZ;
+    PlatformSpec's topology fields, or a one-line UserError."""
+    source = f"--topology {text}"
+    if text == "flat":
+        return {"topology": "flat", "topology_source": source}
+    fat = re.fullmatch(r"fat_tree:([1-9][0-9]*):([0-9]+(?:\.[0-9]+)?)", text)
+    if fat:
+        leaf, ratio = int(fat.group(1)), float(fat.group(2))
+        ups = leaf / ratio if ratio >= 1 else 0.0
+        if ups != int(ups) or ups < 1:
+            raise UserError(f"--topology {text}: the ratio must be >= 1 and divide the "
+                            f"{leaf} nodes of a leaf into whole up-links")  # fmt: skip
+        return {"topology": "fat_tree", "leaf_nodes": leaf, "oversubscription": ratio,
+                "topology_source": source}  # fmt: skip
+    torus = re.fullmatch(r"torus:([1-9][0-9]*(?:x[1-9][0-9]*){0,2})", text)
+    if torus:
+        dims = tuple(int(d) for d in torus.group(1).split("x"))
+        return {"topology": "torus", "torus_dims": dims, "topology_source": source}
+    raise UserError(f"--topology: {text!r} is not flat, fat_tree:LEAF_NODES:RATIO or "
+                    "torus:XxYxZ")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- planning

@@ -9,6 +9,14 @@ written as no backbone at all when it would limit nothing) or shared (all inter-
 divide `backbone_bandwidth_Bps`: contention). Node links are full duplex (SPLITDUPLEX) unless
 `link_sharing` is "shared".
 
+Topology (`topology`): "flat" is the single switch above; "fat_tree" a two-level fat tree
+(SimGrid's FAT_TREE cluster): leaf switches of `leaf_nodes` nodes, each with
+`leaf_nodes / oversubscription` up-links to as many top switches (oversubscription 1: full
+bisection, 4: a leaf's nodes share a quarter of their bandwidth going up); nodes are
+padded to whole leaves. "torus" is SimGrid's TORUS cluster of `torus_dims` (their product
+is the node count). The links of a fat tree or torus are the node link's; a backbone does
+not apply. Where the choice comes from is `topology_source`.
+
 SMPI's network model multiplies a route's latency and bandwidth by the calibrated factors
 (hpceval.simulate.calibrate), so the figures here are nominal: the route latency of the
 inter-node path is 2 x `link.latency_s` (+ `backbone_latency_s`), that of the intra-node
@@ -58,6 +66,11 @@ class PlatformSpec:
     backbone_latency_s: float = 0.0
     link_sharing: Literal["splitduplex", "shared"] = "splitduplex"
     description: str = ""
+    topology: Literal["flat", "fat_tree", "torus"] = "flat"
+    leaf_nodes: int | None = None  # fat tree: nodes per leaf switch
+    oversubscription: float = 1.0  # fat tree: leaf down-links per up-link
+    torus_dims: tuple[int, ...] = ()
+    topology_source: str = ""
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -70,6 +83,54 @@ class PlatformSpec:
             raise ValueError("backbone: a shared backbone needs its bandwidth")
         if self.backbone_bandwidth_Bps is not None and not self.backbone_bandwidth_Bps > 0:
             raise ValueError("backbone bandwidth must be positive")
+        if self.topology == "fat_tree":
+            if not self.leaf_nodes or self.leaf_nodes < 1:
+                raise ValueError("topology: a fat tree needs leaf_nodes >= 1")
+            ups = self.leaf_nodes / self.oversubscription
+            if self.oversubscription < 1 or ups != int(ups):
+                raise ValueError(
+                    f"topology: oversubscription {self.oversubscription:g} must be >= 1 and "
+                    f"divide the {self.leaf_nodes} nodes of a leaf into whole up-links"
+                )
+        if self.topology == "torus" and (
+            not self.torus_dims or any(d < 1 for d in self.torus_dims)
+            or math.prod(self.torus_dims) < self.nodes
+        ):  # fmt: skip
+            raise ValueError(f"topology: torus {self.torus_dims} does not hold {self.nodes} nodes")
+
+    @property
+    def host_count(self) -> int:
+        """Hosts in the platform file: the nodes, padded to whole leaves or the torus."""
+        if self.topology == "fat_tree" and self.leaf_nodes:
+            return -(-self.nodes // self.leaf_nodes) * self.leaf_nodes
+        if self.topology == "torus":
+            return math.prod(self.torus_dims)
+        return self.nodes
+
+    def topology_attributes(self) -> list[tuple[str, str]]:
+        """SimGrid's cluster `topology` and `topo_parameters` ([] for the flat switch)."""
+        if self.topology == "fat_tree" and self.leaf_nodes:
+            leaves = self.host_count // self.leaf_nodes
+            ups = int(self.leaf_nodes / self.oversubscription)
+            # levels; down-links per switch (leaf, top); parents per node, per leaf; links.
+            return [("topology", "FAT_TREE"),
+                    ("topo_parameters", f"2;{self.leaf_nodes},{leaves};1,{ups};1,1")]  # fmt: skip
+        if self.topology == "torus":
+            return [("topology", "TORUS"),
+                    ("topo_parameters", ",".join(str(d) for d in self.torus_dims))]  # fmt: skip
+        return []
+
+    def describe_topology(self) -> str:
+        if self.topology == "fat_tree":
+            shape = f"two-level fat tree, {self.leaf_nodes} nodes per leaf, " + (
+                "full bisection" if self.oversubscription == 1
+                else f"{self.oversubscription:g}:1 oversubscribed")  # fmt: skip
+        elif self.topology == "torus":
+            shape = "torus " + "x".join(str(d) for d in self.torus_dims)
+        else:
+            shape = "single switch (" + (
+                "fat-pipe backbone" if self.backbone == "fatpipe" else "shared backbone") + ")"
+        return shape + (f" ({self.topology_source})" if self.topology_source else "")
 
     @property
     def cores(self) -> int:
@@ -90,7 +151,8 @@ class PlatformSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PlatformSpec:
-        return cls(**{**d, "link": LinkSpec(**d["link"]), "loopback": LinkSpec(**d["loopback"])})
+        return cls(**{**d, "link": LinkSpec(**d["link"]), "loopback": LinkSpec(**d["loopback"]),
+                      "torus_dims": tuple(d.get("torus_dims", ()))})  # fmt: skip
 
 
 def _seconds(value: float) -> str:
@@ -117,7 +179,7 @@ def platform_xml(spec: PlatformSpec) -> str:
         ("id", cluster_id(spec.name)),
         ("prefix", SIMULATED_HOST_PREFIX),
         ("suffix", ""),
-        ("radical", f"0-{spec.nodes - 1}"),
+        ("radical", f"0-{spec.host_count - 1}"),
         ("speed", _speed(spec.speed_flops)),
         ("core", str(spec.cores_per_node)),
         ("bw", _bandwidth(spec.link.bandwidth_Bps)),
@@ -130,7 +192,8 @@ def platform_xml(spec: PlatformSpec) -> str:
     # cluster without a backbone is that full-bisection crossbar. Leaving it out spares the
     # network solver a constraint every inter-node flow shares (CG class B, 128 ranks, on
     # ec2-cc1: 92 s of CPU instead of 110 s; same simulated time within the host noise).
-    redundant = (
+    attributes += spec.topology_attributes()
+    redundant = spec.topology != "flat" or (  # a fat tree or a torus has no backbone
         spec.backbone == "fatpipe"
         and backbone_bw >= spec.link.bandwidth_Bps
         and spec.backbone_latency_s == 0

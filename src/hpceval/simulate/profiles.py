@@ -14,12 +14,13 @@ import importlib.resources
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from hpceval.config import StrictModel, read_toml, validation_message
 from hpceval.errors import ConfigError, UserError
+from hpceval.simulate.contention import RingFigures
 from hpceval.simulate.sources import Curve, NetworkPath, Target
 
 # PingPong sizes of a profile's curve: 0 and the powers of two up to 4 MiB (methodology §3).
@@ -66,6 +67,45 @@ class PathFigures(StrictModel):
         return Curve(path, PROFILE_SIZES, times, origin, None)
 
 
+class RingsFigures(StrictModel):
+    """Rings with every rank busy (HPCC): latency per message at `latency_size`, bandwidth per
+    process at `bandwidth_size` (hpceval.simulate.contention fits on them)."""
+
+    source: str = Field(min_length=1)
+    ranks: int = Field(ge=4)
+    ppn: int = Field(ge=1)
+    latency_size: int = Field(ge=0)
+    bandwidth_size: int = Field(gt=0)
+    natural_latency_us: float = Field(gt=0)
+    random_latency_us: float = Field(gt=0)
+    natural_bandwidth: float = Field(gt=0)
+    random_bandwidth: float = Field(gt=0)
+    bandwidth_unit: Literal["Gbps", "GB/s", "MB/s"]
+
+    def figures(self) -> RingFigures:
+        unit = _BYTES_PER_S[self.bandwidth_unit] / 1e6
+        return RingFigures(
+            self.ranks, self.ppn, self.latency_size, self.bandwidth_size,
+            self.natural_latency_us, self.random_latency_us, self.natural_bandwidth * unit,
+            self.random_bandwidth * unit, f"published: {self.source}",
+        )  # fmt: skip
+
+
+class TopologyFigures(StrictModel):
+    """The network's shape (hpceval.simulate.platform) and where it comes from."""
+
+    kind: Literal["flat", "fat_tree", "torus"]
+    source: str = Field(min_length=1)
+    leaf_nodes: int | None = Field(None, ge=1)
+    oversubscription: float = Field(1.0, ge=1)
+    torus_dims: list[int] = Field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        return {"topology": self.kind, "leaf_nodes": self.leaf_nodes,
+                "oversubscription": self.oversubscription,
+                "torus_dims": tuple(self.torus_dims), "topology_source": self.source}  # fmt: skip
+
+
 class Profile(StrictModel):
     name: str
     description: str
@@ -77,6 +117,11 @@ class Profile(StrictModel):
     assumed: list[str] = Field(default_factory=list)
     inter_node: PathFigures | None = None
     intra_node: PathFigures | None = None
+    rings: RingsFigures | None = None
+    topology: TopologyFigures | None = None
+    # The MPI library the figures were measured with (SMPI's collective selector).
+    mpi: Literal["openmpi", "mpich"] | None = None
+    mpi_source: str = ""
 
 
 def _profiles_dir() -> Path:
@@ -140,6 +185,17 @@ def profile_target(name_or_file: str) -> Target:
             f"{figures.latency:g} us, {figures.bandwidth_mb_s:g} MB/s (Hockney model)"
         )
         curves[path] = figures.curve(path, origin)
+    rings = None
+    if profile.rings is not None:
+        try:
+            rings = profile.rings.figures()
+        except ValueError as e:
+            raise ConfigError(str(e), source=source, field="rings") from None
+    topology = (
+        profile.topology.fields()
+        if profile.topology is not None
+        else {"topology_source": "assumed: the source gives no topology"}
+    )
     return Target(
         name=profile.name,
         source_kind="profile",
@@ -152,4 +208,8 @@ def profile_target(name_or_file: str) -> Target:
         speeds={},
         assumed=tuple(profile.assumed),
         run_ids=(),
+        rings=rings,
+        topology=topology,
+        mpi_family=profile.mpi,
+        mpi_source=profile.mpi_source or ("" if profile.mpi else "not given: SMPI's defaults"),
     )

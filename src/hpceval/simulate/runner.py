@@ -10,6 +10,7 @@ through the `smpi` launcher, every point committed as it completes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import time
@@ -31,12 +32,17 @@ from hpceval.simulate.calibrate import (
     BASE_CONFIG,
     REFERENCE_SPEED_FLOPS,
     NetworkCalibration,
+    Residual,
     SpeedCalibration,
     calibrate_network,
     calibrate_speed,
     calibration_key,
     nominal_spec,
+    overhead_settings,
+    scale_nic,
 )
+from hpceval.simulate.contention import NONE as NO_CONTENTION
+from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
 from hpceval.simulate.plan import (
     MPIBENCH_SIM_CONFIG,
     MPIBENCH_SIM_OPTIONS,
@@ -55,6 +61,7 @@ from hpceval.simulate.plan import (
     target_platform,
 )
 from hpceval.simulate.platform import PlatformSpec, placement_for, platform_xml
+from hpceval.simulate.sanity import check_curve
 from hpceval.simulate.sources import NetworkPath, SpeedReference, Target
 from hpceval.store import CalibrationRow, Store
 
@@ -148,6 +155,24 @@ class SmpiCalibrationRunner:
         by_size = {int(m.parameters["size"]): m.value for m in measured if m.metric == "latency"}
         return [by_size[s] for s in sizes]
 
+    def pattern(
+        self, spec: PlatformSpec, cfg: Mapping[str, str], pattern: str, ranks: int, ppn: int,
+        sizes: Sequence[int],
+    ) -> dict[tuple[str, int], float]:
+        """mpibench `pattern` on `ranks` ranks at `ppn` per node: (metric, size) -> value."""
+        bench = get_benchmark("mpibench")
+        spec = replace(spec, nodes=max(spec.nodes, ranks // ppn),
+                       cores_per_node=max(ppn, spec.cores_per_node))  # fmt: skip
+        launcher = _launcher(
+            spec, {**cfg, **MPIBENCH_SIM_CONFIG}, self.workdir, self.tools, "calibration"
+        )
+        options = {"patterns": [pattern], "sizes": list(sizes), "ranks": [ranks],
+                   "ranks_per_node": [ppn], **MPIBENCH_SIM_OPTIONS}  # fmt: skip
+        (case,) = bench.cases(bench.parse_options(options), launcher.platform, 0)
+        self.runs += 1
+        measured = run_once(launcher, bench, self.program("mpibench"), case, CALIBRATION_TIMEOUT_S)
+        return {(m.metric, int(m.parameters["size"])): float(m.value) for m in measured}
+
     def kernel(
         self, spec: PlatformSpec, cfg: Mapping[str, str], reference: SpeedReference
     ) -> float:
@@ -173,6 +198,74 @@ def choose_speed_reference(
     if short:
         return max(short, key=lambda s: s.time_s)
     return min(pool, key=lambda s: s.time_s)
+
+
+def curve_flags(target: Target) -> list[str]:
+    """The suspect points of the target's curves (a refusal if one misses by too much)."""
+    remedy = (
+        f"hpceval run --platform {target.name} --suite p2p"
+        if target.source_kind == "platform"
+        else "correct the profile's figures"
+    )
+    flags: list[str] = []
+    for path, curve in target.curves.items():
+        flags += check_curve(curve, what=f"the {path} PingPong of {target.name!r}",
+                             remedy=remedy, refuse=not target.curve_accepted)  # fmt: skip
+    return flags
+
+
+def fit_rings(
+    target: Target,
+    network: NetworkCalibration,
+    spec: PlatformSpec,
+    config: dict[str, str],
+    runner: SmpiCalibrationRunner,
+) -> tuple[Contention, dict[str, str], PlatformSpec, list[dict[str, Any]]]:
+    """The contention fit on the target's rings (nothing without rings), and the PingPongs
+    simulated with it (residuals "with contention", not calibrated: the rings moved them)."""
+    rings = target.rings
+    if rings is None:
+        return NO_CONTENTION, config, spec, []
+
+    def ring(
+        cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern,
+        wanted: frozenset[str],
+    ) -> tuple[float, float]:
+        platform = replace(platform, speed_flops=spec.speed_flops)
+        sizes = [*([rings.small] if "latency" in wanted else []),
+                 *([rings.large] if "bandwidth" in wanted else [])]
+        values = runner.pattern(platform, cfg, pattern, rings.ranks, rings.ppn, sizes)
+        return (values.get(("latency", rings.small), math.nan),
+                values.get(("bandwidth", rings.large), math.nan))  # fmt: skip
+
+    alpha = network.segments[0].alpha_us
+    intra = target.curves.get("intra-node")
+    # SMPI's overheads hold for every path: send + receive overhead at most half a
+    # measured or published intra-node start-up (its loopback keeps the rest). An assumed
+    # intra-node curve (the Magellan profiles carry CC1's) does not bound what the
+    # published rings say; the intra-node PingPong then pays the overheads, flagged.
+    if intra is None or intra.origin.startswith("assumed"):
+        cap = alpha * 1e-6
+    else:
+        cap = intra.times_us[0] * 1e-6 / 4
+    contention, config, fitted, residuals = fit_contention(
+        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring,
+        scale_nic,
+    )  # fmt: skip
+    spec = replace(fitted, speed_flops=spec.speed_flops)
+    if intra is not None and 2 * contention.overhead_s > intra.times_us[0] * 1e-6 / 2:
+        contention = replace(contention, flags=(*contention.flags, (
+            f"the intra-node PingPong ({intra.origin}) pays the per-message overheads: "
+            f"+{2 * contention.overhead_s * 1e6:.3g} us on its {intra.times_us[0]:g} us "
+            "start-up (SMPI's overheads are one for all paths)")))  # fmt: skip
+    for path, curve in target.curves.items():
+        simulated = runner.pingpong(spec, config, path, curve.sizes)
+        residuals += [
+            {**Residual(f"{path} (with contention)", size, measured, value, False).to_dict(),
+             "fitted": False}
+            for size, measured, value in zip(curve.sizes, curve.times_us, simulated, strict=True)
+        ]  # fmt: skip
+    return contention, config, spec, residuals
 
 
 def calibration_config(row: CalibrationRow) -> tuple[PlatformSpec, dict[str, str]]:
@@ -203,6 +296,8 @@ def obtain_calibration(
             "tolerance": tolerance,
             "speed_reference": dataclasses.asdict(reference) if reference else None,
             "base_config": dict(BASE_CONFIG),
+            "rings": target.rings.to_dict() if target.rings else None,
+            "mpi": target.mpi_family,
         },
     )
     if not recalibrate:
@@ -221,7 +316,9 @@ def obtain_calibration(
         network.spec, network.config(), reference, runner.kernel, tolerance=tolerance
     )
     spec = replace(network.spec, speed_flops=speed.speed_flops)
-    residuals = [r.to_dict() for r in network.residuals]
+    config = {**network.config(), **selector_config(target.mpi_family)}
+    contention, config, spec, ring_residuals = fit_rings(target, network, spec, config, runner)
+    residuals = [r.to_dict() for r in network.residuals] + ring_residuals
     if speed.reference is not None and speed.simulated_s is not None:
         residuals.append(
             {
@@ -242,7 +339,10 @@ def obtain_calibration(
     parameters = {
         "platform": spec.to_dict(),
         "platform_xml": platform_xml(spec),
-        "smpi_config": network.config(),
+        "smpi_config": config,
+        "contention": contention.to_dict(),
+        "collective_selector": {"mpi": target.mpi_family, "source": target.mpi_source},
+        "input_flags": curve_flags(target),
         "segments": [dataclasses.asdict(s) for s in network.segments],
         "lat_factor": [list(p) for p in network.lat_factor],
         "bw_factor": [list(p) for p in network.bw_factor],
@@ -310,9 +410,14 @@ def prepare(
     """Every check that can fail on bad input, before any calibration or run is stored."""
     check_request(request)
     target = resolve_target(store, platform, profile, request)
+    curve_flags(target)  # refuses an implausible curve before anything is stored
     nodes, cores, ppn = simulated_shape(target, request)
     tools = detect_smpi()
-    spec = nominal_spec(target, nodes=nodes, cores_per_node=cores, speed=REFERENCE_SPEED_FLOPS)
+    try:
+        spec = nominal_spec(target, nodes=nodes, cores_per_node=cores,
+                            speed=REFERENCE_SPEED_FLOPS)  # fmt: skip
+    except ValueError as e:
+        raise UserError(f"{target.name}: {e}") from None
     # Placements on the simulated platform (cores widened only with --oversubscribe).
     placements_ = []
     for r in request.ranks:
@@ -362,8 +467,12 @@ def execute(
 ) -> tuple[int, CampaignResult]:
     """Write the simulated run and run its cases; points are committed as they complete."""
     calibrated, cfg = calibration_config(calibration)
+    stored = {**NO_CONTENTION.to_dict(), **calibration.parameters.get("contention", {})}
+    contention = Contention(**{**stored, "flags": tuple(stored["flags"])})
+    ppn = max((c.placement.ranks_per_node for c in sim.cases), default=1)
+    nic_scale = contention.nic_scale_at(ppn)
     spec = replace(
-        calibrated,
+        scale_nic(calibrated, nic_scale),
         name=sim.target.name,
         nodes=sim.spec.nodes,
         cores_per_node=sim.spec.cores_per_node,
@@ -392,6 +501,7 @@ def execute(
             "calibration": calibration.run_reference(),
             "platform_xml": platform_xml(spec),
             "smpi_config": dict(cfg),
+            "nic_scale": {"ranks_per_node": ppn, "scale": nic_scale},
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
                if sim.build is not None else {}),
         },
@@ -399,7 +509,10 @@ def execute(
         platform_raw=platform.model_dump(mode="json"),
         note=f"SimGrid SMPI {calibration.simgrid_version}, calibration {calibration.id} "
         f"({calibration.uid})"
-        + (f"; NPB {sim.build.describe()}" if sim.build is not None else ""),
+        + (f"; NPB {sim.build.describe()}" if sim.build is not None else "")
+        # The compute/communication balance rests on it: every projection says how.
+        + f"; core speed: {calibration.parameters.get('host_speed', {}).get('how', '?')}"
+        + f"; network: {spec.describe_topology()}",
     )  # fmt: skip
     campaign = Campaign(store, launcher, sim.programs, reporter)
     try:

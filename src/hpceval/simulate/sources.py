@@ -12,10 +12,11 @@ import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from hpceval.errors import UserError
 from hpceval.model import Origin
+from hpceval.simulate.contention import RingFigures, mpi_family
 from hpceval.store import Store
 
 NetworkPath = Literal["inter-node", "intra-node"]
@@ -67,6 +68,16 @@ class Target:
     speeds: Mapping[tuple[str, str], SpeedReference] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()
     run_ids: tuple[int, ...] = ()
+    # The rings measured with every rank busy (the contention fit), if any.
+    rings: RingFigures | None = None
+    # "openmpi" or "mpich": SMPI's collective selector (None: SMPI's defaults), and why.
+    mpi_family: str | None = None
+    mpi_source: str = ""
+    # PlatformSpec's topology fields (topology, leaf_nodes, oversubscription, torus_dims,
+    # topology_source); empty: a single switch.
+    topology: Mapping[str, Any] = field(default_factory=dict)
+    # The user accepted curves the input checks would refuse (--accept-curve): flags only.
+    curve_accepted: bool = False
 
     @property
     def primary_path(self) -> NetworkPath:
@@ -138,11 +149,14 @@ def store_target(store: Store, platform_name: str) -> Target:
         speeds[(kernel, class_name)] = SpeedReference(
             kernel, class_name, statistics.median(times_s), run_id
         )
+    rings = store_rings(store, runs)
     latest = runs[max(runs)]
+    facts = store.environment(latest.environment_id)
+    implementation = str((facts.get("mpi") or {}).get("implementation") or "")
+    family = mpi_family(implementation)
     _, config = store.platform_config(latest.platform_id)
     cores = config.get("cores_per_node", "auto")
     if not isinstance(cores, int):
-        facts = store.environment(latest.environment_id)
         cores = ((facts.get("cpu") or {}).get("cores")) or None
     memory = config.get("memory_gb_per_node")
     used = sorted({c.run_id for c in curves.values() if c.run_id is not None})
@@ -165,4 +179,41 @@ def store_target(store: Store, platform_name: str) -> Target:
             ),
         ),
         run_ids=tuple(used),
+        rings=rings,
+        mpi_family=family,
+        mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
     )
+
+
+def store_rings(store: Store, runs: Mapping[int, Any]) -> RingFigures | None:
+    """Natural and random rings of the latest run that measured both across 2+ nodes (the
+    largest rank count): latency at the smallest size, bandwidth at the largest; medians."""
+    # (run, ranks, nodes) -> (pattern, metric, size) -> samples
+    found: dict[tuple[int, int, int], dict[tuple[str, str, int], list[float]]] = {}
+    for sm in store.measurements(benchmark="mpibench"):
+        m, p = sm.measurement, sm.measurement.parameters
+        if sm.run_id not in runs or m.origin is Origin.SIMULATED or p.get("oversubscribed"):
+            continue
+        if p.get("pattern") not in ("natural_ring", "random_ring") or m.metric not in (
+            "latency", "bandwidth"):  # fmt: skip
+            continue
+        ranks, nodes = int(p.get("ranks", 0)), int(p.get("nodes", 1))
+        if nodes < 2 or ranks < 4 or ranks % nodes:
+            continue
+        key = (sm.run_id, ranks, nodes)
+        samples = list(m.samples) or [m.value]
+        found.setdefault(key, {}).setdefault((str(p["pattern"]), m.metric, int(p["size"])),
+                                             []).extend(samples)  # fmt: skip
+    for (run_id, ranks, nodes), points in sorted(found.items(), reverse=True):
+        sizes = sorted({size for (_, _, size) in points})
+        small, large = sizes[0], sizes[-1]
+        wanted = [(pat, metric, size) for pat in ("natural_ring", "random_ring")
+                  for metric, size in (("latency", small), ("bandwidth", large))]  # fmt: skip
+        if small == large or any(w not in points for w in wanted):
+            continue
+        nat_lat, nat_bw, rand_lat, rand_bw = (statistics.median(points[w]) for w in wanted)
+        return RingFigures(
+            ranks, ranks // nodes, small, large, nat_lat, rand_lat, nat_bw, rand_bw,
+            f"{runs[run_id].origin.value} run {run_id}",
+        )  # fmt: skip
+    return None

@@ -245,11 +245,26 @@ def checked_row(
     keys), as a bundle carries it; an InvalidBundle names the field and what is wrong."""
     table = metadata.tables[table_name]
     columns = portable_columns(table)
+    if isinstance(value, dict):
+        # Columns added since the bundle was written: their server default (a measurement
+        # of an older file is hpceval's own).
+        value = {**_added_defaults(table, value), **value}
     check_fields(value, {column.name for column in columns} | set(extra), where)
     row: dict[str, Any] = dict(value)
     for column in columns:
         row[column.name] = _column_value(table, column, row[column.name], f"{where}.{column.name}")
     return row
+
+
+# Columns added to a table after bundles without them were written, with the value those
+# bundles mean: table name -> {column: value}.
+ADDED_COLUMNS: Final[Mapping[str, Mapping[str, Any]]] = {
+    measurements.name: {"implementation": "hpceval"},
+}
+
+
+def _added_defaults(table: sa.Table, value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in ADDED_COLUMNS.get(table.name, {}).items() if k not in value}
 
 
 def _column_value(table: sa.Table, column: sa.Column[Any], value: Any, where: str) -> Any:

@@ -98,6 +98,15 @@ def _series_and_binary_samples(conn: Connection) -> None:
 MIGRATIONS[2] = _series_and_binary_samples
 
 
+def _measurement_implementation(conn: Connection) -> None:
+    """Schema 3 -> 4: each measurement's implementation; every earlier one is hpceval's own."""
+    conn.execute(sa.text("ALTER TABLE measurements ADD COLUMN implementation TEXT "
+                         "NOT NULL DEFAULT 'hpceval'"))  # fmt: skip
+
+
+MIGRATIONS[3] = _measurement_implementation
+
+
 def prepare_schema(
     engine: Engine, url: str, *, create: bool, clock: Callable[[], float]
 ) -> int | None:

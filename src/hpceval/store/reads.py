@@ -170,6 +170,19 @@ class Reads(StoreBase):
         )
 
     @outage_is_a_user_error
+    def implementations(self) -> list[tuple[str, str, str]]:
+        """Which program measured what where: the distinct (platform name, benchmark,
+        implementation) of the measurements (compare refuses to mix implementations)."""
+        query = (
+            sa.select(platforms.c.name, measurements.c.benchmark, measurements.c.implementation)
+            .distinct()
+            .join(runs, measurements.c.run_id == runs.c.id)
+            .join(platforms, runs.c.platform_id == platforms.c.id)
+        )
+        with self._engine.connect() as conn:
+            return sorted((str(a), str(b), str(c)) for a, b, c in conn.execute(query))
+
+    @outage_is_a_user_error
     def calibration(self, calibration_id: int) -> CalibrationRow:
         with self._engine.connect() as conn:
             row = conn.execute(

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar, Union
 import sqlalchemy as sa
 
 from hpceval.model import (
+    HPCEVAL_IMPLEMENTATION,
     ExecutionStatus,
     Measurement,
     Origin,
@@ -149,6 +150,8 @@ def measurement_from_values(values: Mapping[str, Any] | sa.RowMapping) -> Measur
         statistic=values["statistic"],
         origin=Origin(values["origin"]),
         details=from_json(values["details"]),
+        # A bundle written before schema version 4 has none: hpceval's own.
+        implementation=values.get("implementation") or HPCEVAL_IMPLEMENTATION,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 
 EXECUTION_RUNNING: Final = "running"  # executions.status while the command has not ended
 
@@ -161,6 +161,9 @@ measurements = sa.Table(
     sa.Column("origin", sa.String(16), nullable=False),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("series_id", sa.Integer, sa.ForeignKey("series.id"), nullable=False),
+    # Whose program measured it (schema version 4): "hpceval", or "official/NPB 3.4.2" for an
+    # official code built from the user's sources (model.Measurement.implementation).
+    sa.Column("implementation", sa.Text, nullable=False, server_default="hpceval"),
     sa.ForeignKeyConstraint(["run_id", "case_key"], ["run_cases.run_id", "run_cases.case_key"]),
     # Serves "everything of a run" (prefix) and completed_points (the whole key).
     sa.Index("ix_measurements_run_point", "run_id", "case_key", "point_key"),

@@ -272,6 +272,7 @@ class Writes(StoreBase):
                         origin=m.origin.value,
                         created=self._clock(),
                         series_id=series_id,
+                        implementation=m.implementation,
                     )
                 )
             )

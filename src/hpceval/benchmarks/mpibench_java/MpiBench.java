@@ -7,7 +7,7 @@
  *    ("first_iteration_us", interpreted code), then a JIT warm-up runs every size until
  *    --jit-warmup-s is spent, so that the samples measure JIT-compiled code.
  *
- * Build: javac -cp mpj.jar -d classes MpiBench.java
+ * Build: javac -cp mpj.jar -d classes MpiBench.java MpjRecords.java
  */
 
 import java.util.ArrayList;
@@ -559,73 +559,32 @@ public final class MpiBench {
 
     // ---------------------------------------------------------------- output --
 
-    static String json(double v) {
-        if (Double.isNaN(v) || Double.isInfinite(v)) return "null";
-        String text = Double.toString(v); // shortest text that round-trips, as %.17g does
-        return text;
-    }
-
     static String jsonArray(double[] values, int count) {
         StringBuilder sb = new StringBuilder("[");
-        for (int i = 0; i < count; ++i) sb.append(i > 0 ? "," : "").append(json(values[i]));
+        for (int i = 0; i < count; ++i) sb.append(i > 0 ? "," : "").append(MpjRecords.json(values[i]));
         return sb.append(']').toString();
     }
 
-    static String jsonString(String text) {
-        String clean = text.trim().replaceAll("\\s+", " ").replaceAll("[^\\x20-\\x7e]", "?");
-        return "\"" + clean.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
-    }
-
-    /** MPJ Express's version as its configuration states it ($MPJ_HOME/conf/mpjexpress.conf). */
-    static String mpjVersion() {
-        String home = System.getenv("MPJ_HOME");
-        if (home == null) return "unknown";
-        try {
-            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Paths.get(home, "conf", "mpjexpress.conf")))
-                if (line.startsWith("mpjexpress.version=")) return line.substring("mpjexpress.version=".length()).trim();
-        } catch (java.io.IOException e) {
-            return "unknown";
-        }
-        return "unknown";
-    }
-
-    static String jvmName() {
-        return System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
-    }
-
     void printHeader() {
-        // Host names: byte arrays gathered to rank 0 (every rank contributes its own).
-        final int width = 256;
-        byte[] mine = new byte[width];
-        byte[] name = MPI.Get_processor_name().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        System.arraycopy(name, 0, mine, 0, Math.min(name.length, width - 1));
-        byte[] all = new byte[width * nranks];
-        world.Gather(mine, 0, width, MPI.BYTE, all, 0, width, MPI.BYTE, 0);
+        String hosts = MpjRecords.gatherHosts(world);
         if (rank != 0) return;
-        StringBuilder hosts = new StringBuilder();
-        for (int r = 0; r < nranks; ++r) {
-            int len = 0;
-            while (len < width && all[r * width + len] != 0) ++len;
-            String host = new String(all, r * width, len, java.nio.charset.StandardCharsets.UTF_8);
-            hosts.append(r > 0 ? "," : "").append(jsonString(host));
-        }
         StringBuilder sz = new StringBuilder();
         for (int i = 0; i < sizes.length; ++i) sz.append(i > 0 ? "," : "").append(sizes[i]);
-        String jvm = jvmName();
-        String library = "MPJ Express " + mpjVersion() + " (" + device + " device)";
+        String jvm = MpjRecords.jvmName();
+        String library = "MPJ Express " + MpjRecords.mpjVersion() + " (" + device + " device)";
         System.out.println("{\"record\":\"header\",\"program\":\"mpibench-java\",\"version\":\"" + VERSION
-            + "\",\"mpi_library\":" + jsonString(library)
-            + ",\"mpj_version\":" + jsonString(mpjVersion())
-            + ",\"device\":" + jsonString(device)
-            + ",\"jvm\":" + jsonString(jvm)
-            + ",\"java_version\":" + jsonString(System.getProperty("java.version"))
+            + "\",\"mpi_library\":" + MpjRecords.jsonString(library)
+            + ",\"mpj_version\":" + MpjRecords.jsonString(MpjRecords.mpjVersion())
+            + ",\"device\":" + MpjRecords.jsonString(device)
+            + ",\"jvm\":" + MpjRecords.jsonString(jvm)
+            + ",\"java_version\":" + MpjRecords.jsonString(System.getProperty("java.version"))
             + ",\"mpi_standard\":\"1.1\",\"nranks\":" + nranks + ",\"hosts\":[" + hosts
             + "],\"pattern\":\"" + PATTERNS[pattern] + "\",\"pair\":[" + pairA + "," + pairB
-            + "],\"sizes\":[" + sz + "],\"target_rci\":" + json(targetRci)
-            + ",\"budget_s\":" + json(budgetS) + ",\"min_samples\":" + minSamples
-            + ",\"max_samples\":" + maxSamples + ",\"warmup_s\":" + json(warmupS)
-            + ",\"sample_s\":" + json(sampleS) + ",\"jit_warmup_s\":" + json(jitWarmupS)
-            + ",\"seed\":" + Long.toUnsignedString(seed) + ",\"wtick\":" + json(tick) + "}");
+            + "],\"sizes\":[" + sz + "],\"target_rci\":" + MpjRecords.json(targetRci)
+            + ",\"budget_s\":" + MpjRecords.json(budgetS) + ",\"min_samples\":" + minSamples
+            + ",\"max_samples\":" + maxSamples + ",\"warmup_s\":" + MpjRecords.json(warmupS)
+            + ",\"sample_s\":" + MpjRecords.json(sampleS) + ",\"jit_warmup_s\":" + MpjRecords.json(jitWarmupS)
+            + ",\"seed\":" + Long.toUnsignedString(seed) + ",\"wtick\":" + MpjRecords.json(tick) + "}");
         System.out.flush();
     }
 
@@ -636,14 +595,14 @@ public final class MpiBench {
                 + "\"elapsed_s\":%s,\"first_iteration_us\":%s,\"t_max_us\":%s,\"t_min_us\":%s,"
                 + "\"t_avg_us\":%s,\"mpj_version\":%s,\"device\":%s,\"jvm\":%s}",
             PATTERNS[pattern], p.size, nranks, p.warmupIterations, p.loops, p.count,
-            STOP_NAMES[p.stop], json(p.elapsedS), json(p.firstIterationUs),
+            STOP_NAMES[p.stop], MpjRecords.json(p.elapsedS), MpjRecords.json(p.firstIterationUs),
             jsonArray(p.tMax, p.count), jsonArray(p.tMin, p.count), jsonArray(p.tAvg, p.count),
-            jsonString(mpjVersion()), jsonString(device), jsonString(jvmName())));
+            MpjRecords.jsonString(MpjRecords.mpjVersion()), MpjRecords.jsonString(device), MpjRecords.jsonString(MpjRecords.jvmName())));
         System.out.flush();
     }
 
     void fail(String message) {
-        System.out.println("{\"record\":\"error\",\"rank\":" + rank + ",\"message\":" + jsonString(message) + "}");
+        System.out.println("{\"record\":\"error\",\"rank\":" + rank + ",\"message\":" + MpjRecords.jsonString(message) + "}");
         System.out.flush();
         System.err.println("mpibench-java: error: " + message);
         System.err.flush();
@@ -683,7 +642,7 @@ public final class MpiBench {
         }
         if (rank == 0) {
             System.out.println("{\"record\":\"end\",\"status\":\"ok\",\"points\":" + sizes.length
-                + ",\"elapsed_s\":" + json(now() - start) + "}");
+                + ",\"elapsed_s\":" + MpjRecords.json(now() - start) + "}");
             System.out.flush();
         }
     }

@@ -36,11 +36,13 @@ from hpceval.benchmarks.mpibench import (
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement
-from hpceval.mpj import compile_java_program, installation, missing_java_tools
+from hpceval.mpj import MPJ_STARTER, compile_java_program, installation, missing_java_tools
 from hpceval.statistics import describe
 from hpceval.units import MICROSECOND
 
 SOURCE = Path(__file__).with_name("MpiBench.java")
+# The records' helpers shared with the other Java programs (npb-java compiles it too).
+RECORDS_SOURCE = Path(__file__).with_name("MpjRecords.java")
 MAIN_CLASS = "MpiBench"
 PROGRAM = "mpibench-java"
 # The launcher the program needs (hpceval.launch.schedulers.mpj, with the mpjrun starter).
@@ -79,14 +81,25 @@ def first_iteration_measurement(
     )
 
 
+def check_java_platform(program: str, platform: PlatformConfig) -> None:
+    """A Java program runs on MPJ Express: launcher `mpj`, or a scheduler with the mpjrun
+    starter (the netns emulated cluster); UserError otherwise."""
+    if platform.launcher.kind != LAUNCHER and platform.launcher.starter != MPJ_STARTER:
+        raise UserError(
+            f"benchmark {program} runs on a platform whose launcher is {LAUNCHER} "
+            f"(e.g. local-mpj) or whose starter is {MPJ_STARTER} (e.g. netns-2x2-mpj); "
+            f"platform {platform.name!r} uses {platform.launcher.kind}"
+        )
+
+
 # The JDK (javac compiles the program, its java runs MPJ); doctor shows the JVM's version
 # beside MPJ Express's (hpceval.doctor), without a second JVM start-up here.
 JAVA_TOOLS = (
     Tool(
         "javac",
         "default-jdk-headless",
-        "the Java benchmarks on MPJ Express (mpibench-java, platform local-mpj): javac and "
-        "java; without them their cases are skipped",
+        "the Java benchmarks on MPJ Express (mpibench-java, npb-java; platform local-mpj): "
+        "javac and java; without them their cases are skipped",
         "a Java development kit (java, javac)",
         version_args=None,
     ),
@@ -106,11 +119,7 @@ class MpibenchJava(Mpibench):
     def cases(
         self, options: MpibenchOptions, platform: PlatformConfig, entry_index: int
     ) -> list[Case]:
-        if platform.launcher.kind != LAUNCHER:
-            raise UserError(
-                f"benchmark {PROGRAM} runs on a platform whose launcher is {LAUNCHER} "
-                f"(e.g. local-mpj); platform {platform.name!r} uses {platform.launcher.kind}"
-            )
+        check_java_platform(PROGRAM, platform)
         jit_warmup_s = getattr(options, "jit_warmup_s", DEFAULT_JIT_WARMUP_S)
         cases = []
         # mpibench's cases, keyed and labelled by this benchmark's name (self.name).
@@ -123,7 +132,7 @@ class MpibenchJava(Mpibench):
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
         # javac, not the platform's C compiler: the C flags do not apply to Java.
         mpj = installation()
-        jar = compile_java_program(PROGRAM, [SOURCE], MAIN_CLASS, mpj)
+        jar = compile_java_program(PROGRAM, [SOURCE, RECORDS_SOURCE], MAIN_CLASS, mpj)
         return Program(jar, "javac", ())
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
@@ -177,4 +186,4 @@ def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     return ParsedPoint(parsed.point_key, tuple(measurements))
 
 
-__all__ = ["MpibenchJava", "parse_java_line"]
+__all__ = ["MpibenchJava", "check_java_platform", "parse_java_line"]

@@ -257,26 +257,30 @@ static void periodic_copy(const struct level *L, double *x, int ax)
 
 enum { TAG_TO_LOWER = 100, TAG_TO_UPPER = 200 };
 
-/* Ghost exchange with the two neighbours along `ax`, as NPB's give3/take3: the first
- * interior plane goes to the lower neighbour (its upper ghost), the last to the upper
- * neighbour (its lower ghost), every face packed into a buffer and unpacked from one. */
+/* Ghost exchange with the two neighbours along `ax`, in the order of NPB's comm3: both
+ * receives posted first (ready), then the last interior plane packed and sent to the upper
+ * neighbour and the first one to the lower neighbour, each with a blocking send (give3),
+ * then each received face waited for and unpacked, the lower one first (take3). The
+ * blocking sends are part of NPB's cost: a large face goes by rendezvous, so the sender
+ * waits for its partner before it packs the next face. */
 static void exchange(const struct level *L, double *x, int ax)
 {
-    MPI_Request req[4];
+    MPI_Request from_lower, from_upper;
     const int count = (int)face_count(L, ax);
     const int lower = neighbour[ax][0], upper = neighbour[ax][1];
     NPB_CHECK_MPI(MPI_Irecv(face_recv[0], count, MPI_DOUBLE, lower, TAG_TO_UPPER + ax,
-                            MPI_COMM_WORLD, &req[0]));
+                            MPI_COMM_WORLD, &from_lower));
     NPB_CHECK_MPI(MPI_Irecv(face_recv[1], count, MPI_DOUBLE, upper, TAG_TO_LOWER + ax,
-                            MPI_COMM_WORLD, &req[1]));
-    face_copy(L, x, ax, 1, face_send[0], 0);
+                            MPI_COMM_WORLD, &from_upper));
     face_copy(L, x, ax, L->n[ax], face_send[1], 0);
-    NPB_CHECK_MPI(MPI_Isend(face_send[0], count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
-                            MPI_COMM_WORLD, &req[2]));
-    NPB_CHECK_MPI(MPI_Isend(face_send[1], count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
-                            MPI_COMM_WORLD, &req[3]));
-    NPB_CHECK_MPI(MPI_Waitall(4, req, MPI_STATUSES_IGNORE));
+    NPB_CHECK_MPI(MPI_Send(face_send[1], count, MPI_DOUBLE, upper, TAG_TO_UPPER + ax,
+                           MPI_COMM_WORLD));
+    face_copy(L, x, ax, 1, face_send[0], 0);
+    NPB_CHECK_MPI(MPI_Send(face_send[0], count, MPI_DOUBLE, lower, TAG_TO_LOWER + ax,
+                           MPI_COMM_WORLD));
+    NPB_CHECK_MPI(MPI_Wait(&from_lower, MPI_STATUS_IGNORE));
     face_copy(L, x, ax, 0, face_recv[0], 1);
+    NPB_CHECK_MPI(MPI_Wait(&from_upper, MPI_STATUS_IGNORE));
     face_copy(L, x, ax, L->n[ax] + 1, face_recv[1], 1);
 }
 

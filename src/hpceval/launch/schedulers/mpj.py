@@ -10,82 +10,28 @@ request with the JVM and hpceval's copy of MPJ Express (hpceval.mpj). With the m
 device all ranks are threads of one JVM. With `device = "niodev"` every rank is its own JVM,
 connected to the others over TCP on this host: MPJRun asks an MPJ daemon (port 40055, MPJ's
 conf) to start them, so this scheduler starts that daemon for the campaign (`session`) in
-its own process group and stops the group, ranks included, on every exit path; a busy port
-(another daemon) is a one-line error. niodev across hosts (daemons on other nodes) is
-refused: not done yet.
+its own process group and stops the group, ranks included, on every exit path (also when
+hpceval is killed: hpceval.launch.schedulers.mpj_daemons); a busy port (another daemon) is a
+one-line error. niodev across nodes runs on the netns emulated cluster (launcher.schedulers.
+netns with starter = "mpjrun").
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from hpceval.errors import UserError
-from hpceval.execute import KILL_GRACE_S
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.local import LocalScheduler
+from hpceval.launch.schedulers.mpj_daemons import local_daemon, port_is_free
 from hpceval.launch.starters.base import Nodes, StartRequest
 from hpceval.launch.starters.mpjrun import MpjrunOptions, MpjStartRequest, check_device
 from hpceval.model import Placement
-from hpceval.mpj import DEFAULT_DAEMON_PORT, MpjInstallation, installation
-
-# Seconds a fresh daemon gets to listen on its port.
-DAEMON_START_S = 30.0
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-@contextlib.contextmanager
-def local_daemon(mpj: MpjInstallation, port: int) -> Iterator[Path]:
-    """An MPJ daemon on this host for the duration; yields the machines file naming it."""
-    if not port_is_free(port):
-        raise UserError(
-            f"launcher.device niodev: port {port} is in use (another MPJ daemon?); "
-            'stop it (mpjdaemon -halt) or use device = "multicore"'
-        )
-    workdir = Path(tempfile.mkdtemp(prefix="hpceval-mpj-"))
-    machines = workdir / "machines"
-    machines.write_text("localhost\n")
-    with (workdir / "daemon.log").open("w") as log:
-        daemon = subprocess.Popen(
-            mpj.daemon_argv(port),
-            cwd=workdir,
-            env={**os.environ, "MPJ_HOME": str(mpj.home)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its group holds the ranks it starts: stopped together
-        )
-    try:
-        deadline = time.monotonic() + DAEMON_START_S
-        while port_is_free(port):
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                tail = (workdir / "daemon.log").read_text().strip().splitlines()[-1:]
-                raise UserError(f"the MPJ daemon did not start: {' '.join(tail) or 'no output'}")
-            time.sleep(0.1)
-        yield machines
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(timeout=KILL_GRACE_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+from hpceval.mpj import DEFAULT_DAEMON_PORT, installation
 
 
 @register
@@ -113,22 +59,40 @@ class MpjScheduler(LocalScheduler):
     def session(self) -> AbstractContextManager[None]:
         return self._session()
 
-    def preflight(self) -> None:
+    def _check_device(self) -> None:
         check_device(self.device())
+        if self.device() == "hybdev":
+            raise UserError(
+                "launcher.device hybdev: MPJ's hybrid device runs across nodes: use the netns "
+                'emulated cluster (kind = "netns", starter = "mpjrun", e.g. '
+                'netns-2x2-mpj-hybdev); on this machine alone use "multicore"'
+            )
+
+    def preflight(self) -> None:
+        self._check_device()
         installation()  # ToolMissing (exit 2) when java or MPJ Express is not installed
 
     def start_request(self, placement: Placement, program: Sequence[str]) -> StartRequest:
+        self._check_device()
         request = super().start_request(placement, program)
-        mpj = installation()
         nodes = Nodes()
         if self.device() == "niodev":
             # Outside a session (the placement check before the campaign) no daemon runs yet.
             machines = self.machines or Path("machines")
             nodes = Nodes(hosts=("localhost",), hostfile=str(machines))
-        fields = {**asdict_shallow(request), "executable": mpj.java, "nodes": nodes}
-        return MpjStartRequest(**fields, mpj_home=str(mpj.home))
+        return mpj_request(request, nodes)
+
+
+def mpj_request(request: StartRequest, nodes: Nodes) -> MpjStartRequest:
+    """The scheduler's request for the mpjrun starter: MPJ's JVM and home, the nodes."""
+    mpj = installation()
+    fields = {**asdict_shallow(request), "executable": mpj.java, "nodes": nodes}
+    return MpjStartRequest(**fields, mpj_home=str(mpj.home))
 
 
 def asdict_shallow(request: StartRequest) -> dict[str, Any]:
     """The request's fields, values as they are (dataclasses.asdict would copy them deep)."""
     return {name: getattr(request, name) for name in request.__dataclass_fields__}
+
+
+__all__ = ["MpjScheduler", "mpj_request", "port_is_free"]

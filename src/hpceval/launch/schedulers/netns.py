@@ -9,6 +9,10 @@ to the same cores) and ranks yield when idle: busy-polling ranks starve the veth
 (0-byte PingPong between two nodes of 2 ranks each on 2 cores: 14-20 ms without yielding,
 14-24 µs with it). Every measurement taken through this scheduler is labelled emulated.
 
+With `starter = "mpjrun"` (Java programs on MPJ Express, device niodev or hybdev) the session
+also starts an MPJ daemon in every node (hpceval.launch.schedulers.mpj_daemons) and MPJRun
+runs in node 0 through the cluster's agent; its machines file names the placement's nodes.
+
 The namespaces exist only inside `session()`: created on entry, removed on every exit.
 """
 
@@ -16,10 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hpceval.clusters.netns import (
@@ -42,13 +48,19 @@ from hpceval.config import PlatformConfig
 from hpceval.errors import ToolMissing, UserError
 from hpceval.launch.command import Command, MpiRuntime
 from hpceval.launch.schedulers import register
-from hpceval.launch.schedulers.base import Scheduler
+from hpceval.launch.schedulers.base import Scheduler, write_if_changed
+from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj_daemons import node_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
+from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device, machines_file
 from hpceval.model import Origin, Placement
+from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled"
 # The starters that start daemons through an rsh agent.
 RSH_STARTERS = ("openmpi", "mpich")
+# With MPJ Express's starter (its daemons started by the session, one per node): its devices.
+MPJ_DEVICES = DAEMON_DEVICES
 
 # MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would
 # use its shared-memory transports between them, bypassing the veths (1 MiB ping-pong in
@@ -85,10 +97,23 @@ class NetnsScheduler(Scheduler):
     def __init__(self, platform: PlatformConfig, runtime: MpiRuntime) -> None:
         super().__init__(platform, runtime)
         self.layout: ClusterLayout | None = None  # the cluster while a session is open
+        self.mpj_workdir: Path | None = None  # the MPJ daemons' directory (starter mpjrun)
         self.report: Callable[[str], None] = _stderr
 
+    @property
+    def runs_mpj(self) -> bool:
+        return self.starter.name == MPJ_STARTER
+
     def _check_platform(self) -> None:
-        if self.starter.name not in RSH_STARTERS:
+        if self.runs_mpj:
+            device = self.starter_options().device
+            check_device(device)
+            if device not in MPJ_DEVICES:
+                raise UserError(
+                    f"launcher.device {device}: the netns launcher runs MPJ Express's niodev "
+                    "(one JVM per rank) or hybdev (one JVM per node) device, TCP between nodes"
+                )
+        elif self.starter.name not in RSH_STARTERS:
             raise UserError(
                 "the netns launcher starts ranks through the rsh agent of Open MPI or MPICH; "
                 f"{self.runtime.mpirun} is {self.runtime.implementation}"
@@ -102,6 +127,8 @@ class NetnsScheduler(Scheduler):
     def preflight(self) -> None:
         require_root()
         self._check_platform()
+        if self.runs_mpj:
+            installation()  # ToolMissing (exit 2) when java or MPJ Express is not installed
         run_tool([IP, "netns", "list"])
         if shutil.which("unshare") is None:
             raise ToolMissing("unshare not found: the netns launcher needs util-linux")
@@ -121,7 +148,15 @@ class NetnsScheduler(Scheduler):
             layout = build_cluster(self.platform.nodes, options)
         self.layout = layout
         try:
-            yield
+            if self.runs_mpj:
+                with node_daemons(layout, installation(), DEFAULT_DAEMON_PORT) as workdir:
+                    self.mpj_workdir = workdir
+                    try:
+                        yield
+                    finally:
+                        self.mpj_workdir = None
+            else:
+                yield
         finally:
             self.layout = None
             with signals_deferred():
@@ -144,6 +179,14 @@ class NetnsScheduler(Scheduler):
         options: NetnsOptions = self.options()
         layout = self._layout()
         request = super().start_request(placement, program)
+        if self.runs_mpj:
+            hosts = tuple(layout.namespace(n) for n in range(placement.nodes))
+            machines = Path("machines")  # outside a session (the placement check): not read
+            if self.mpj_workdir is not None:
+                machines = self.mpj_workdir / f"machines-{placement.label()}"
+                device = self.starter_options().device
+                write_if_changed(machines, machines_file(hosts, placement, device))
+            return mpj_request(request, Nodes(hosts=hosts, hostfile=str(machines)))
         return replace(
             request,
             nodes=Nodes(hosts=tuple(layout.namespace(n) for n in range(placement.nodes))),
@@ -161,5 +204,9 @@ class NetnsScheduler(Scheduler):
         """The starter in node 0, a daemon in each node."""
         self._check_platform()
         command = super().command(placement, program)
-        prefix = (IP, "netns", "exec", self._layout().namespace(0))
-        return replace(command, argv=(*prefix, *command.argv))
+        node0 = self._layout().namespace(0)
+        if self.runs_mpj:
+            # MPJRun in node 0 as a node's own process: its host name, the nodes' hosts file.
+            agent = str(self._layout().agent)
+            return replace(command, argv=(agent, node0, shlex.join(command.argv)))
+        return replace(command, argv=(IP, "netns", "exec", node0, *command.argv))

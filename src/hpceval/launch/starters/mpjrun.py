@@ -25,16 +25,32 @@ from hpceval.errors import UserError
 from hpceval.launch.command import PLACEMENT_PROBE, Command
 from hpceval.launch.starters import register
 from hpceval.launch.starters.base import Starter, StartRequest
-from hpceval.mpj import STARTER_CLASS, STARTER_JARS
+from hpceval.model import Placement
+from hpceval.mpj import MPJ_STARTER, STARTER_CLASS, STARTER_JARS
 
 # MPJ Express's devices; the ones hpceval can start today.
 MpjDevice = Literal["multicore", "niodev", "hybdev"]
-SUPPORTED_DEVICES = ("multicore", "niodev")
+SUPPORTED_DEVICES = ("multicore", "niodev", "hybdev")
+# The devices whose ranks MPJ's daemons start (a machines file names the hosts).
+DAEMON_DEVICES = ("niodev", "hybdev")
 OVERSUBSCRIBED = "oversubscribed: more ranks than cores"
 DEVICE_NOTES = {
     "multicore": "MPJ multicore: ranks are threads of one JVM, not bound to cores",
-    "niodev": "MPJ niodev: one JVM per rank over TCP on this host, not bound to cores",
+    "niodev": "MPJ niodev: one JVM per rank over TCP, started by MPJ daemons, not bound to cores",
+    "hybdev": "MPJ hybdev: one JVM per node (its ranks threads, shared memory), niodev between "
+    "nodes, not bound to cores",
 }
+
+
+# Where MPJRun cannot start ranks (docs/java.md): MPJ Express 0.44 starts them in one JVM
+# (multicore) or through an MPJ daemon on every host (niodev); hpceval starts the daemons on
+# this machine and in the netns emulated cluster's nodes only.
+NOT_THIS_SCHEDULER = (
+    'the mpjrun starter runs under launcher kind "mpj" (this machine) or "netns" (emulated '
+    "cluster): MPJ Express starts its ranks through an MPJ daemon on every host, which hpceval "
+    "does not start on hostfile hosts (over SSH) nor inside a Slurm job (its ranks are "
+    "started by srun, which MPJ cannot use)"
+)
 
 
 class MpjrunOptions(StrictModel):
@@ -52,7 +68,7 @@ def check_device(device: str) -> None:
     if device not in SUPPORTED_DEVICES:
         raise UserError(
             f"launcher.device {device}: not supported by hpceval yet "
-            '(supported: "multicore", "niodev" on one host)',
+            '(supported: "multicore" on one node, "niodev" and "hybdev" with MPJ daemons)',
         )
 
 
@@ -74,19 +90,32 @@ def check_java_program(program: Sequence[str]) -> None:
             )
 
 
+def machines_file(hosts: Sequence[str], placement: Placement, device: str = "niodev") -> str:
+    """MPJRun's machines file, the ranks node by node as the placement has them (pure).
+
+    niodev: rank r on line r (MPJ starts rank r on that line's daemon); hybdev: one line per
+    node (MPJ gives each node's JVM an equal block of the ranks, measured)."""
+    if len(hosts) < placement.nodes:
+        raise UserError(
+            f"placement {placement.label()}: {placement.nodes} nodes, {len(hosts)} hosts known"
+        )
+    per_node = 1 if device == "hybdev" else placement.ranks_per_node
+    return "".join(f"{hosts[n]}\n" for n in range(placement.nodes) for _ in range(per_node))
+
+
 def class_path(mpj_home: str) -> str:
     return os.pathsep.join(os.path.join(mpj_home, "lib", jar) for jar in STARTER_JARS)
 
 
 @register
 class MpjrunStarter(Starter):
-    name = "mpjrun"
+    name = MPJ_STARTER
     options_model = MpjrunOptions
     program = "java"
 
     def command(self, request: StartRequest) -> Command:
         if not isinstance(request, MpjStartRequest) or not request.mpj_home:
-            raise UserError('the mpjrun starter runs under launcher kind = "mpj"')
+            raise UserError(NOT_THIS_SCHEDULER)
         placement = request.placement
         if placement.threads_per_rank != 1:
             raise UserError(
@@ -97,10 +126,17 @@ class MpjrunStarter(Starter):
         check_device(options.device)
         check_java_program(request.program)
         hosts: list[str] = []
-        if options.device == "niodev":
+        if options.device in DAEMON_DEVICES:
             if request.nodes.hostfile is None:
-                raise UserError("launcher.device niodev: no machines file (no MPJ daemon runs)")
+                raise UserError(
+                    f"launcher.device {options.device}: no machines file (no MPJ daemon runs)"
+                )
             hosts = ["-machinesfile", request.nodes.hostfile]
+        elif placement.nodes > 1:
+            raise UserError(
+                f"placement {placement.label()}: launcher.device multicore runs on one node "
+                '(use device = "niodev" across nodes)'
+            )
         argv = [
             request.executable, "-cp", class_path(request.mpj_home), STARTER_CLASS,
             "-np", str(placement.ranks), "-dev", options.device, *hosts,

@@ -31,6 +31,7 @@ PAGE_ORDER: Final = (
     "collectives",
     "hpcc",
     "npb",
+    "java",
     "placement",
     "heatmap",
     "cost",

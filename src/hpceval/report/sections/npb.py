@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from hpceval.analysis.scaling import ScalingCurve, scaling
+from hpceval.analysis.validation import RATIO_METRIC, geometric_mean, log_t_interval
 from hpceval.report.figures import (
     Line,
     Panel,
@@ -153,7 +154,71 @@ def npb_section(ctx: Context) -> Section:
                 pd.DataFrame(rows),
             )
         )
+    _validation(ctx.frame, section)
+    _official(ctx.frame, section)
     return section
+
+
+def _validation(frame: pd.DataFrame, section: Section) -> None:
+    """`hpceval validate`'s figures, beside the own results they qualify: one line each
+    ("hpceval CG class A on 1 rank = 1.03x official NPB on this platform, +4 %/-4 %")."""
+    part = frame.loc[(frame["benchmark"] == "npb") & (frame["metric"] == RATIO_METRIC)]
+    rows = []
+    for record in part.to_dict("records"):
+        ratios = [float(x) for x in record["samples"]]
+        interval = log_t_interval(ratios)
+        value = geometric_mean(ratios)
+        rows.append(
+            {
+                "platform": record["platform"],
+                "kernel": str(record["kernel"]).upper(),
+                "class": record["class"],
+                "ranks": record["ranks"],
+                "pairs": len(ratios),
+                "ratio": value,
+                "ci_low": None if interval is None else interval[0],
+                "ci_high": None if interval is None else interval[1],
+            }
+        )
+        spread = (
+            "" if interval is None
+            else f", {interval[1] / value - 1:+.0%}/{interval[0] / value - 1:+.0%} (95 % CI)"
+        )  # fmt: skip
+        section.notes.append(
+            f"hpceval {str(record['kernel']).upper()} class {record['class']} on "
+            f"{record['ranks']} ranks = {value:.2f}x official NPB on {record['platform']}"
+            f"{spread}, {len(ratios)} interleaved pairs (hpceval validate)"
+        )
+    if rows:
+        section.tables.append(
+            ReportTable(
+                "npb_validation",
+                "hpceval's NPB against the official NPB (own / official Mop/s, geometric mean "
+                "of interleaved pairs, t-interval on the log ratios)",
+                pd.DataFrame(rows),
+            )
+        )
+
+
+def _official(frame: pd.DataFrame, section: Section) -> None:
+    """Results of the official NPB (`npb-official`), in a table of their own: never mixed
+    with hpceval's own kernels."""
+    part = frame.loc[(frame["benchmark"] == "npb-official") & (frame["metric"] == "mops_total")]
+    if part.empty:
+        return
+    table = (
+        part.assign(mops_total=part["value"])
+        .groupby(["platform", "origin", "kernel", "class", "ranks"], observed=True)["mops_total"]
+        .agg(["count", "median", "max"])
+        .reset_index()
+    )
+    section.tables.append(
+        ReportTable(
+            "npb_official",
+            "The official NPB (npb-official, built from the user's sources): Mop/s total",
+            table,
+        )
+    )
 
 
 register("npb", npb_section)

@@ -22,6 +22,8 @@ PROVENANCE_FIELDS: Final[tuple[tuple[str, str], ...]] = (
     ("transport_inter_node", "transport.inter-node.description"),
     ("mpi", "mpi.implementation"),
     ("mpi_version", "mpi.version"),
+    ("mpi_device", "mpi.device"),
+    ("jvm", "mpi.jvm"),
     ("compiler", "compiler.version"),
     ("cflags", "compiler.cflags"),
     ("os", "os.name"),

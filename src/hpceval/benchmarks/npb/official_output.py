@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hpceval.benchmarks.npb.official_checks import implausible
 from hpceval.errors import UserError
-from hpceval.importers.npb_checks import implausible
 
 # The five kernels hpceval implements itself, then the pseudo-applications users bring too.
 SUPPORTED_BENCHMARKS: Final = (

@@ -1,0 +1,144 @@
+"""`npb-java`: hpceval's NAS Parallel Benchmark kernels EP, IS, CG, MG and FT in Java on MPJ
+Express (Npb.java and one file per kernel).
+
+The programs follow the C kernels' protocol (docs/npb.md): one verified result per run, cases
+kernel x class x placement, points the repetitions. The results are cross-checked like the C
+kernels' (official reference values, official operation count) and stored under benchmark
+"npb", the implementation in their details (`java/mpj-express 0.44`, the JVM, MPJ's
+device), so that `hpceval compare` pairs a local-mpj run with the C kernel's run on `local`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from hpceval.benchmarks import register
+from hpceval.benchmarks.base import Case, ParsedPoint, Program
+from hpceval.benchmarks.mpibench_java import (
+    JAVA_TOOLS,
+    RECORDS_SOURCE,
+    check_java_platform,
+    implementation_details,
+)
+from hpceval.benchmarks.npb import (
+    Npb,
+    NpbOptions,
+    rank_rule_error,
+    result_measurements,
+)
+from hpceval.benchmarks.records import check_program_header
+from hpceval.config import PlatformConfig
+from hpceval.errors import BenchmarkFailure
+from hpceval.mpj import compile_java_program, installation, missing_java_tools
+
+HERE = Path(__file__).parent
+PROGRAM = "npb-java"
+MAIN_CLASS = "Npb"
+SOURCES = (
+    *(HERE / f"{name}.java" for name in ("Npb", "Ep", "Is", "Cg", "Mg", "Ft")),
+    RECORDS_SOURCE,
+)
+JAVA_KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
+PROTOCOL_VERSION = "1.0"
+# Mg.java distributes every level (mg.c's coarse-level gather beyond 8 ranks is not written).
+MG_MAX_RANKS = 8
+# One class-S..C run in Java against the C kernel's (generous: JIT, MPJ's collectives).
+JAVA_SLOWDOWN_ESTIMATE = 3.0
+
+JavaKernel = Literal["ep", "is", "cg", "mg", "ft"]
+JavaClass = Literal["S", "W", "A", "B", "C"]
+
+
+def java_rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None:
+    """Why `ranks` cannot run this kernel and class in Java (None if it can)."""
+    if why := rank_rule_error(kernel, class_name, ranks):
+        return why
+    if kernel == "mg" and ranks > MG_MAX_RANKS:
+        return f"mg in Java runs on at most {MG_MAX_RANKS} ranks, got {ranks}"
+    # FT: NPB's rule (at most min(ny, nz) ranks) keeps Ft.java in its slab layout (nz <= ny).
+    return None
+
+
+class NpbJavaOptions(NpbOptions):
+    kernels: list[JavaKernel] = Field(min_length=1)  # type: ignore[assignment]
+    classes: list[JavaClass] = Field(  # type: ignore[assignment]
+        default_factory=lambda: list[JavaClass](["S"]), min_length=1
+    )
+    binding: Literal["none"] = "none"
+
+    @model_validator(mode="after")
+    def _check_java(self) -> NpbJavaOptions:
+        for kernel in self.kernels:
+            for class_name in self.classes:
+                for r in self.ranks:
+                    if why := java_rank_rule_error(kernel, class_name, r):
+                        raise ValueError(f"ranks: {why}")
+        if self.threads_per_rank != [1]:
+            raise ValueError("threads_per_rank: the Java kernels run one thread per rank")
+        return self
+
+
+@register
+class NpbJava(Npb):
+    name = PROGRAM
+    description = "NAS Parallel Benchmarks EP, IS, CG, MG and FT in Java on MPJ Express"
+    Options = NpbJavaOptions
+    tools = JAVA_TOOLS
+
+    def unavailable(self, options: NpbOptions, platform: PlatformConfig) -> str | None:
+        return super().unavailable(options, platform) or missing_java_tools()
+
+    def cases(self, options: NpbOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
+        check_java_platform(PROGRAM, platform)
+        cases = super().cases(options, platform, entry_index)
+        return [
+            replace(
+                c,
+                estimate_s=c.estimate_s * JAVA_SLOWDOWN_ESTIMATE,
+                time_limit_s=options.time_limit_s or c.time_limit_s * JAVA_SLOWDOWN_ESTIMATE,
+            )
+            for c in cases
+        ]
+
+    def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
+        # javac, not the platform's C compiler: the C flags do not apply to Java.
+        jar = compile_java_program(PROGRAM, SOURCES, MAIN_CLASS, installation())
+        return Program(jar, "javac", ())
+
+    def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
+        # `--name=value` only: the mpj launcher passes no argument MPJRun could read as its own.
+        return [
+            str(program.path),
+            f"--kernel={case.parameters['kernel']}",
+            f"--class={case.parameters['class']}",
+        ]
+
+    def check_header(self, record: Mapping[str, Any], case: Case) -> None:
+        check_java_header(record, case)
+
+    def result(self, record: Mapping[str, Any], case: Case) -> ParsedPoint:
+        """The C kernels' result, the implementation (MPJ's version, device, JVM) added."""
+        parsed = result_measurements(record, case)
+        details = implementation_details(record)
+        return ParsedPoint(
+            parsed.point_key,
+            tuple(replace(m, details={**m.details, **details}) for m in parsed.measurements),
+        )
+
+
+def check_java_header(record: Mapping[str, Any], case: Case) -> None:
+    check_program_header(record, PROGRAM, PROTOCOL_VERSION, case.placement)
+    expected_fields = (("kernel", case.parameters["kernel"]), ("class", case.parameters["class"]))
+    for field, expected in expected_fields:
+        if record.get(field) != expected:
+            raise BenchmarkFailure(
+                f"{PROGRAM} header says {field} {record.get(field)!r}, expected {expected!r}"
+            )
+
+
+__all__ = ["JAVA_KERNELS", "NpbJava", "java_rank_rule_error"]
