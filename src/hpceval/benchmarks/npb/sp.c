@@ -170,6 +170,7 @@ static inline double *lhs_cell(int c)
 /* Loops over a box of a cell in NPB's order (k, j, i), the (k, j) planes shared by the
  * threads of the enclosing parallel region. */
 #define OMP_FOR_PLANES _Pragma("omp for collapse(2) schedule(static)")
+#define OMP_FOR_PLANES_NOWAIT _Pragma("omp for collapse(2) schedule(static) nowait")
 
 /* The interior (solved) points of a cell along each axis. */
 static inline void interior(const struct cell *cl, int lo[3], int hi[3])
@@ -638,7 +639,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
         int blo[3] = {lo[0], lo[1], lo[2]}, bhi[3] = {hi[0], hi[1], hi[2]};
         if (cl->start[d]) {
             blo[d] = bhi[d] = 1;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -646,7 +647,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                         rm[RIX(i, j, k)] -= dssp * (5.0 * um[p] - 4.0 * um[p + us1] + um[p + 2 * us1]);
                     }
             blo[d] = bhi[d] = 2;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -657,7 +658,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
         }
         blo[d] = 3 * cl->start[d];
         bhi[d] = n - 3 * cl->end[d] - 1;
-        OMP_FOR_PLANES
+        OMP_FOR_PLANES_NOWAIT
         for (int k = blo[2]; k <= bhi[2]; ++k)
             for (int j = blo[1]; j <= bhi[1]; ++j)
                 for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -667,7 +668,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                 }
         if (cl->end[d]) {
             blo[d] = bhi[d] = n - 3;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -676,7 +677,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                                                     6.0 * um[p] - 4.0 * um[p + us1]);
                     }
             blo[d] = bhi[d] = n - 2;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -685,6 +686,9 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                     }
         }
     }
+    /* Every loop above writes its own rows of one component: only the next sweep (other
+     * lines to other threads) needs them all done. */
+#pragma omp barrier
 }
 
 /* The point-wise auxiliaries of a cell that the fluxes read. */
