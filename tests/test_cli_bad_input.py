@@ -42,6 +42,11 @@ HOSTILE: list[tuple[str, list[str]]] = [
     ("run-binary-db", ["run", "-s", "{w}/pingpong.toml", "--db", "{w}/binary.db"]),
     ("run-option-db", ["run", "-s", "{w}/pingpong.toml", "--db", OPTION + "/x.db"]),
     ("resume-immutable-db", ["run", "--resume", "--db", "{w}/immutable.db"]),
+    # study recipes
+    ("study-show-binary-recipe", ["study", "show", "{w}/binary.toml"]),
+    ("study-run-markup-recipe", ["study", "run", MARKUP, *DB]),
+    ("study-run-option-platform", ["study", "run", "magellan", "-p", OPTION, *DB]),
+    ("study-report-binary-db", ["study", "report", "magellan", "--db", "{w}/binary.db"]),
     # reading commands
     ("show-huge-run", ["show", "--run", HUGE, *DB]),
     ("show-negative-run", ["show", "--run", "-" + HUGE, *DB]),
@@ -177,7 +182,7 @@ def test_every_command_is_in_the_table() -> None:
         else:
             commands.add(prefix.strip())
     # Commands that take no user input, or none a file or a name could make hostile.
-    without_input = {"suites", "platforms", "doctor", "profiles", "netns cleanup"}
-    words = {"db": 2, "import": 2, "cluster": 3}  # words that name a command
+    without_input = {"suites", "platforms", "doctor", "profiles", "netns cleanup", "study list"}
+    words = {"db": 2, "import": 2, "cluster": 3, "study": 2}  # words that name a command
     covered = {" ".join(argv[: words.get(argv[0], 1)]) for _, argv in HOSTILE}
     assert commands - without_input <= covered, sorted(commands - without_input - covered)

@@ -25,6 +25,7 @@ from hpceval.cli_history import register_history_commands
 from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.cli_report import register_report_command
 from hpceval.cli_simulate import register_simulate_commands
+from hpceval.cli_study import study_app
 from hpceval.cli_validate import register_validate_command
 from hpceval.errors import UserError
 
@@ -357,6 +358,7 @@ def import_npb_command(
 
 app.add_typer(db_app, name="db")
 app.add_typer(cluster_app, name="cluster")
+app.add_typer(study_app, name="study")
 register_analysis_commands(app, out)
 register_history_commands(app, out)
 register_cost_commands(app)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -309,11 +309,14 @@ def read_toml(path: Path, source: str) -> dict[str, Any]:
         raise ConfigError(f"malformed TOML: {e}", source=source) from e
 
 
+_SINGULAR: Final = {"suites": "suite", "platforms": "platform", "studies": "study"}
+
+
 def _shipped_dir(kind: str) -> Traversable:
     return importlib.resources.files("hpceval") / "data" / kind
 
 
-def shipped_names(kind: Literal["suites", "platforms"]) -> list[str]:
+def shipped_names(kind: Literal["suites", "platforms", "studies"]) -> list[str]:
     return sorted(
         p.name.removesuffix(".toml")
         for p in _shipped_dir(kind).iterdir()
@@ -321,19 +324,21 @@ def shipped_names(kind: Literal["suites", "platforms"]) -> list[str]:
     )
 
 
-def resolve(kind: Literal["suites", "platforms"], name_or_file: str) -> tuple[Path, str]:
+def resolve(kind: Literal["suites", "platforms", "studies"], name_or_file: str) -> tuple[Path, str]:
     """A shipped name or a file path -> (path, display source)."""
     candidate = Path(name_or_file)
     if name_or_file.endswith(".toml") or os.sep in name_or_file or candidate.is_file():
         if not candidate.is_file():
-            raise UserError(f"{name_or_file}: no such {kind[:-1]} file")
+            raise UserError(f"{name_or_file}: no such {_SINGULAR[kind]} file")
         return candidate, str(candidate)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name_or_file):
-        raise UserError(f"{name_or_file!r} is not a valid {kind[:-1]} name")
+        raise UserError(f"{name_or_file!r} is not a valid {_SINGULAR[kind]} name")
     shipped = _shipped_dir(kind) / f"{name_or_file}.toml"
     if not shipped.is_file():
         known = ", ".join(shipped_names(kind))
-        raise UserError(f"unknown {kind[:-1]} {name_or_file!r} (shipped: {known}; or give a file)")
+        raise UserError(
+            f"unknown {_SINGULAR[kind]} {name_or_file!r} (shipped: {known}; or give a file)"
+        )
     with importlib.resources.as_file(shipped) as p:
         return Path(p), f"{kind}/{name_or_file}.toml"
 

@@ -8,7 +8,7 @@
 Used by the CLI (`hpceval run`) and by `hpceval simulate` (hpceval.simulate).
 """
 
-from hpceval.campaign.configs import load_platform, load_suite, with_sources
+from hpceval.campaign.configs import load_platform, load_suite, suite_from_raw, with_sources
 from hpceval.campaign.prepare import (
     Prepared,
     prepare_resume,
@@ -46,6 +46,7 @@ __all__ = [
     "prepare_run",
     "skipped_benchmarks",
     "start_new_run",
+    "suite_from_raw",
     "toolchain_and_launcher",
     "with_sources",
 ]

@@ -8,6 +8,7 @@ benchmark and launcher registries it consults.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -56,7 +57,11 @@ def load_platform(name_or_file: str) -> Loaded[PlatformConfig]:
 
 def load_suite(name_or_file: str) -> Loaded[SuiteConfig]:
     path, source = resolve("suites", name_or_file)
-    raw = read_toml(path, source)
+    return suite_from_raw(read_toml(path, source), source)
+
+
+def suite_from_raw(raw: dict[str, Any], source: str) -> Loaded[SuiteConfig]:
+    """A suite from its content (a file's, or one a study composes), every entry validated."""
     try:
         suite = SuiteConfig.model_validate(raw)
     except ValidationError as e:

@@ -183,7 +183,9 @@ def _remaining_work(store: Store, run_id: int) -> list[tuple[Case, list[str]]]:
     return work
 
 
-def prepare_resume(store: Store) -> tuple[int, Prepared]:
+def prepare_resume(store: Store, run_id: int | None = None) -> tuple[int, Prepared]:
+    """The latest resumable run (or run `run_id`: a study resumes each of its runs), ready to
+    measure what it still lacks."""
     store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
     # Imports are not campaigns: there is nothing to re-run for them. A completed run with
     # skipped cases (a tool was missing) is resumable too: installing the tool and resuming
@@ -193,6 +195,7 @@ def prepare_resume(store: Store) -> tuple[int, Prepared]:
             r
             for r in sorted(store.runs(), key=lambda r: r.id, reverse=True)
             if r.launcher != "import"
+            and (run_id is None or r.id == run_id)
             and (
                 r.status is Status.INTERRUPTED
                 or (
@@ -204,7 +207,10 @@ def prepare_resume(store: Store) -> tuple[int, Prepared]:
         None,
     )
     if row is None:
-        raise UserError(f"{store.url}: no interrupted run to resume (nor one with skipped cases)")
+        which = "run" if run_id is None else f"run {run_id}"
+        raise UserError(
+            f"{store.url}: no interrupted {which} to resume (nor one with skipped cases)"
+        )
     _, platform_raw = store.platform_config(row.platform_id)
     work = _remaining_work(store, row.id)
     prepared = prepare_run(PlatformConfig.model_validate(platform_raw), [c for c, _ in work])

@@ -25,6 +25,7 @@ from hpceval.store.migrations import (
     prepare_schema,
 )
 from hpceval.store.reads import Reads
+from hpceval.store.studies import Studies
 from hpceval.store.writes import Writes
 
 
@@ -83,7 +84,7 @@ def open_store(
     return store
 
 
-class Store(Reads, ColumnReads, Writes, Transfers):
+class Store(Reads, ColumnReads, Writes, Transfers, Studies):
     """A results database. Every method runs, and commits, its own transaction.
 
     One Store per process: after a fork, the child must open its own.

@@ -26,6 +26,8 @@ from hpceval.store.schema import (
     metadata,
     schema_info,
     series,
+    studies,
+    study_runs,
 )
 
 # Upgrades of an older schema: MIGRATIONS[n] turns a version-n database into version n + 1.
@@ -105,6 +107,15 @@ def _measurement_implementation(conn: Connection) -> None:
 
 
 MIGRATIONS[3] = _measurement_implementation
+
+
+def _add_study_tables(conn: Connection) -> None:
+    """Schema 4 -> 5: the studies and study_runs tables (nothing else changed)."""
+    studies.create(conn, checkfirst=True)
+    study_runs.create(conn, checkfirst=True)
+
+
+MIGRATIONS[4] = _add_study_tables
 
 
 def prepare_schema(

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 
 EXECUTION_RUNNING: Final = "running"  # executions.status while the command has not ended
 
@@ -193,6 +193,32 @@ calibrations = sa.Table(
     sa.Column("iterations", sa.Integer, nullable=False),
     sa.Column("converged", sa.Boolean, nullable=False),
     sa.Column("created", sa.Float, nullable=False),
+)
+
+
+# Study runs (schema version 5; hpceval.study): one row per `hpceval study run`, and the runs
+# it made (one per platform), with what the study scaled down on that platform.
+studies = sa.Table(
+    "studies",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uid", sa.String(36), nullable=False, unique=True),
+    sa.Column("name", sa.Text, nullable=False, index=True),
+    sa.Column("recipe", sa.JSON, nullable=False),  # the recipe file as read
+    sa.Column("baseline", sa.Text, nullable=False),
+    sa.Column("options", sa.JSON, nullable=False),  # platforms, smallest, max_ranks
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("started", sa.Float, nullable=False),
+    sa.Column("ended", sa.Float, nullable=True),
+)
+
+study_runs = sa.Table(
+    "study_runs",
+    metadata,
+    sa.Column("study_id", sa.Integer, sa.ForeignKey("studies.id"), primary_key=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("platform", sa.Text, nullable=False),
+    sa.Column("notes", sa.JSON, nullable=False),  # what was scaled down or left out, and why
 )
 
 
