@@ -138,9 +138,10 @@ def load_imbalance(mz: ZoneMesh, ranks: int) -> float:
 
 def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
-    (bt.c 46 per point with two ghost layers per side; sp.c about 40 with its padding)."""
+    (bt.c 46 per point with two ghost layers per side; sp.c about 26 with its padding, its
+    lhs being per line)."""
     owner = zone_owners(mz, ranks)
-    per_point = 46 if program == "bt-mz" else 40
+    per_point = 46 if program == "bt-mz" else 26
     load = [0.0] * ranks
     for z, (nx, ny, nz) in enumerate(mz.sizes()):
         load[owner[z]] += (nx + 4) * (ny + 4) * (nz + 4)

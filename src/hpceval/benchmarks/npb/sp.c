@@ -170,6 +170,7 @@ static inline double *lhs_cell(int c)
 /* Loops over a box of a cell in NPB's order (k, j, i), the (k, j) planes shared by the
  * threads of the enclosing parallel region. */
 #define OMP_FOR_PLANES _Pragma("omp for collapse(2) schedule(static)")
+#define OMP_FOR_PLANES_NOWAIT _Pragma("omp for collapse(2) schedule(static) nowait")
 
 /* The interior (solved) points of a cell along each axis. */
 static inline void interior(const struct cell *cl, int lo[3], int hi[3])
@@ -359,7 +360,11 @@ static void alloc_space(void)
         *aux[i] = alloc_doubles(nc * (size_t)a_sc, "point-wise auxiliaries");
     rhs = alloc_doubles(nc * (size_t)r_sc, "rhs");
     forcing = alloc_doubles(nc * (size_t)r_sc, "forcing");
+#ifdef SP_ZONE_SOLVER
+    lhs = NULL; /* SP-MZ solves line by line in per-thread arrays (sp_mz.c) */
+#else
     lhs = alloc_doubles(nc * (size_t)l_sc, "lhs");
+#endif
 
     /* Buffers: the faces of copy_faces, or one stage of a line solve (22 values per
      * line: the last two rows of three pentadiagonal systems and their five rhs). */
@@ -634,7 +639,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
         int blo[3] = {lo[0], lo[1], lo[2]}, bhi[3] = {hi[0], hi[1], hi[2]};
         if (cl->start[d]) {
             blo[d] = bhi[d] = 1;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -642,7 +647,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                         rm[RIX(i, j, k)] -= dssp * (5.0 * um[p] - 4.0 * um[p + us1] + um[p + 2 * us1]);
                     }
             blo[d] = bhi[d] = 2;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -653,7 +658,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
         }
         blo[d] = 3 * cl->start[d];
         bhi[d] = n - 3 * cl->end[d] - 1;
-        OMP_FOR_PLANES
+        OMP_FOR_PLANES_NOWAIT
         for (int k = blo[2]; k <= bhi[2]; ++k)
             for (int j = blo[1]; j <= bhi[1]; ++j)
                 for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -663,7 +668,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                 }
         if (cl->end[d]) {
             blo[d] = bhi[d] = n - 3;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -672,7 +677,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                                                     6.0 * um[p] - 4.0 * um[p + us1]);
                     }
             blo[d] = bhi[d] = n - 2;
-            OMP_FOR_PLANES
+            OMP_FOR_PLANES_NOWAIT
             for (int k = blo[2]; k <= bhi[2]; ++k)
                 for (int j = blo[1]; j <= bhi[1]; ++j)
                     for (int i = blo[0]; i <= bhi[0]; ++i) {
@@ -681,6 +686,9 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
                     }
         }
     }
+    /* Every loop above writes its own rows of one component: only the next sweep (other
+     * lines to other threads) needs them all done. */
+#pragma omp barrier
 }
 
 /* The point-wise auxiliaries of a cell that the fluxes read. */
@@ -1023,6 +1031,17 @@ static void add(void)
 
 /* --------------------------------------------------------------------- lhs -- */
 
+/* The lhs coefficients of the sweep along d (NPB's dx*, dttx* ... per direction). */
+struct lhs_terms {
+    double d_a, d_b, d_max, d_1, dtt1, dtt2, c2dtt1;
+};
+static inline struct lhs_terms lhs_terms(int d)
+{
+    if (d == 0) return (struct lhs_terms){dx2, dx5, dxmax, dx1, dttx1, dttx2, c2dttx1};
+    if (d == 1) return (struct lhs_terms){dy3, dy5, dymax, dy1, dtty1, dtty2, c2dtty1};
+    return (struct lhs_terms){dz4, dz5, dzmax, dz1, dttz1, dttz2, c2dttz1};
+}
+
 /* The three pentadiagonal systems along axis d for cell c: the u system (diagonals la..le
  * = lhs 0..4) from the convective and viscous terms and the fourth-order dissipation, the
  * u+c and u-c systems (lhs 5..9 and 10..14) the same plus/minus dt * speed of sound terms.
@@ -1033,13 +1052,9 @@ static inline __attribute__((always_inline)) void lhs_build(int d, int c)
     const double *restrict vel = aux_cell(d == 0 ? us : d == 1 ? vs : ws, c);
     const double *restrict rho = aux_cell(rho_i, c), *restrict spd = aux_cell(speed, c);
     double *restrict L = lhs_cell(c);
-    const double d_a = d == 0 ? dx2 : d == 1 ? dy3 : dz4;
-    const double d_b = d == 0 ? dx5 : d == 1 ? dy5 : dz5;
-    const double d_max = d == 0 ? dxmax : d == 1 ? dymax : dzmax;
-    const double d_1 = d == 0 ? dx1 : d == 1 ? dy1 : dz1;
-    const double dtt1 = d == 0 ? dttx1 : d == 1 ? dtty1 : dttz1;
-    const double dtt2 = d == 0 ? dttx2 : d == 1 ? dtty2 : dttz2;
-    const double c2dtt1 = d == 0 ? c2dttx1 : d == 1 ? c2dtty1 : c2dttz1;
+    const struct lhs_terms t = lhs_terms(d);
+    const double d_a = t.d_a, d_b = t.d_b, d_max = t.d_max, d_1 = t.d_1;
+    const double dtt1 = t.dtt1, dtt2 = t.dtt2, c2dtt1 = t.c2dtt1;
     const ptrdiff_t as = a_stride[d], rs = r_stride[d];
     const int ta = d == 2 ? 1 : 2, tb = d == 0 ? 1 : 0; /* outer, inner transverse axes */
     int lo[3], hi[3];

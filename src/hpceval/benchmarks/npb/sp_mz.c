@@ -101,13 +101,206 @@ static void initialize_zones(void)
             for (int side = 0; side < 2; ++side) set_boundary_face(c, d, side);
 }
 
-/* One zone's line solve along d (SP's solve with the zone as the only stage). */
+/* Forward elimination step of one pentadiagonal system (diagonals l[0..4]): normalize row
+ * p, eliminate it from row p1 (the row below p1 is the caller's). eliminate_u_row: the u
+ * system with its three rhs components. */
+static inline __attribute__((always_inline)) void eliminate_row(double *restrict l0,
+                                                                double *restrict l1,
+                                                                double *restrict rq, ptrdiff_t p,
+                                                                ptrdiff_t p1)
+{
+    const double fac1 = 1.0 / l0[2];
+    l0[3] *= fac1;
+    l0[4] *= fac1;
+    rq[p] *= fac1;
+    l1[2] -= l1[1] * l0[3];
+    l1[3] -= l1[1] * l0[4];
+    rq[p1] -= l1[1] * rq[p];
+}
+static inline __attribute__((always_inline)) void eliminate_u_row(
+    double *restrict l0, double *restrict l1, double *restrict r0, double *restrict r1,
+    double *restrict r2, ptrdiff_t p, ptrdiff_t p1)
+{
+    const double fac1 = 1.0 / l0[2];
+    l0[3] *= fac1;
+    l0[4] *= fac1;
+    r0[p] *= fac1;
+    r1[p] *= fac1;
+    r2[p] *= fac1;
+    l1[2] -= l1[1] * l0[3];
+    l1[3] -= l1[1] * l0[4];
+    r0[p1] -= l1[1] * r0[p];
+    r1[p1] -= l1[1] * r1[p];
+    r2[p1] -= l1[1] * r2[p];
+}
+
+/* One line's three pentadiagonal systems along d (NPB-MZ's x/y/z_solve: lhs, lhsp and
+ * lhsm of a single line, kept in cache, the rhs solved in place). Line point s of set q
+ * is L[15 * s + 5 * q + e], e = the diagonals a..e; rows 0 and n-1 are the identity
+ * (the zone's grid boundary, NPB's lhsinit). r: the line's point 0 of rhs component 0,
+ * st its stride along d; vel, rho, spd: point 0 of the auxiliaries, as their stride. */
+static inline __attribute__((always_inline)) void solve_line(
+    int d, int n, double *restrict L, double *restrict cv, double *restrict rhon,
+    double *restrict r, ptrdiff_t st, const double *restrict vel, const double *restrict rho,
+    const double *restrict spd, ptrdiff_t as)
+{
+    const struct lhs_terms t = lhs_terms(d);
+    const double d_a = t.d_a, d_b = t.d_b, d_max = t.d_max, d_1 = t.d_1;
+    const double dtt1 = t.dtt1, dtt2 = t.dtt2, c2dtt1 = t.c2dtt1;
+    const ptrdiff_t rm = r_sm;
+    for (int s = 0; s < n; ++s) {
+        const double ru1 = c3c4 * rho[s * as];
+        cv[s] = vel[s * as];
+        rhon[s] = MAX2(MAX2(d_a + con43 * ru1, d_b + c1c5 * ru1), MAX2(d_max + ru1, d_1));
+    }
+    for (int q = 0; q < 3; ++q)
+        for (int e = 0; e < 5; ++e) {
+            L[5 * q + e] = e == 2 ? 1.0 : 0.0;
+            L[15 * (n - 1) + 5 * q + e] = e == 2 ? 1.0 : 0.0;
+        }
+    for (int s = 1; s <= n - 2; ++s) {
+        double *l = L + 15 * s;
+        l[0] = 0.0;
+        l[1] = -dtt2 * cv[s - 1] - dtt1 * rhon[s - 1];
+        l[2] = 1.0 + c2dtt1 * rhon[s];
+        l[3] = dtt2 * cv[s + 1] - dtt1 * rhon[s + 1];
+        l[4] = 0.0;
+    }
+    /* Fourth-order dissipation, one-sided next to the boundary. */
+    L[15 * 1 + 2] += comz5;
+    L[15 * 1 + 3] -= comz4;
+    L[15 * 1 + 4] += comz1;
+    L[15 * 2 + 1] -= comz4;
+    L[15 * 2 + 2] += comz6;
+    L[15 * 2 + 3] -= comz4;
+    L[15 * 2 + 4] += comz1;
+    for (int s = 3; s <= n - 4; ++s) {
+        double *l = L + 15 * s;
+        l[0] += comz1;
+        l[1] -= comz4;
+        l[2] += comz6;
+        l[3] -= comz4;
+        l[4] += comz1;
+    }
+    L[15 * (n - 3) + 0] += comz1;
+    L[15 * (n - 3) + 1] -= comz4;
+    L[15 * (n - 3) + 2] += comz6;
+    L[15 * (n - 3) + 3] -= comz4;
+    L[15 * (n - 2) + 0] += comz1;
+    L[15 * (n - 2) + 1] -= comz4;
+    L[15 * (n - 2) + 2] += comz5;
+    /* The u+c and u-c factors. */
+    for (int s = 1; s <= n - 2; ++s) {
+        double *l = L + 15 * s;
+        const double sm = dtt2 * spd[(s - 1) * as], sp = dtt2 * spd[(s + 1) * as];
+        l[5] = l[0];
+        l[6] = l[1] - sm;
+        l[7] = l[2];
+        l[8] = l[3] + sp;
+        l[9] = l[4];
+        l[10] = l[0];
+        l[11] = l[1] + sm;
+        l[12] = l[2];
+        l[13] = l[3] - sp;
+        l[14] = l[4];
+    }
+    /* Forward elimination of the u system (rhs components 0..2), NPB's first loop. */
+    double *restrict r0 = r, *restrict r1 = r + rm, *restrict r2 = r + 2 * rm;
+    double *restrict r3 = r + 3 * rm, *restrict r4 = r + 4 * rm;
+    for (int s = 0; s <= n - 3; ++s) {
+        double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        eliminate_u_row(l0, l1, r0, r1, r2, p, p1);
+        l2[1] -= l2[0] * l0[3];
+        l2[2] -= l2[0] * l0[4];
+        r0[p2] -= l2[0] * r0[p];
+        r1[p2] -= l2[0] * r1[p];
+        r2[p2] -= l2[0] * r2[p];
+    }
+    /* The u+c and u-c systems (components 3 and 4) in one loop, as NPB. */
+    for (int s = 0; s <= n - 3; ++s) {
+        double *l0 = L + 15 * s, *l1 = l0 + 15, *l2 = l0 + 30;
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        eliminate_row(l0 + 5, l1 + 5, r3, p, p1);
+        l2[6] -= l2[5] * l0[8];
+        l2[7] -= l2[5] * l0[9];
+        r3[p2] -= l2[5] * r3[p];
+        eliminate_row(l0 + 10, l1 + 10, r4, p, p1);
+        l2[11] -= l2[10] * l0[13];
+        l2[12] -= l2[10] * l0[14];
+        r4[p2] -= l2[10] * r4[p];
+    }
+    /* The last two rows: no rows below to eliminate into; both normalized. */
+    {
+        double *l0 = L + 15 * (n - 2), *l1 = l0 + 15;
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st, p1 = p + st;
+        eliminate_u_row(l0, l1, r0, r1, r2, p, p1);
+        const double fac2 = 1.0 / l1[2];
+        r0[p1] *= fac2;
+        r1[p1] *= fac2;
+        r2[p1] *= fac2;
+        eliminate_row(l0 + 5, l1 + 5, r3, p, p1);
+        r3[p1] *= 1.0 / l1[7];
+        eliminate_row(l0 + 10, l1 + 10, r4, p, p1);
+        r4[p1] *= 1.0 / l1[12];
+    }
+    /* Back substitution: components 0..2 on the u system, then 3 and 4. */
+    {
+        const ptrdiff_t p = (ptrdiff_t)(n - 2) * st;
+        const double *l = L + 15 * (n - 2);
+        r0[p] -= l[3] * r0[p + st];
+        r1[p] -= l[3] * r1[p + st];
+        r2[p] -= l[3] * r2[p + st];
+        r3[p] -= l[8] * r3[p + st];
+        r4[p] -= l[13] * r4[p + st];
+    }
+    for (int s = n - 3; s >= 0; --s) {
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double *l = L + 15 * s;
+        r0[p] -= l[3] * r0[p1] + l[4] * r0[p2];
+        r1[p] -= l[3] * r1[p1] + l[4] * r1[p2];
+        r2[p] -= l[3] * r2[p1] + l[4] * r2[p2];
+    }
+    for (int s = n - 3; s >= 0; --s) {
+        const ptrdiff_t p = s * st, p1 = p + st, p2 = p1 + st;
+        const double *l = L + 15 * s;
+        r3[p] -= l[8] * r3[p1] + l[9] * r3[p2];
+        r4[p] -= l[13] * r4[p1] + l[14] * r4[p2];
+    }
+}
+
+/* One zone's solve along d: every interior line by itself (NPB-MZ's loop order, the
+ * higher transverse axis outside), the lines shared by the threads; then ninvr, pinvr or
+ * tzetar over the zone. */
 static void solve_zone(int d, int c)
 {
-    build_lhs(d, c);
-    forward_cell(d, c);
-    unpack_backward(d, c, 0);
-    backward_cell(d, c);
+    const struct cell *cl = &cells[c];
+    const int n = cl->size[d];
+    const int ta = d == 2 ? 1 : 2, tb = d == 0 ? 1 : 0; /* outer, inner transverse axes */
+    const double *vel = aux_cell(d == 0 ? us : d == 1 ? vs : ws, c);
+    const double *rho = aux_cell(rho_i, c), *spd = aux_cell(speed, c);
+    double *rc = rhs_cell(rhs, c);
+    const ptrdiff_t as = a_stride[d], st = r_stride[d];
+    const int na = cl->size[ta] - 2, nb = cl->size[tb] - 2;
+#pragma omp parallel
+    {
+        double L[15 * n], cv[n], rhon[n];
+#pragma omp for collapse(2) schedule(static)
+        for (int a = 1; a <= na; ++a)
+            for (int b = 1; b <= nb; ++b) {
+                int pt[3];
+                pt[ta] = a;
+                pt[tb] = b;
+                pt[d] = 0;
+                const ptrdiff_t a0 = AIX(pt[0], pt[1], pt[2]), r0 = RIX(pt[0], pt[1], pt[2]);
+                if (d == 0)
+                    solve_line(0, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+                else if (d == 1)
+                    solve_line(1, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+                else
+                    solve_line(2, n, L, cv, rhon, rc + r0, st, vel + a0, rho + a0, spd + a0, as);
+            }
+    }
     invert_block(d, c);
 }
 
@@ -171,7 +364,6 @@ int main(int argc, char **argv)
     set_constants(spacing);
     locate_fields();
     initialize_zones();
-    lhsinit();
     exact_rhs();
 
     /* One untimed step touches all code and memory, then the start again (as NPB-MZ). */
