@@ -19,7 +19,17 @@ import pytest
 from hpceval.clusters import slurm_netns as cluster_mod
 
 LINK = "1GbE"
-LINK_MB_S = 1e9 / 8 / 1e6  # what the shaped link carries at most, in MB/s
+LINK_MB_S = 1e9 / 8 / 1e6  # the shaped link's rate, in MB/s
+
+
+def shaped_ceiling_mb_s(size: int) -> float:
+    """The most one message of `size` bytes can show through the shaped link: its tbf bucket
+    leaves at the veth's speed, the rest at the link's rate (docs/clusters.md, "Emulation
+    limits"); 2 % for timing."""
+    from hpceval.clusters.netns import NetnsOptions
+
+    burst = NetnsOptions(link=LINK).burst_bytes() or 0
+    return 1.02 * LINK_MB_S * size / max(size - burst, 1)
 NODES = 2
 
 

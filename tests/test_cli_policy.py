@@ -234,7 +234,7 @@ def test_show_names_its_statistic(db: str) -> None:
     assert r.exit_code == 0, r.output
     assert "median of samples per repetition" in r.output
     assert "latency µs (median)" in r.output and "mean µs" in r.output
-    assert "NPB kernels (verified runs; median of the repetitions)" in r.output
+    assert "NPB kernels, hpceval (verified runs; median of the repetitions)" in r.output
     r = invoke("show", "--run", "1", "--db", db, "--statistic", "mean")
     assert "latency µs (mean)" in r.output and "bandwidth MB/s (n/mean(t))" in r.output
     one_line_error(invoke("show", "--db", db, "--statistic", "best"), "--statistic 'best'")

@@ -194,13 +194,42 @@ def private_tree(
     return tree, digest
 
 
+def _checked_members(tar: tarfile.TarFile, into: Path) -> list[tarfile.TarInfo]:
+    """The archive's members if every one stays inside `into`: regular files and folders,
+    links only to places inside; tarfile.TarError naming the first that does not. The same
+    rules as tarfile's "data" filter, checked here where Python lacks that filter."""
+    root = into.resolve()
+    members = []
+    for member in tar.getmembers():
+        target = (root / member.name).resolve()
+        if not target.is_relative_to(root):
+            raise tarfile.TarError(f"member {member.name!r} is outside the archive's tree")
+        if member.issym() or member.islnk():
+            base = target.parent if member.issym() else root
+            if Path(member.linkname).is_absolute() or not (
+                (base / member.linkname).resolve().is_relative_to(root)
+            ):
+                raise tarfile.TarError(
+                    f"member {member.name!r} links outside the archive's tree"
+                )
+        elif not (member.isfile() or member.isdir()):
+            raise tarfile.TarError(f"member {member.name!r} is not a file or a folder")
+        member.mode &= 0o755  # no set-user-id, set-group-id or world-writable bits
+        members.append(member)
+    return members
+
+
 def _unpack(archive: Path, into: Path, kind: SourceKind) -> Path:
     """Unpack a .tar.gz safely (no member outside `into`, no links out, no devices) and find
     the kind's tree in it: the archive's root, or the one folder (at any depth up to two)
     that has the kind's layout."""
     try:
         with tarfile.open(archive, "r:gz") as tar:
-            tar.extractall(into, filter="data")
+            members = _checked_members(tar, into)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(into, members=members, filter="data")
+            else:  # Python before 3.11.4 (Debian 12's 3.11.2) has no extraction filters
+                tar.extractall(into, members=members)
     except (tarfile.TarError, OSError, EOFError) as e:
         raise UserError(f"sources {kind.kind}: cannot unpack {archive}: {e}") from None
     candidates = [
