@@ -651,3 +651,34 @@ def test_every_table_and_figure_fits_the_window(
         session, "Array.from(document.querySelectorAll('#overhead .caveat li'), e => e.textContent)"
     )
     assert any(c.startswith("netns: emulated") for c in caveats), caveats
+
+
+def test_the_deadline_answer_is_in_the_findings(
+    report: tuple[Path, Path, Result], tmp_path: Path
+) -> None:
+    """--deadline: per NPB problem, the cheapest priced run that finishes within it, or that
+    none does; a deadline that is not a positive number is a one-line error."""
+    db, out, _ = report
+    plain = read_csv(out / "tables/findings.csv")
+    assert any(r["question"].startswith("cheapest configuration: npb") for r in plain)
+    common = ["--db", str(db), "--baseline", "bare", "--catalog", str(db.parent / "prices.toml"),
+              "--instance", f"{EVIL}=cloud", "--min-repetitions", "1"]  # fmt: skip
+    within = tmp_path / "within"
+    r = invoke("report", "--out", str(within), *common, "--deadline", "1e9")
+    assert r.exit_code == 0, r.output
+    rows = read_csv(within / "tables/findings.csv")
+    answered = [r for r in rows if r["question"].startswith("cheapest within 1e+09 s: npb")]
+    assert answered and all(r["platform"] != "—" for r in answered)
+    # with every run allowed the answer is the plain cheapest configuration's
+    cheapest = {r["question"].split(": ", 1)[1]: r["answer"] for r in plain
+                if r["question"].startswith("cheapest configuration")}  # fmt: skip
+    assert {r["question"].split(": ", 1)[1]: r["answer"] for r in answered} == cheapest
+    none = tmp_path / "none"
+    r = invoke("report", "--out", str(none), *common, "--deadline", "0.001")
+    assert r.exit_code == 0, r.output
+    rows = read_csv(none / "tables/findings.csv")
+    missed = [r for r in rows if r["question"].startswith("cheapest within 0.001 s")]
+    assert missed and all(r["answer"] == "no configuration meets the deadline" for r in missed)
+    bad = invoke("report", "--out", str(tmp_path / "bad"), *common, "--deadline", "-5")
+    assert bad.exit_code == 2
+    assert "--deadline -5: not a positive number of seconds" in bad.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -68,6 +69,11 @@ def report_command(
         typer.Option("--node-tflops", help="PLATFORM=TFLOPS: the node peak that prices a "
                       "platform from a catalog's normalized node-hour (csc-2016)."),
     ] = None,
+    deadline: Annotated[
+        float | None,
+        typer.Option("--deadline", help="Seconds: the findings name, per NPB problem, the "
+                     "cheapest priced configuration that finishes within it."),
+    ] = None,
     baseline_origin: BaselineOriginOption = None,
     statistic: StatisticOption = None,
     min_repetitions: MinRepetitionsOption = None,
@@ -82,6 +88,8 @@ def report_command(
         raise UserError("--instance needs a --catalog to take the entries from")
     peaks = node_peaks(node_tflops)
     origin = origin_option(baseline_origin)
+    if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
+        raise UserError(f"--deadline {deadline:g}: not a positive number of seconds")
     options = ReportOptions(
         baseline=baseline,
         platforms=platform or None,
@@ -92,6 +100,7 @@ def report_command(
         policy=policy_option(statistic, min_repetitions),
         baseline_origin=origin.value if origin is not None else None,
         node_tflops=peaks,
+        deadline_s=deadline,
     )
     result = generate_report(db, out_dir, options)
     out = _Consoles.out

@@ -67,6 +67,7 @@ class ReportOptions:
     policy: StatisticPolicy = field(default_factory=StatisticPolicy)
     baseline_origin: str | None = None
     node_tflops: Mapping[str, float] = field(default_factory=dict)  # platform -> node peak
+    deadline_s: float | None = None  # the findings state the cheapest run within it
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ def generate_report(db: str | None, out: Path, options: ReportOptions) -> Report
         baseline_origin=options.baseline_origin,
         platform_configs=platforms.configs,
         caveats=platforms.caveats,
+        deadline_s=options.deadline_s,
     )
 
 
@@ -291,6 +293,7 @@ def write_report(
     baseline_origin: str | None = None,
     platform_configs: Mapping[str, PlatformConfig] | None = None,
     caveats: Mapping[str, Sequence[str]] | None = None,
+    deadline_s: float | None = None,
 ) -> ReportResult:
     """Build every section from `frame` and write the report into `out`."""
     started = time.perf_counter() if started is None else started
@@ -309,6 +312,7 @@ def write_report(
         baseline_origin=baseline_origin,
         platform_configs=platform_configs or {},
         caveats=caveats or {},
+        deadline_s=deadline_s,
     )
     parts = section_parts()
     built = build_sections(

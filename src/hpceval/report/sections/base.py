@@ -83,6 +83,8 @@ class Context:
     # (hpceval.analysis.platforms): emulation limits, projections.
     platform_configs: Mapping[str, PlatformConfig] = field(default_factory=dict)
     caveats: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # --deadline: the findings name the cheapest configuration that finishes within it.
+    deadline_s: float | None = None
 
     def points(self, where: Callable[[pd.DataFrame], pd.Series[bool]]) -> pd.DataFrame:
         """The pooled points (`pooled_points`) for which `where` holds.

@@ -6,7 +6,8 @@
 - best placement: for each problem measured at several placements of one core count, the
   fastest one and how it compares with the platform's default;
 - cheapest configuration: per NPB problem, the priced run of lowest cost (where prices are
-  known), and the fastest beside it;
+  known) — with --deadline, the cheapest that finishes within it, or "no configuration meets
+  the deadline" — and the fastest beside it;
 - scaling limit: per platform and NPB problem, the core count beyond which it stops scaling.
 """
 
@@ -164,12 +165,31 @@ def cost_findings(ctx: Context) -> list[Finding]:
     for record in rows.loc[rows["run_cost"].notna()].to_dict("records"):
         problem = " ".join(f"{c}={record[c]}" for c in problem_cols)
         by_problem.setdefault(problem, []).append({str(k): v for k, v in record.items()})
+    deadline = ctx.deadline_s
     for problem, records in sorted(by_problem.items()):
-        cheapest = min(records, key=lambda r: float(str(r["run_cost"])))
         fastest = min(records, key=lambda r: float(str(r["time_s"])))
+        if deadline is not None:
+            records = [r for r in records if float(str(r["time_s"])) <= deadline]
+            if not records:
+                out.append(
+                    Finding(
+                        f"cheapest within {deadline:g} s: npb {problem}",
+                        "—",
+                        "no configuration meets the deadline",
+                        f"{source.label}; the fastest: {fastest['platform']} "
+                        f"{float(str(fastest['time_s'])):.3g} s",
+                    )
+                )
+                continue
+        cheapest = min(records, key=lambda r: float(str(r["run_cost"])))
+        question = (
+            f"cheapest within {deadline:g} s: npb {problem}"
+            if deadline is not None
+            else f"cheapest configuration: npb {problem}"
+        )
         out.append(
             Finding(
-                f"cheapest configuration: npb {problem}",
+                question,
                 str(cheapest["platform"]),
                 f"{float(str(cheapest['run_cost'])):.4g} {table.currency} per run "
                 f"({float(str(cheapest['time_s'])):.3g} s)",
