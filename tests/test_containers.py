@@ -139,7 +139,8 @@ def _bind_hugetlb_to_v1() -> bool:
         return False
 
     def undo() -> None:
-        subprocess.run(["umount", mountpoint], capture_output=True, check=False)
+        # lazy: a container's cgroup may still be going away when the session ends
+        subprocess.run(["umount", "-l", mountpoint], capture_output=True, check=False)
         with contextlib.suppress(OSError):
             os.rmdir(mountpoint)
 
