@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
-from hpceval.benchmarks.base import Case, Tool
+from hpceval.benchmarks.base import Case, Program, Tool
 from hpceval.config import PlatformConfig, StrictModel
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue, Placement
@@ -36,6 +37,15 @@ def require_tool(tool: Tool, program: str | None = None) -> str:
     if path is None:
         raise BenchmarkFailure(tool.missing_reason(program))
     return path
+
+
+def packaged_program(program: str, package: str, label: str) -> Program:
+    """`build` of an application the Debian package supplies: nothing to compile, the program
+    found on PATH is the one under test (UserError naming the package where it is missing)."""
+    path = shutil.which(program)
+    if path is None:
+        raise UserError(f"{program} not found on PATH; install Debian package {package}")
+    return Program(Path(path), f"{label} (Debian package)", (), {program: Path(path)})
 
 
 def rank_placements(

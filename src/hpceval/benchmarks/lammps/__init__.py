@@ -32,6 +32,7 @@ from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import (
     RankSweepOptions,
     WholeOutputs,
+    packaged_program,
     rank_placements,
     repeated_case,
     single_run_measurements,
@@ -227,11 +228,7 @@ class Lammps(Benchmark[LammpsOptions]):
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
-        # Nothing to compile: the Debian package's lmp is the program under test.
-        lmp = shutil.which("lmp")
-        if lmp is None:
-            raise UserError("lmp not found on PATH; install Debian package lammps")
-        return Program(Path(lmp), "LAMMPS (Debian package)", (), {"lmp": Path(lmp)})
+        return packaged_program("lmp", "lammps", "LAMMPS")
 
     @contextlib.contextmanager
     def staged(self, case: Case, points: Sequence[str]) -> Iterator[Case]:

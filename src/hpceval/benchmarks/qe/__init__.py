@@ -34,6 +34,7 @@ from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program, Tool
 from hpceval.benchmarks.common import (
     RankSweepOptions,
     WholeOutputs,
+    packaged_program,
     rank_placements,
     repeated_case,
     single_run_measurements,
@@ -182,11 +183,7 @@ class QuantumEspresso(Benchmark[QeOptions]):
         return cases
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
-        # Nothing to compile: the Debian package's pw.x is the program under test.
-        pw = shutil.which("pw.x")
-        if pw is None:
-            raise UserError("pw.x not found on PATH; install Debian package quantum-espresso")
-        return Program(Path(pw), "Quantum ESPRESSO (Debian package)", (), {"pw.x": Path(pw)})
+        return packaged_program("pw.x", "quantum-espresso", "Quantum ESPRESSO")
 
     @contextlib.contextmanager
     def staged(self, case: Case, points: Sequence[str]) -> Iterator[Case]:

@@ -168,33 +168,25 @@ def cost_findings(ctx: Context) -> list[Finding]:
     deadline = ctx.deadline_s
     for problem, records in sorted(by_problem.items()):
         fastest = min(records, key=lambda r: float(str(r["time_s"])))
-        if deadline is not None:
-            records = [r for r in records if float(str(r["time_s"])) <= deadline]
-            if not records:
-                out.append(
-                    Finding(
-                        f"cheapest within {deadline:g} s: npb {problem}",
-                        "—",
-                        "no configuration meets the deadline",
-                        f"{source.label}; the fastest: {fastest['platform']} "
-                        f"{float(str(fastest['time_s'])):.3g} s",
-                    )
-                )
-                continue
-        cheapest = min(records, key=lambda r: float(str(r["run_cost"])))
-        question = (
-            f"cheapest within {deadline:g} s: npb {problem}"
-            if deadline is not None
-            else f"cheapest configuration: npb {problem}"
+        beside = f"{source.label}; the fastest: {fastest['platform']} " + (
+            f"{float(str(fastest['time_s'])):.3g} s"
         )
+        if deadline is None:
+            question = f"cheapest configuration: npb {problem}"
+        else:
+            question = f"cheapest within {deadline:g} s: npb {problem}"
+            records = [r for r in records if float(str(r["time_s"])) <= deadline]
+        if not records:
+            out.append(Finding(question, "—", "no configuration meets the deadline", beside))
+            continue
+        cheapest = min(records, key=lambda r: float(str(r["run_cost"])))
         out.append(
             Finding(
                 question,
                 str(cheapest["platform"]),
                 f"{float(str(cheapest['run_cost'])):.4g} {table.currency} per run "
                 f"({float(str(cheapest['time_s'])):.3g} s)",
-                f"{source.label}; the fastest: {fastest['platform']} "
-                f"{float(str(fastest['time_s'])):.3g} s",
+                beside,
             )
         )
     return out[:MAX_FINDINGS_PER_KIND]
