@@ -23,6 +23,7 @@ over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by
   (Open MPI over TCP, netns-2x2) against Java (MPJ Express niodev, netns-2x2-mpj).
 
 Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3] [--npb A [--only-npb]]
+                                          [--kernels cg,ft,ep]
        .venv/bin/python perf/java_vs_c.py --inter-node [--repeat 7]
 """
 
@@ -181,7 +182,7 @@ class NpbSide(Side):
         return by_metric["mops_total"], wall - by_metric["time"]
 
 
-def npb_main(class_name: str, repeat: int) -> None:
+def npb_main(class_name: str, repeat: int, kernels: Sequence[str] = NPB_KERNELS) -> None:
     sides = {
         "C": NpbSide("npb", "local"),
         "C yield": NpbSide("npb", "local", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
@@ -192,7 +193,7 @@ def npb_main(class_name: str, repeat: int) -> None:
     load = os.getloadavg()[0]
     for rep in range(repeat):
         order = list(sides) if rep % 2 == 0 else list(reversed(sides))
-        for kernel in NPB_KERNELS:
+        for kernel in kernels:
             for ranks in NPB_RANKS:
                 for side in order:
                     m, rest = sides[side].run_npb(kernel, class_name, ranks)
@@ -209,7 +210,7 @@ def npb_main(class_name: str, repeat: int) -> None:
         "| C s outside | Java s outside |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for kernel in NPB_KERNELS:
+    for kernel in kernels:
         for ranks in NPB_RANKS:
             c, cy = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "C yield")]
             j = mops[(kernel, ranks, "Java")]
@@ -256,8 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--budget", type=float, default=0.3)
-    parser.add_argument("--npb", choices=["S", "W", "A", "B"], help="also the NPB kernels")
+    parser.add_argument("--npb", choices=["S", "W", "A", "B", "C"], help="also the NPB kernels")
     parser.add_argument("--only-npb", action="store_true", help="the NPB part only")
+    parser.add_argument(
+        "--kernels", default=",".join(NPB_KERNELS),
+        help="the NPB kernels, comma-separated (class B/C: e.g. cg,ft,ep)",
+    )  # fmt: skip
     parser.add_argument(
         "--inter-node", action="store_true",
         help="PingPong between the nodes of the netns emulated cluster only (needs root)",
@@ -267,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         internode_main(args.repeat, args.budget)
         return 0
     if args.npb:
-        npb_main(args.npb, args.repeat)
+        kernels = args.kernels.split(",")
+        if unknown := set(kernels) - set(NPB_KERNELS):
+            parser.error(f"--kernels: unknown {', '.join(sorted(unknown))}")
+        npb_main(args.npb, args.repeat, kernels)
         if args.only_npb:
             return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets

@@ -9,10 +9,17 @@ mpirun starts the benchmark by the path it was built at, on every host: the buil
 must be on a file system the hosts share at the same path (set HPCEVAL_CACHE to one).
 `preflight()` checks, before the campaign, that every host answers `ssh HOST true` without a
 password and sees the build cache, and names the hosts that do not.
+
+With `starter = "mpjrun"` (Java programs on MPJ Express, device niodev or hybdev) the session
+starts one MPJ daemon on every host over the same ssh (hpceval.launch.schedulers.mpj_daemons:
+held by its SSH session, ended when the session closes or hpceval dies), MPJRun runs here,
+and a machines file places the ranks node by node. MPJ Express's copy (MPJ_HOME) is in the
+build cache, which the hosts share; java must be at the same path on every host.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -21,7 +28,7 @@ import subprocess
 import tempfile
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -35,8 +42,12 @@ from hpceval.execute import last_line
 from hpceval.launch.command import MpiRuntime
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.base import Scheduler, write_if_changed
+from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj_daemons import held_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
+from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device, machines_file
 from hpceval.model import Placement
+from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 MAX_PARALLEL_PROBES = 32
 PROBE_GRACE_S = 5  # beyond ConnectTimeout: login and `true` on the host
@@ -109,6 +120,21 @@ class HostfileScheduler(Scheduler):
         super().__init__(platform, runtime)
         self._dir: Path | None = None
         self._cleanup: Callable[[], object] | None = None
+        self.mpj_workdir: Path | None = None  # the MPJ daemons' directory (starter mpjrun)
+
+    @property
+    def runs_mpj(self) -> bool:
+        return self.starter.name == MPJ_STARTER
+
+    def _check_mpj_device(self) -> None:
+        device = self.starter_options().device
+        check_device(device)
+        if device not in DAEMON_DEVICES:
+            raise UserError(
+                f"launcher.device {device}: the hostfile launcher runs MPJ Express's niodev "
+                "(one JVM per rank) or hybdev (one JVM per host) device, with an MPJ daemon on "
+                'every host; multicore runs on one machine (kind = "mpj")'
+            )
 
     # ----------------------------------------------------------------- hosts and hostfiles
 
@@ -137,6 +163,29 @@ class HostfileScheduler(Scheduler):
     def hostfile_path(self, placement: Placement) -> Path:
         return self._hostfile_dir() / f"hosts-{placement.nodes}x{placement.ranks_per_node}"
 
+    def session(self) -> contextlib.AbstractContextManager[None]:
+        return self._hosts_session()
+
+    @contextlib.contextmanager
+    def _hosts_session(self) -> Iterator[None]:
+        with self._session():
+            if not self.runs_mpj:
+                yield
+                return
+            self._check_mpj_device()
+            here = _this_machine()
+
+            def remote_shell(host: str) -> list[str] | None:
+                return None if host in here else self.ssh_argv(host)
+
+            daemons = held_daemons(self.hosts(), remote_shell, installation(), DEFAULT_DAEMON_PORT)
+            with daemons as workdir:
+                self.mpj_workdir = workdir
+                try:
+                    yield
+                finally:
+                    self.mpj_workdir = None
+
     def close(self) -> None:
         if self._cleanup is not None:
             self._cleanup()
@@ -152,6 +201,16 @@ class HostfileScheduler(Scheduler):
                 f"placement {placement.label()} needs {placement.nodes} hosts but platform "
                 f"{self.platform.name!r} lists {len(hosts)}"
             )
+        if self.runs_mpj:
+            self._check_mpj_device()
+            chosen = tuple(hosts[: placement.nodes])
+            machines = Path("machines")  # outside a session (the placement check): not read
+            if self.mpj_workdir is not None:
+                machines = self.mpj_workdir / f"machines-{placement.label()}"
+                device = self.starter_options().device
+                write_if_changed(machines, machines_file(chosen, placement, device))
+            request = super().start_request(placement, program)
+            return mpj_request(request, Nodes(hosts=chosen, hostfile=str(machines)))
         return replace(
             super().start_request(placement, program),
             nodes=Nodes(
@@ -178,6 +237,9 @@ class HostfileScheduler(Scheduler):
         """Every host reachable over ssh and sharing the build cache, or a UserError naming
         the hosts that are not."""
         options: HostfileOptions = self.options()
+        if self.runs_mpj:
+            self._check_mpj_device()
+            installation()  # ToolMissing (exit 2) when java or MPJ Express is not installed
         here = _this_machine()
         remote = [h for h in self.hosts() if h not in here]
         timeout = options.connect_timeout_s + PROBE_GRACE_S

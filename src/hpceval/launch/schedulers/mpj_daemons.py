@@ -1,5 +1,6 @@
-"""MPJ Express daemons for a campaign: on this host (`local_daemon`) or one in every node of
-an emulated cluster (`node_daemons`).
+"""MPJ Express daemons for a campaign: on this host (`local_daemon`), one in every node of
+an emulated cluster (`node_daemons`), or one on every host of a hostfile platform
+(`held_daemons`, over SSH).
 
 MPJRun asks the daemon of every host in its machines file to start that host's rank JVMs
 (niodev: one JVM per rank, TCP between them). hpceval starts the daemons itself when a
@@ -13,6 +14,13 @@ up, in the nodes' hosts file installed for the daemons' lifetime, and tells the 
 that address), and with a home
 directory of its own (the daemons keep their jobs' files under ~/.mpj_users and empty it;
 nodes sharing one home would delete each other's files).
+
+On hostfile hosts a daemon is held by the SSH session that started it (`HELD_DAEMON_SCRIPT`):
+the remote shell starts the daemon in a session of its own, then reads its standard input
+until the SSH connection closes, and then ends the daemon's whole process group (the rank
+JVMs it started are in it) and removes its home directory. The connection closes when hpceval
+closes the session's input (the campaign ends), when the reaper ends ssh, or when the kernel
+closes hpceval's end of the pipe (hpceval killed, even by kill -9): nothing stays on the hosts.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hpceval.clusters.netns import IP, ClusterLayout, install_hosts, remove_hosts
@@ -150,4 +158,105 @@ def node_daemons(layout: ClusterLayout, mpj: MpjInstallation, port: int) -> Iter
         for daemon in daemons:
             stop_daemon(daemon)
         remove_hosts([layout.namespace(n) for n in range(layout.nodes)])
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# The remote side of a held daemon ($1 MPJ_HOME, $2 java, $3 port): a fixed script, the
+# values passed as its positional parameters (quoted by shlex for the remote shell). `setsid`
+# in a background job (not a group leader) does not fork: $! is the daemon's process group.
+HELD_DAEMON_SCRIPT = """\
+home=$(mktemp -d "${TMPDIR:-/tmp}/hpceval-mpj-XXXXXX") || exit 1
+cd "$home" || exit 1
+MPJ_HOME=$1; export MPJ_HOME
+setsid "$2" -Duser.home="$home" -jar "$MPJ_HOME/lib/daemon.jar" "$3" </dev/null &
+daemon=$!
+cat >/dev/null
+exec >/dev/null 2>&1
+kill -TERM -"$daemon"
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  kill -0 -"$daemon" || break
+  sleep 0.1
+done
+kill -KILL -"$daemon"
+rm -rf "$home"
+"""
+# Seconds a held daemon's remote shell gets to end it after its input closed.
+HELD_STOP_S = 10.0
+
+
+def held_daemon_argv(mpj: MpjInstallation, port: int) -> list[str]:
+    """The command (for this host, or the remote command of ssh) that starts a held daemon."""
+    return ["/bin/sh", "-c", HELD_DAEMON_SCRIPT, "sh", str(mpj.home), mpj.java, str(port)]
+
+
+def listening_at(host: str, port: int) -> bool:
+    """Whether something here or on `host` accepts connections on `port`."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def stop_held(daemon: subprocess.Popen[bytes]) -> None:
+    """Close the daemon's input (its remote shell then ends it), kill what is left after
+    HELD_STOP_S."""
+    if daemon.stdin is not None:
+        with contextlib.suppress(OSError):
+            daemon.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        daemon.wait(timeout=HELD_STOP_S)
+    stop_daemon(daemon)
+
+
+@contextlib.contextmanager
+def held_daemons(
+    hosts: Sequence[str],
+    remote_shell: Callable[[str], list[str] | None],
+    mpj: MpjInstallation,
+    port: int,
+) -> Iterator[Path]:
+    """A daemon on every host, each held by the command that started it: `remote_shell(host)`
+    is the argv prefix that runs a command on the host (ssh ... -- HOST), None for this
+    machine. Yields the campaign's directory (where the machines files go)."""
+    unique = list(dict.fromkeys(hosts))
+    if busy := [h for h in unique if listening_at(h, port)]:
+        raise UserError(
+            f"launcher starter mpjrun: port {port} is in use on {', '.join(busy)} (another MPJ "
+            "daemon?); stop it (mpjdaemon -halt) before the campaign"
+        )
+    workdir = Path(tempfile.mkdtemp(prefix="hpceval-mpj-"))
+    daemons: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+    try:
+        for index, host in enumerate(unique):
+            argv = held_daemon_argv(mpj, port)
+            prefix = remote_shell(host)
+            if prefix is not None:
+                argv = [*prefix, shlex.join(argv)]  # ssh hands its remote shell one line
+            log = workdir / f"daemon-{index}.log"
+            with log.open("w") as out:
+                daemon = subprocess.Popen(
+                    reaped(argv),
+                    cwd=workdir,
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
+                )
+            daemons.append((host, daemon, log))
+        for host, daemon, log in daemons:
+
+            def listening(host: str = host) -> bool:
+                return listening_at(host, port)
+
+            _wait_listening(daemon, log, listening, f"on host {host}")
+        yield workdir
+    finally:
+        for _, daemon, _ in daemons:
+            if daemon.stdin is not None:
+                with contextlib.suppress(OSError):
+                    daemon.stdin.close()
+        for _, daemon, _ in daemons:
+            stop_held(daemon)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -10,7 +10,7 @@ home, and for niodev the machines file naming the hosts whose MPJ daemons start 
 MPJRun reads ITS options anywhere on the command line (a program argument `-np 3` changes
 the rank count) and knows no `--`: every program argument must therefore start with `--`
 (MPJRun passes those through), which the starter checks. MPJ binds no rank to a core: the
-placement's binding is recorded as "none". hybdev is refused: not done yet.
+placement's binding is recorded as "none".
 """
 
 from __future__ import annotations
@@ -43,13 +43,12 @@ DEVICE_NOTES = {
 
 
 # Where MPJRun cannot start ranks (docs/java.md): MPJ Express 0.44 starts them in one JVM
-# (multicore) or through an MPJ daemon on every host (niodev); hpceval starts the daemons on
-# this machine and in the netns emulated cluster's nodes only.
+# (multicore) or through an MPJ daemon on every host (niodev, hybdev); hpceval starts the
+# daemons on this machine, in the netns emulated cluster's nodes and on hostfile hosts.
 NOT_THIS_SCHEDULER = (
-    'the mpjrun starter runs under launcher kind "mpj" (this machine) or "netns" (emulated '
-    "cluster): MPJ Express starts its ranks through an MPJ daemon on every host, which hpceval "
-    "does not start on hostfile hosts (over SSH) nor inside a Slurm job (its ranks are "
-    "started by srun, which MPJ cannot use)"
+    'the mpjrun starter runs under launcher kind "mpj" (this machine), "netns" (emulated '
+    'cluster) or "hostfile" (hosts over SSH): MPJ Express starts its ranks through an MPJ '
+    "daemon on every host, which hpceval does not start inside a Slurm job"
 )
 
 
