@@ -77,8 +77,11 @@ def test_daemon_command_lines() -> None:
     assert argvs["slurmctld"] == [
         *uts, "hpce3-ctl", "/usr/sbin/slurmctld", "-D", "-i", "-f", f"{d}/slurm.conf",
     ]  # fmt: skip
+    node = ["unshare", "--uts", "--mount", "/bin/sh", "-c",
+            'echo "$1" > /proc/sys/kernel/hostname && mount --bind "$2" /etc/hosts '
+            '&& shift 2 && exec "$@"', "sh"]  # fmt: skip
     assert argvs["slurmd-hpce3-n1"] == [
-        "nsenter", "--net=/run/netns/hpce3-n1", *uts, "hpce3-n1",
+        "nsenter", "--net=/run/netns/hpce3-n1", *node, "hpce3-n1", f"{d}/hosts",
         "/usr/sbin/slurmd", "-D", "-N", "hpce3-n1", "-f", f"{d}/slurm.conf",
     ]  # fmt: skip
     assert f"--socket={d}/munge.socket" in argvs["munged"]

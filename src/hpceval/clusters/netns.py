@@ -447,16 +447,21 @@ def hosts_file_text(layout: ClusterLayout, machine_hosts: str) -> str:
     return f"{base}# hpceval emulated cluster {layout.name}\n{nodes}"
 
 
+def nodes_hosts_text(layout: ClusterLayout) -> str:
+    """The nodes' /etc/hosts on this machine (hosts_file_text over this machine's)."""
+    try:
+        machine_hosts = Path("/etc/hosts").read_text()
+    except OSError:
+        machine_hosts = "127.0.0.1 localhost\n"
+    return hosts_file_text(layout, machine_hosts)
+
+
 def install_hosts(layout: ClusterLayout) -> None:
     """/etc/netns/NODE/hosts, which `ip netns exec NODE` mounts over /etc/hosts (for MPJ
     Express only: with node names that resolve, Open MPI's mpirun takes node 0 for itself and
     starts its ranks without the agent, under this machine's host name). Removed with the
     cluster (`remove_hosts`, and `_remove_cluster` after a kill)."""
-    try:
-        machine_hosts = Path("/etc/hosts").read_text()
-    except OSError:
-        machine_hosts = "127.0.0.1 localhost\n"
-    text = hosts_file_text(layout, machine_hosts)
+    text = nodes_hosts_text(layout)
     for n in range(layout.nodes):
         directory = NETNS_ETC / layout.namespace(n)
         directory.mkdir(parents=True, exist_ok=True)

@@ -194,6 +194,22 @@ def in_uts(hostname: str, argv: Sequence[str]) -> list[str]:
     return ["unshare", "--uts", "/bin/sh", "-c", script, "sh", hostname, *argv]
 
 
+def in_node(hostname: str, hosts: Path, argv: Sequence[str]) -> list[str]:
+    """argv as a node's process, exec'd: the node's host name (a UTS namespace) and the
+    nodes' hosts file over /etc/hosts (a mount namespace whose mounts stay its own), so that
+    node names resolve in every node as on a real cluster (MPJ Express looks its own up)."""
+    script = (
+        'echo "$1" > /proc/sys/kernel/hostname && mount --bind "$2" /etc/hosts '
+        '&& shift 2 && exec "$@"'
+    )
+    return ["unshare", "--uts", "--mount", "/bin/sh", "-c", script, "sh", hostname, str(hosts),
+            *argv]  # fmt: skip
+
+
+def hosts_path(directory: Path) -> Path:
+    return directory / "hosts"
+
+
 def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list[str]]:
     """The daemons' command lines, by name, in start order (pure: tested argv by argv)."""
     d, conf = directory, str(directory / "slurm.conf")
@@ -212,7 +228,9 @@ def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list
         slurmd = [DAEMONS["slurmd"], "-D", "-N", node, "-f", conf]
         # nsenter, not `ip netns exec`: that one remounts /sys in a mount namespace of its
         # own, without /sys/fs/cgroup, and slurmd 22.05 will not start without it.
-        argvs[f"slurmd-{node}"] = ["nsenter", f"--net={NETNS_DIR}/{node}", *in_uts(node, slurmd)]
+        argvs[f"slurmd-{node}"] = [
+            "nsenter", f"--net={NETNS_DIR}/{node}", *in_node(node, hosts_path(d), slurmd)
+        ]  # fmt: skip
     return argvs
 
 
@@ -397,6 +415,7 @@ def _start(cluster: SlurmNetnsCluster, hardware: str) -> None:
     key.chmod(0o600)
     _run_checked(["ip", "address", "add", f"{controller_address(layout)}/24", "dev", layout.bridge])
     cluster.conf.write_text(slurm_conf(d, layout, _free_port(), hardware))
+    hosts_path(d).write_text(netns.nodes_hosts_text(layout))
     daemons: dict[str, dict[str, Any]] = {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
 

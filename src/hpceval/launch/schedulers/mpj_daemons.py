@@ -170,15 +170,22 @@ cd "$home" || exit 1
 MPJ_HOME=$1; export MPJ_HOME
 setsid "$2" -Duser.home="$home" -jar "$MPJ_HOME/lib/daemon.jar" "$3" </dev/null &
 daemon=$!
+stop() {
+  exec >/dev/null 2>&1
+  trap '' HUP TERM INT PIPE
+  for sig in TERM KILL; do
+    kill -"$sig" -"$daemon"
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+      kill -0 -"$daemon" || break
+      sleep 0.1
+    done
+  done
+  cd / && rm -rf "$home"
+  exit 0
+}
+trap stop HUP TERM INT PIPE
 cat >/dev/null
-exec >/dev/null 2>&1
-kill -TERM -"$daemon"
-for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-  kill -0 -"$daemon" || break
-  sleep 0.1
-done
-kill -KILL -"$daemon"
-rm -rf "$home"
+stop
 """
 # Seconds a held daemon's remote shell gets to end it after its input closed.
 HELD_STOP_S = 10.0
@@ -260,3 +267,71 @@ def held_daemons(
         for _, daemon, _ in daemons:
             stop_held(daemon)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- in a Slurm job
+
+# Where the starter's argv names the machines file; the job writes it (its nodes are known
+# only there) and puts its path in that place.
+MACHINES_PLACEHOLDER = "@HPCEVAL_MPJ_MACHINES@"
+# Seconds the job's daemons get to listen on their port.
+JOB_DAEMON_START_S = 60
+# Inside the batch job ($1 MPJ_HOME, $2 java, $3 port, $4 machines-file lines per node, $5
+# seconds the daemons get, $6 MACHINES_PLACEHOLDER, then MPJRun's argv): one daemon per
+# allocated node as a job step (each with a home of its own: the nodes may share /tmp),
+# MPJRun once they all listen, the step ended after it and the homes removed. The daemons
+# and the ranks they start belong to the step: scancel of the job (hpceval stopped, the time
+# limit) ends them with it.
+JOB_DAEMONS_SCRIPT = r"""
+mpj_home=$1 java=$2 port=$3 per_node=$4 start_s=$5 placeholder=$6
+shift 6
+dir=$(mktemp -d "${TMPDIR:-/tmp}/hpceval-mpj-XXXXXX") || exit 1
+# A step on every node (its home: the job's and node's, removed by a second step at the end).
+# (--ntasks too: the job's SLURM_NTASKS, the ranks', would override --ntasks-per-node.)
+on_nodes() {
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \
+    --mpi=none "$@"
+}
+home='${TMPDIR:-/tmp}/hpceval-mpj-$SLURM_JOB_ID-$SLURM_NODEID'
+on_nodes --kill-on-bad-exit=1 /bin/sh -c "h=$home"'
+mkdir -p "$h" && cd "$h" && MPJ_HOME=$1 exec "$2" -Duser.home="$h" -jar "$1/lib/daemon.jar" "$3"' \
+  sh "$mpj_home" "$java" "$port" </dev/null >"$dir/daemons.log" 2>&1 &
+daemons=$!
+stop() {
+  kill -TERM "$daemons" 2>/dev/null
+  wait "$daemons"
+  # --overlap: the daemons' step may still be completing (its resources not yet free).
+  on_nodes --overlap /bin/sh -c "rm -rf -- \"$home\"" </dev/null >/dev/null 2>&1
+  rm -rf "$dir"
+}
+for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+  until (exec 3<>"/dev/tcp/$node/$port") 2>/dev/null; do
+    if ! kill -0 "$daemons" 2>/dev/null || [ "$SECONDS" -gt "$start_s" ]; then
+      why=$(tail -n 1 "$dir/daemons.log")
+      echo "hpceval: the MPJ daemon on node $node did not start: ${why:-no output}" >&2
+      stop
+      exit 1
+    fi
+    sleep 0.2
+  done
+  for _ in $(seq "$per_node"); do echo "$node"; done >>"$dir/machines"
+done
+argv=()
+for arg; do
+  [ "$arg" = "$placeholder" ] && arg=$dir/machines
+  argv+=("$arg")
+done
+MPJ_HOME=$mpj_home "${argv[@]}"
+status=$?
+stop
+exit "$status"
+"""
+
+
+def job_daemons_argv(
+    mpj_home: str, java: str, port: int, per_node: int, mpjrun: Sequence[str]
+) -> list[str]:
+    """The argv a Slurm job runs for MPJRun's `mpjrun` argv (its machines file named by
+    MACHINES_PLACEHOLDER): bash, the fixed script, the values as positional parameters."""
+    return ["/bin/bash", "-c", JOB_DAEMONS_SCRIPT, "bash", mpj_home, java, str(port),
+            str(per_node), str(JOB_DAEMON_START_S), MACHINES_PLACEHOLDER, *mpjrun]  # fmt: skip

@@ -8,6 +8,11 @@ shlex.quote), submits it with `sbatch --parsable`, follows the job's output file
 in one line why a job failed: the scheduler's state and reason ("Slurm job 42 TIMEOUT (time
 limit 1 min)"). Jobs whose record slurmctld already purged (MinJobAge) are settled from the
 exit status file the script writes.
+
+With `starter = "mpjrun"` (Java programs on MPJ Express, niodev or hybdev) the job starts
+one MPJ daemon per allocated node as a job step, writes the machines file from the
+allocation's node list, then runs MPJRun (hpceval.launch.schedulers.mpj_daemons: the job's
+script); the daemons and their rank JVMs end with the step, or with the job.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from hpceval.execute import Executor, Running, StartFailed
 from hpceval.launch.command import Command, MpiRuntime
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.base import Scheduler
+from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj_daemons import MACHINES_PLACEHOLDER, job_daemons_argv
 from hpceval.launch.schedulers.slurm_client import (
     SlurmOptions,
     controller_unreachable,
@@ -42,7 +49,9 @@ from hpceval.launch.schedulers.slurm_client import (
 )
 from hpceval.launch.schedulers.slurm_jobs import JobShape, SlurmJob, job_script
 from hpceval.launch.starters.base import Nodes, StartRequest
+from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device
 from hpceval.model import Placement
+from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 # Extra minutes on the job's Slurm time limit over the case's own (the campaign stops the job
 # at the case's limit; Slurm's limit is the backstop if hpceval itself dies).
@@ -128,17 +137,43 @@ class SlurmScheduler(Scheduler):
         """The ranks run in the job's allocation. The job script exports the environment
         (srun hands it to the ranks; mpirun/mpiexec find the nodes in the allocation)."""
         unbound = self.starter.binds_through_scheduler and not self.can_bind
-        return replace(
+        request = replace(
             super().start_request(placement, program),
             nodes=Nodes(allocation=True),
             unbound_reason=NO_TASK_PLUGIN_NOTE if unbound else None,
             pmi=self.slurm_options.srun_mpi,
         )
+        if self.runs_mpj:
+            # The job writes the machines file, from its allocation (mpj_daemons).
+            self._check_mpj_device()
+            return mpj_request(request, Nodes(allocation=True, hostfile=MACHINES_PLACEHOLDER))
+        return request
 
     def command(self, placement: Placement, program: Sequence[str]) -> Command:
         command = super().command(placement, program)
+        if self.runs_mpj:
+            device = self.starter_options().device
+            per_node = 1 if device == "hybdev" else placement.ranks_per_node
+            mpj_home = command.env["MPJ_HOME"]
+            argv = job_daemons_argv(
+                mpj_home, command.argv[0], DEFAULT_DAEMON_PORT, per_node, command.argv
+            )
+            command = replace(command, argv=tuple(argv))
         self._shapes[command.argv] = JobShape.of(placement, command.oversubscribed)
         return command
+
+    @property
+    def runs_mpj(self) -> bool:
+        return self.starter.name == MPJ_STARTER
+
+    def _check_mpj_device(self) -> None:
+        device = self.starter_options().device
+        check_device(device)
+        if device not in DAEMON_DEVICES:
+            raise UserError(
+                f"launcher.device {device}: a Slurm job runs MPJ Express's niodev (one JVM per "
+                "rank) or hybdev (one JVM per node) device, with an MPJ daemon on every node"
+            )
 
     def shape_of(self, argv: Sequence[str]) -> JobShape:
         try:
@@ -225,6 +260,9 @@ class SlurmScheduler(Scheduler):
         if config.returncode == 0:
             m = re.search(r"^TaskPlugin\s*=\s*(\S+)", config.stdout, re.M)
             self.can_bind = not (m and m.group(1) == "task/none")
+        if self.runs_mpj:
+            self._check_mpj_device()
+            installation()  # ToolMissing (exit 2) when java or MPJ Express is not installed
         if self.starter.name == "srun":
             plugins = srun_mpi_plugins(env)
             if plugins is not None and options.srun_mpi not in plugins:
