@@ -202,20 +202,28 @@ def test_sigkill_leaves_no_daemon_or_jvm(tmp_path: Path) -> None:
         cleanup_netns()
 
 
-@pytest.mark.parametrize("kind", ["slurm-netns", "slurm"])
-def test_slurm_refuses_mpjrun_in_one_line(tmp_path: Path, kind: str) -> None:
+ONE_NODE_SUITE = """name = "one-node"
+[[benchmark]]
+name = "npb-java"
+kernels = ["cg"]
+classes = ["S"]
+ranks = [2]
+"""
+
+
+def test_a_scheduler_without_mpj_daemons_refuses_mpjrun_in_one_line(tmp_path: Path) -> None:
     platform = write(
         tmp_path / "p.toml",
-        f'name = "p"\nnodes = 2\n[launcher]\nkind = "{kind}"\nstarter = "mpjrun"\n'
+        'name = "p"\nnodes = 1\n[launcher]\nkind = "local"\nstarter = "mpjrun"\n'
         'device = "niodev"\n',
     )
-    suite = write(tmp_path / "s.toml", NPB_SUITE)
+    suite = write(tmp_path / "s.toml", ONE_NODE_SUITE)
     proc = hpceval(
         "run", "-p", str(platform), "-s", str(suite), "--db", str(tmp_path / "r.db"), cwd=tmp_path
     )
     line = one_line_error(proc)
-    assert 'runs under launcher kind "mpj" (this machine), "netns"' in line
-    assert "inside a Slurm job" in line
+    assert 'the mpjrun starter runs under launcher kind "mpj" (this machine), "netns"' in line
+    assert '"hostfile" (hosts over SSH), "slurm" or "slurm-netns"' in line
 
 
 def test_provenance_of_java_ranks_names_mpj_device_and_jvm() -> None:

@@ -43,12 +43,13 @@ DEVICE_NOTES = {
 
 
 # Where MPJRun cannot start ranks (docs/java.md): MPJ Express 0.44 starts them in one JVM
-# (multicore) or through an MPJ daemon on every host (niodev, hybdev); hpceval starts the
-# daemons on this machine, in the netns emulated cluster's nodes and on hostfile hosts.
+# (multicore) or through an MPJ daemon on every host (niodev, hybdev), which only the
+# schedulers below start (this machine, the netns cluster's nodes, hostfile hosts over SSH,
+# a Slurm job's nodes).
 NOT_THIS_SCHEDULER = (
     'the mpjrun starter runs under launcher kind "mpj" (this machine), "netns" (emulated '
-    'cluster) or "hostfile" (hosts over SSH): MPJ Express starts its ranks through an MPJ '
-    "daemon on every host, which hpceval does not start inside a Slurm job"
+    'cluster), "hostfile" (hosts over SSH), "slurm" or "slurm-netns" (a job\'s nodes): they '
+    "start the MPJ daemon on every host through which MPJ Express starts its ranks"
 )
 
 
