@@ -99,7 +99,7 @@ def test_pingpong_capture_parses_into_warm_and_first_iteration_points() -> None:
         latency, cold = by_metric["latency"], by_metric["first_iteration_latency"]
         # Stored as mpibench's points (compare pairs them with the C ones), Java recorded.
         assert latency.benchmark == cold.benchmark == "mpibench"
-        assert latency.details["implementation"] == "java/mpj-express 0.44"
+        assert latency.implementation == "java/mpj-express 0.44"
         assert latency.details["mpj_device"] == "smpdev"
         assert str(latency.details["jvm"]).startswith("OpenJDK")
         assert len(latency.samples) >= 2 and cold.samples == (cold.value,)
@@ -275,7 +275,7 @@ def test_run_on_local_mpj_stores_verified_java_points(tmp_path: Path) -> None:
         assert m.benchmark == "mpibench" and m.value > 0
         assert m.parameters["binding"] == "none"
         if not m.metric.startswith("first_iteration") and m.metric != "bandwidth":
-            assert m.details["implementation"] == "java/mpj-express 0.44"
+            assert m.implementation == "java/mpj-express 0.44"
             assert len(m.samples) >= 3
 
 
@@ -398,7 +398,8 @@ def test_java_quick_suite_plans_p2p_and_collectives_on_local_mpj() -> None:
 @requires_mpj
 @requires_mpi
 def test_compare_pairs_java_points_with_the_c_points(tmp_path: Path) -> None:
-    """The same entries, C on `local` and Java on `local-mpj`: compare pairs every point."""
+    """The same entries, C on `local` and Java on `local-mpj`: compare pairs every point when
+    told to mix implementations (hpceval's C program, MPJ Express), and refuses otherwise."""
     entry = SUITE.split("[[benchmark]]")[1].replace("budget_s = 0.1", "budget_s = 0.05")
     java = write(tmp_path / "java.toml", f'name = "j"\n[[benchmark]]{entry}')
     native = write(
@@ -411,7 +412,11 @@ def test_compare_pairs_java_points_with_the_c_points(tmp_path: Path) -> None:
     hpceval("run", "-p", "local", "-s", str(native), "--db", db, cwd=tmp_path, check=True)
     hpceval("run", "-p", "local-mpj", "-s", str(java), "--db", db, cwd=tmp_path, check=True)
     out = tmp_path / "cmp.json"
-    hpceval("compare", "-b", "local", "--db", db, "--json", str(out), cwd=tmp_path, check=True)
+    refused = hpceval("compare", "-b", "local", "--db", db, "--json", str(out), cwd=tmp_path)
+    assert "java/mpj-express 0.44 on local-mpj" in one_line_error(refused)
+    assert not out.exists()
+    hpceval("compare", "-b", "local", "--mix-implementations", "--db", db, "--json", str(out),
+            cwd=tmp_path, check=True)  # fmt: skip
     rows = json.loads(out.read_text())
     paired = {(r["metric"], r["size"]) for r in rows}
     for size in (8, 1024):

@@ -57,7 +57,7 @@ def test_capture_parses_into_verified_npb_measurements(
     for m in point.measurements:
         # Stored as npb's (compare pairs them with the C kernels'), Java recorded.
         assert m.benchmark == "npb"
-        assert m.details["implementation"] == "java/mpj-express 0.44"
+        assert m.implementation == "java/mpj-express 0.44"
         assert m.details["mpj_device"] == "smpdev"
         assert str(m.details["jvm"]).startswith("OpenJDK")
         assert m.parameters["kernel"] == kernel and m.parameters["ranks"] == ranks
@@ -187,7 +187,7 @@ def test_class_s_verifies_at_1_and_2_ranks(tmp_path: Path) -> None:
     for r in rows:
         m = r.measurement
         assert m.benchmark == "npb" and m.value > 0
-        assert m.details["implementation"] == "java/mpj-express 0.44"
+        assert m.implementation == "java/mpj-express 0.44"
         assert m.details["mpj_device"] == "smpdev"
         # Every stored result passed the official verification.
         assert all(q["passed"] for q in m.details["verification"])

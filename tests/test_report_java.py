@@ -119,3 +119,22 @@ def test_java_section_says_what_is_missing_without_java(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "No Java runs (platforms whose MPI is MPJ Express" in (out / "index.html").read_text()
     assert not (out / "tables" / "java_vs_c.csv").exists()
+
+
+def test_compare_refuses_java_against_c_unless_mixed_on_purpose(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    write_db(db)
+    with open_store(str(db)) as store:
+        labels = {(p, b, i) for p, b, i in store.implementations()}
+    assert ("local-mpj", "npb", "java/mpj-express 0.44") in labels
+    assert ("local-mpj", "mpibench", "java/mpj-express 0.44") in labels
+    assert ("local", "npb", "hpceval") in labels
+    refused = invoke("compare", "--baseline", "local", "--db", str(db))
+    assert refused.exit_code == 2, refused.output
+    line = " ".join(refused.output.split())
+    assert "come from different implementations" in line and "--mix-implementations" in line
+    assert "java/mpj-express 0.44 on local-mpj" in line and "hpceval on local" in line
+    mixed = invoke("compare", "--baseline", "local", "--mix-implementations", "--db", str(db))
+    assert mixed.exit_code == 0, mixed.output
+    flat = " ".join(mixed.output.split())
+    assert "implementations mixed: mpibench: hpceval on local; java/mpj-express 0.44" in flat

@@ -58,7 +58,7 @@ class MpibenchJavaOptions(MpibenchOptions):
 
 
 def first_iteration_measurement(
-    record: Mapping[str, Any], parsed: ParsedPoint, details: Mapping[str, Any]
+    record: Mapping[str, Any], parsed: ParsedPoint
 ) -> Measurement | None:
     """The point's first iteration in the fresh JVM (interpreted code), one sample in µs."""
     raw = record.get("first_iteration_us")
@@ -77,7 +77,6 @@ def first_iteration_measurement(
         parameters=timed.parameters,
         samples=(value,),
         statistics=describe((value,)),
-        details=dict(details),
     )
 
 
@@ -163,13 +162,21 @@ class MpibenchJava(Mpibench):
         verify_output(stdout, points, PROGRAM)
 
 
+def java_implementation(record: Mapping[str, Any]) -> str:
+    """The implementation label of a Java point (Measurement.implementation): MPJ Express and
+    its version, so that `compare` never pairs it with a C program's silently."""
+    return f"java/mpj-express {record.get('mpj_version', 'unknown')}"
+
+
 def implementation_details(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What ran a point: MPJ Express's version and device, the JVM (the point record's)."""
-    return {
-        "implementation": f"java/mpj-express {record.get('mpj_version', 'unknown')}",
-        "jvm": record.get("jvm"),
-        "mpj_device": record.get("device"),
-    }
+    """What else ran a point: MPJ Express's device and the JVM (the point record's)."""
+    return {"jvm": record.get("jvm"), "mpj_device": record.get("device")}
+
+
+def as_java(measurement: Measurement, record: Mapping[str, Any]) -> Measurement:
+    """A measurement of a Java program: its implementation and details."""
+    details = {**measurement.details, **implementation_details(record)}
+    return replace(measurement, implementation=java_implementation(record), details=details)
 
 
 def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
@@ -177,12 +184,11 @@ def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     record = point_record(line, case, PROGRAM)
     if record is None:
         return None
-    details = implementation_details(record)
     parsed = point_measurements(record, case)
-    measurements = [replace(m, details={**m.details, **details}) for m in parsed.measurements]
-    cold = first_iteration_measurement(record, parsed, details)
+    measurements = [as_java(m, record) for m in parsed.measurements]
+    cold = first_iteration_measurement(record, parsed)
     if cold is not None:
-        measurements.append(cold)
+        measurements.append(as_java(cold, record))
     return ParsedPoint(parsed.point_key, tuple(measurements))
 
 
