@@ -123,7 +123,8 @@ def test_output_without_end_record_fails_verification() -> None:
 
 def test_rank_rules_of_the_java_kernels() -> None:
     assert java_rank_rule_error("mg", "S", 8) is None
-    assert "at most 8 ranks" in str(java_rank_rule_error("mg", "S", 16))
+    assert java_rank_rule_error("mg", "S", 64) is None  # coarse levels gathered, as mg.c
+    assert "at most 4096 ranks" in str(java_rank_rule_error("mg", "S", 8192))  # NPB's rule
     assert "at most 32 ranks" in str(java_rank_rule_error("ft", "W", 64))
     assert "power-of-two" in str(java_rank_rule_error("cg", "S", 3))
     bench = get_benchmark("npb-java")
@@ -191,6 +192,23 @@ def test_class_s_verifies_at_1_and_2_ranks(tmp_path: Path) -> None:
         assert m.details["mpj_device"] == "smpdev"
         # Every stored result passed the official verification.
         assert all(q["passed"] for q in m.details["verification"])
+
+
+@requires_mpj
+def test_mg_beyond_8_ranks_gathers_the_coarse_levels_and_verifies(tmp_path: Path) -> None:
+    """16 ranks (a 2 x 2 x 4 grid): the levels below l0 = 2 run on the whole grid on every
+    rank, as mg.c; 64 ranks (1 point per rank on level l0) verified by hand too."""
+    suite = write(
+        tmp_path / "suite.toml",
+        'name = "mg16"\n[[benchmark]]\nname = "npb-java"\nkernels = ["mg"]\nclasses = ["S"]\n'
+        "ranks = [16]\n",
+    )
+    db = tmp_path / "r.db"
+    hpceval("run", "-p", "local-mpj", "-s", str(suite), "--db", str(db), cwd=tmp_path, check=True)
+    (mops,) = [r.measurement for r in open_store(str(db)).measurements()
+               if r.measurement.metric == "mops_total"]  # fmt: skip
+    assert mops.parameters["ranks"] == 16 and mops.value > 0
+    assert all(q["passed"] for q in mops.details["verification"])
 
 
 @requires_mpj

@@ -6,8 +6,12 @@
  * L2 norm of the final residual, rnm2, is verified. As NPB's MPI MG and hpceval's mg.c: the
  * ranks form a pi0 x pi1 x pi2 grid (NPB's split), every rank owns one block of every level
  * plus one ghost layer, refreshed after every stencil by face exchanges axis by axis (comm3;
- * on one rank NPB's comm1p copies with its buffers). Up to 8 ranks every level is distributed
- * (mg.c's coarse-level gather, needed beyond, is not written here).
+ * on one rank NPB's comm1p copies with its buffers). As mg.c beyond 8 ranks (NPB keeps idle
+ * ranks on the coarse levels that have fewer points than ranks along an axis): below the
+ * finest level l0 where every rank still owns a point per axis, level l0's residual is
+ * gathered on every rank (Allgather of the blocks), the coarser levels are computed on every
+ * rank on the whole grid, and each rank adds its own block of the level-l0 correction. Up to
+ * 8 ranks l0 is the coarsest level and every level is distributed.
  * Arrays: x fastest; a level with interior n has m = n + 2 points per axis.
  */
 import mpi.MPI;
@@ -16,7 +20,6 @@ import mpi.Request;
 final class Mg {
     static final int NTOP = 10;
     static final double TOLERANCE = 1e-8;
-    static final int MAX_RANKS = 8;
     static final String CLASSES = "SWABC";
     static final int[] NX = {32, 128, 256, 256, 512};
     static final int[] NIT = {4, 4, 4, 20, 20};
@@ -26,7 +29,8 @@ final class Mg {
     /** One level of this rank: interior n, stored m = n + 2 per axis, global first index. */
     static final class Level {
         final int[] n = new int[3], m = new int[3], start = new int[3];
-        int size;
+        int size, gn;
+        boolean distributed; // false: the whole grid on every rank (below l0)
 
         int idx(int i1, int i2, int i3) {
             return i1 + m[0] * (i2 + m[1] * i3);
@@ -45,6 +49,9 @@ final class Mg {
     double[][] c1p = new double[4][];
     int c1pLen;
     double[] t1, t2, t3;
+    int l0; // the coarsest level distributed over the ranks
+    Level full; // level l0's whole grid (when l0 > 1)
+    double[] rFull, uFull, gatherSend, gatherRecv;
 
     Mg(Npb npb) {
         this.npb = npb;
@@ -75,20 +82,25 @@ final class Mg {
             neighbour[ax][1] = rankOf(c);
         }
         lt = Npb.ilog2(nx);
+        l0 = Math.max(Npb.ilog2(Math.max(pi[0], Math.max(pi[1], pi[2]))), 1);
         lev = new Level[lt + 1];
         u = new double[lt + 1][];
         r = new double[lt + 1][];
         for (int k = 1; k <= lt; ++k) {
-            Level L = new Level();
-            for (int ax = 0; ax < 3; ++ax) {
-                L.n[ax] = (1 << k) / pi[ax];
-                L.start[ax] = coord[ax] * L.n[ax];
-                L.m[ax] = L.n[ax] + 2;
-            }
-            L.size = L.m[0] * L.m[1] * L.m[2];
-            lev[k] = L;
-            u[k] = new double[L.size];
-            r[k] = new double[L.size];
+            lev[k] = level(1 << k, k >= l0);
+            u[k] = new double[lev[k].size];
+            r[k] = new double[lev[k].size];
+        }
+        int widest = lev[lt].m[0];
+        if (l0 > 1) {
+            full = level(1 << l0, false);
+            rFull = new double[full.size];
+            uFull = new double[full.size];
+            Level L = lev[l0];
+            int block = L.n[0] * L.n[1] * L.n[2];
+            gatherSend = new double[block];
+            gatherRecv = new double[block * npb.nranks];
+            widest = Math.max(widest, full.m[0]);
         }
         Level T = lev[lt];
         v = new double[T.size];
@@ -102,9 +114,23 @@ final class Mg {
             c1pLen = 2 * T.m[0] * T.m[0];
             for (int b = 0; b < 4; ++b) c1p[b] = new double[c1pLen];
         }
-        t1 = new double[T.m[0] + 1];
-        t2 = new double[T.m[0] + 1];
-        t3 = new double[T.m[0] + 1];
+        t1 = new double[widest + 1];
+        t2 = new double[widest + 1];
+        t3 = new double[widest + 1];
+    }
+
+    /** A level of gn points per axis: this rank's block, or the whole grid. */
+    Level level(int gn, boolean distributed) {
+        Level L = new Level();
+        L.gn = gn;
+        L.distributed = distributed;
+        for (int ax = 0; ax < 3; ++ax) {
+            L.n[ax] = distributed ? gn / pi[ax] : gn;
+            L.start[ax] = distributed ? coord[ax] * L.n[ax] : 0;
+            L.m[ax] = L.n[ax] + 2;
+        }
+        L.size = L.m[0] * L.m[1] * L.m[2];
+        return L;
     }
 
     // ------------------------------------------------------------------- comm3 --
@@ -170,9 +196,31 @@ final class Mg {
         faceCopy(L, x, ax, 0, c1p[3], true);
     }
 
+    /** A whole-grid level's periodic ghosts, in place. */
+    static void periodicCopy(Level L, double[] x, int ax) {
+        final int m0 = L.m[0], m1 = L.m[1], n0 = L.n[0], n1 = L.n[1], n2 = L.n[2];
+        if (ax == 0) {
+            for (int i3 = 1; i3 <= n2; ++i3)
+                for (int i2 = 1; i2 <= n1; ++i2) {
+                    int row = L.idx(0, i2, i3);
+                    x[row] = x[row + n0];
+                    x[row + n0 + 1] = x[row + 1];
+                }
+        } else if (ax == 1) {
+            for (int i3 = 1; i3 <= n2; ++i3) {
+                System.arraycopy(x, L.idx(0, n1, i3), x, L.idx(0, 0, i3), m0);
+                System.arraycopy(x, L.idx(0, 1, i3), x, L.idx(0, n1 + 1, i3), m0);
+            }
+        } else {
+            System.arraycopy(x, L.idx(0, 0, n2), x, L.idx(0, 0, 0), m0 * m1);
+            System.arraycopy(x, L.idx(0, 0, 1), x, L.idx(0, 0, n2 + 1), m0 * m1);
+        }
+    }
+
     void comm3(Level L, double[] x) {
         for (int ax = 0; ax < 3; ++ax) {
-            if (npb.nranks == 1) comm1p(L, x, ax);
+            if (!L.distributed) periodicCopy(L, x, ax);
+            else if (npb.nranks == 1) comm1p(L, x, ax);
             else exchange(L, x, ax);
         }
     }
@@ -294,17 +342,73 @@ final class Mg {
         return new double[] {Math.sqrt(out[0] / points), outMax[0]};
     }
 
+    // ------------------------------------------------- coarse levels on every rank --
+
+    /** Level l0's residual gathered on every rank into the whole-grid copy. */
+    void gatherL0() {
+        final Level L = lev[l0];
+        final int n0 = L.n[0], n1 = L.n[1], n2 = L.n[2], block = n0 * n1 * n2;
+        int k = 0;
+        for (int i3 = 1; i3 <= n2; ++i3)
+            for (int i2 = 1; i2 <= n1; ++i2)
+                for (int i1 = 1; i1 <= n0; ++i1) gatherSend[k++] = r[l0][L.idx(i1, i2, i3)];
+        npb.world.Allgather(gatherSend, 0, block, MPI.DOUBLE, gatherRecv, 0, block, MPI.DOUBLE);
+        for (int q = 0; q < npb.nranks; ++q) {
+            final int c0 = q % pi[0], c1 = (q / pi[0]) % pi[1], c2 = q / (pi[0] * pi[1]);
+            k = block * q;
+            for (int i3 = 1; i3 <= n2; ++i3)
+                for (int i2 = 1; i2 <= n1; ++i2)
+                    for (int i1 = 1; i1 <= n0; ++i1)
+                        rFull[full.idx(c0 * n0 + i1, c1 * n1 + i2, c2 * n2 + i3)] = gatherRecv[k++];
+        }
+        comm3(full, rFull);
+    }
+
+    /** This rank's block of level l0 (ghosts included) += the whole-grid interpolation. */
+    void scatterL0(double[] uu) {
+        final Level L = lev[l0];
+        final int g = full.gn;
+        for (int i3 = 0; i3 < L.m[2]; ++i3)
+            for (int i2 = 0; i2 < L.m[1]; ++i2)
+                for (int i1 = 0; i1 < L.m[0]; ++i1) {
+                    // The point's global index, folded into the periodic whole grid (1..g).
+                    int f1 = (L.start[0] + i1 - 1 + g) % g + 1;
+                    int f2 = (L.start[1] + i2 - 1 + g) % g + 1;
+                    int f3 = (L.start[2] + i3 - 1 + g) % g + 1;
+                    uu[L.idx(i1, i2, i3)] += uFull[full.idx(f1, f2, f3)];
+                }
+    }
+
+    void restrictTo(int k) {
+        if (k + 1 == l0 && l0 > 1) {
+            gatherL0();
+            rprj3(full, rFull, lev[k], r[k]);
+        } else {
+            rprj3(lev[k + 1], r[k + 1], lev[k], r[k]);
+        }
+    }
+
+    void prolongateTo(int k) {
+        if (k == l0 && l0 > 1) {
+            java.util.Arrays.fill(uFull, 0.0);
+            interp(lev[k - 1], u[k - 1], full, uFull);
+            scatterL0(u[k]);
+        } else {
+            interp(lev[k - 1], u[k - 1], lev[k], u[k]);
+        }
+    }
+
     void mg3p() {
-        for (int k = lt - 1; k >= 1; --k) rprj3(lev[k + 1], r[k + 1], lev[k], r[k]);
+        for (int k = lt - 1; k >= 1; --k) restrictTo(k);
         java.util.Arrays.fill(u[1], 0.0);
         psinv(lev[1], r[1], u[1]);
         for (int k = 2; k <= lt - 1; ++k) {
             java.util.Arrays.fill(u[k], 0.0);
-            interp(lev[k - 1], u[k - 1], lev[k], u[k]);
+            prolongateTo(k);
             resid(lev[k], u[k], r[k], r[k]);
             psinv(lev[k], r[k], u[k]);
         }
-        interp(lev[lt - 1], u[lt - 1], lev[lt], u[lt]);
+        prolongateTo(lt);
         resid(lev[lt], u[lt], v, r[lt]);
         psinv(lev[lt], r[lt], u[lt]);
     }
@@ -403,9 +507,6 @@ final class Mg {
         nit = NIT[c];
         final int P = npb.nranks;
         if (!Npb.isPowerOfTwo(P)) throw Npb.fail("mg needs a power-of-two number of ranks, got %d", P);
-        if (P > MAX_RANKS)
-            throw Npb.fail("mg in Java runs on at most %d ranks (every level distributed), got %d",
-                MAX_RANKS, P);
         ac[0] = -8.0 / 3.0;
         ac[1] = 0.0;
         ac[2] = 1.0 / 6.0;

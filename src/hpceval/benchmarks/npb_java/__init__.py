@@ -47,8 +47,6 @@ SOURCES = (
 )
 JAVA_KERNELS: tuple[str, ...] = ("ep", "is", "cg", "mg", "ft")
 PROTOCOL_VERSION = "1.0"
-# Mg.java distributes every level (mg.c's coarse-level gather beyond 8 ranks is not written).
-MG_MAX_RANKS = 8
 # One class-S..C run in Java against the C kernel's (generous: JIT, MPJ's collectives).
 JAVA_SLOWDOWN_ESTIMATE = 3.0
 
@@ -60,8 +58,6 @@ def java_rank_rule_error(kernel: str, class_name: str, ranks: int) -> str | None
     """Why `ranks` cannot run this kernel and class in Java (None if it can)."""
     if why := rank_rule_error(kernel, class_name, ranks):
         return why
-    if kernel == "mg" and ranks > MG_MAX_RANKS:
-        return f"mg in Java runs on at most {MG_MAX_RANKS} ranks, got {ranks}"
     # FT: NPB's rule (at most min(ny, nz) ranks) keeps Ft.java in its slab layout (nz <= ny).
     return None
 
