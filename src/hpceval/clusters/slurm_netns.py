@@ -10,7 +10,9 @@ hpceX-nI at 10.213.X.(I+1), links shaped with `tc tbf`), gives its bridge the ad
   SlurmctldHost);
 - one `slurmd` per node, inside the node's network namespace and a UTS namespace whose host
   name is the node's name (`slurmd -N hpceX-nI`): NodeName, NodeHostname and the host name
-  the ranks see are the namespace's, NodeAddr its address. Spool directory, pid file and log
+  the ranks see are the namespace's, NodeAddr its address; a mount namespace of its own puts
+  the nodes' hosts file over /etc/hosts (node names resolve in every node, as on a real
+  cluster: MPJ Express looks its own up). Spool directory, pid file and log
   are per node (`%n` in slurm.conf); the port is the same in every node (each namespace has
   its own).
 
