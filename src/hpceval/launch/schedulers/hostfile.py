@@ -42,10 +42,10 @@ from hpceval.execute import last_line
 from hpceval.launch.command import MpiRuntime
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.base import Scheduler, write_if_changed
-from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj import check_daemon_device, mpj_request
 from hpceval.launch.schedulers.mpj_daemons import held_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
-from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device, machines_file
+from hpceval.launch.starters.mpjrun import machines_file
 from hpceval.model import Placement
 from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
@@ -127,14 +127,7 @@ class HostfileScheduler(Scheduler):
         return self.starter.name == MPJ_STARTER
 
     def _check_mpj_device(self) -> None:
-        device = self.starter_options().device
-        check_device(device)
-        if device not in DAEMON_DEVICES:
-            raise UserError(
-                f"launcher.device {device}: the hostfile launcher runs MPJ Express's niodev "
-                "(one JVM per rank) or hybdev (one JVM per host) device, with an MPJ daemon on "
-                'every host; multicore runs on one machine (kind = "mpj")'
-            )
+        check_daemon_device(self.starter_options().device, "the hostfile launcher")
 
     # ----------------------------------------------------------------- hosts and hostfiles
 

@@ -29,7 +29,12 @@ from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.local import LocalScheduler
 from hpceval.launch.schedulers.mpj_daemons import local_daemon, port_is_free
 from hpceval.launch.starters.base import Nodes, StartRequest
-from hpceval.launch.starters.mpjrun import MpjrunOptions, MpjStartRequest, check_device
+from hpceval.launch.starters.mpjrun import (
+    DAEMON_DEVICES,
+    MpjrunOptions,
+    MpjStartRequest,
+    check_device,
+)
 from hpceval.model import Placement
 from hpceval.mpj import DEFAULT_DAEMON_PORT, installation
 
@@ -83,6 +88,17 @@ class MpjScheduler(LocalScheduler):
         return mpj_request(request, nodes)
 
 
+def check_daemon_device(device: str, who: str) -> None:
+    """A scheduler across nodes starts MPJ daemons: niodev or hybdev, not multicore."""
+    check_device(device)
+    if device not in DAEMON_DEVICES:
+        raise UserError(
+            f"launcher.device {device}: {who} runs MPJ Express's niodev (one JVM per rank) or "
+            "hybdev (one JVM per node) device, with an MPJ daemon on every node; multicore runs "
+            'on one machine (kind = "mpj")'
+        )
+
+
 def mpj_request(request: StartRequest, nodes: Nodes) -> MpjStartRequest:
     """The scheduler's request for the mpjrun starter: MPJ's JVM and home, the nodes."""
     mpj = installation()
@@ -95,4 +111,4 @@ def asdict_shallow(request: StartRequest) -> dict[str, Any]:
     return {name: getattr(request, name) for name in request.__dataclass_fields__}
 
 
-__all__ = ["MpjScheduler", "mpj_request", "port_is_free"]
+__all__ = ["MpjScheduler", "check_daemon_device", "mpj_request", "port_is_free"]

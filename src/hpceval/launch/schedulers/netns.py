@@ -49,18 +49,16 @@ from hpceval.errors import ToolMissing, UserError
 from hpceval.launch.command import Command, MpiRuntime
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.base import Scheduler, write_if_changed
-from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj import check_daemon_device, mpj_request
 from hpceval.launch.schedulers.mpj_daemons import node_daemons
 from hpceval.launch.starters.base import Nodes, RemoteShell, StartRequest
-from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device, machines_file
+from hpceval.launch.starters.mpjrun import machines_file
 from hpceval.model import Origin, Placement
 from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
 SHARED_CORES_NOTE = "emulated nodes share this machine's cores: binding disabled"
 # The starters that start daemons through an rsh agent.
 RSH_STARTERS = ("openmpi", "mpich")
-# With MPJ Express's starter (its daemons started by the session, one per node): its devices.
-MPJ_DEVICES = DAEMON_DEVICES
 
 # MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would
 # use its shared-memory transports between them, bypassing the veths (1 MiB ping-pong in
@@ -106,13 +104,7 @@ class NetnsScheduler(Scheduler):
 
     def _check_platform(self) -> None:
         if self.runs_mpj:
-            device = self.starter_options().device
-            check_device(device)
-            if device not in MPJ_DEVICES:
-                raise UserError(
-                    f"launcher.device {device}: the netns launcher runs MPJ Express's niodev "
-                    "(one JVM per rank) or hybdev (one JVM per node) device, TCP between nodes"
-                )
+            check_daemon_device(self.starter_options().device, "the netns launcher")
         elif self.starter.name not in RSH_STARTERS:
             raise UserError(
                 "the netns launcher starts ranks through the rsh agent of Open MPI or MPICH; "

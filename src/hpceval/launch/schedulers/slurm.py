@@ -34,7 +34,7 @@ from hpceval.execute import Executor, Running, StartFailed
 from hpceval.launch.command import Command, MpiRuntime
 from hpceval.launch.schedulers import register
 from hpceval.launch.schedulers.base import Scheduler
-from hpceval.launch.schedulers.mpj import mpj_request
+from hpceval.launch.schedulers.mpj import check_daemon_device, mpj_request
 from hpceval.launch.schedulers.mpj_daemons import MACHINES_PLACEHOLDER, job_daemons_argv
 from hpceval.launch.schedulers.slurm_client import (
     SlurmOptions,
@@ -49,7 +49,6 @@ from hpceval.launch.schedulers.slurm_client import (
 )
 from hpceval.launch.schedulers.slurm_jobs import JobShape, SlurmJob, job_script
 from hpceval.launch.starters.base import Nodes, StartRequest
-from hpceval.launch.starters.mpjrun import DAEMON_DEVICES, check_device
 from hpceval.model import Placement
 from hpceval.mpj import DEFAULT_DAEMON_PORT, MPJ_STARTER, installation
 
@@ -167,13 +166,7 @@ class SlurmScheduler(Scheduler):
         return self.starter.name == MPJ_STARTER
 
     def _check_mpj_device(self) -> None:
-        device = self.starter_options().device
-        check_device(device)
-        if device not in DAEMON_DEVICES:
-            raise UserError(
-                f"launcher.device {device}: a Slurm job runs MPJ Express's niodev (one JVM per "
-                "rank) or hybdev (one JVM per node) device, with an MPJ daemon on every node"
-            )
+        check_daemon_device(self.starter_options().device, "a Slurm job")
 
     def shape_of(self, argv: Sequence[str]) -> JobShape:
         try:
