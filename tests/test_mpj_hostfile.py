@@ -214,6 +214,7 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
     suite = write(tmp_path / "suite.toml", LONG_PINGPONG)
     cache = tmp_path / "cache"  # the JVMs' class paths name it: they can be told apart
     env = {**os.environ, "HPCEVAL_CACHE": str(cache)}
+    homes_before = set(Path("/tmp").glob("hpceval-mpj-*/.mpj_users"))
     proc = subprocess.Popen(
         hpceval_in_node0(cluster, tmp_path, "-p", str(platform), "-s", str(suite)),
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -229,9 +230,14 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while jvms_of(str(cache)) and time.monotonic() < deadline:
+
+        def left() -> list[Any]:
+            homes = set(Path("/tmp").glob("hpceval-mpj-*/.mpj_users")) - homes_before
+            return [*jvms_of(str(cache)), *homes]
+
+        while left() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert jvms_of(str(cache)) == []
+        assert left() == []  # no daemon, no rank JVM, and the hosts' daemon homes removed
     finally:
         if proc.poll() is None:
             proc.kill()
