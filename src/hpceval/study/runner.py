@@ -9,7 +9,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +29,9 @@ from hpceval.campaign import (
 from hpceval.config import Loaded, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.execute import is_alive
-from hpceval.model import Status
+from hpceval.model import Origin, Status
 from hpceval.store import Store, StoreUnavailable
+from hpceval.study.extend import extend_study
 from hpceval.study.recipe import Recipe, waits_for_pending
 from hpceval.study.scale import Capacity, scale_entry
 
@@ -61,6 +62,7 @@ def plan_platform(
     *,
     smallest: bool,
     max_ranks: int | None,
+    sources: Mapping[str, str] | None = None,
 ) -> PlatformPlan:
     """The recipe's entries scaled to the platform, each planned on its own first so that one
     that cannot run here is a note, not a failed study."""
@@ -70,7 +72,8 @@ def plan_platform(
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
     for part in recipe.part:
-        for options in part.benchmark:
+        for given in part.benchmark:
+            options = with_sources(given, sources or {})
             name = str(options["name"])
             if find_benchmark(name) is None:
                 notes.append(
@@ -130,11 +133,20 @@ def run_study(
     max_ranks: int | None,
     reporter: Callable[[], Reporter],
     say: Say,
+    extend: bool = True,
+    sources: Mapping[str, str] | None = None,
 ) -> StudyOutcome:
-    """A new study run: every platform in turn, the baseline first."""
+    """A new study run: every platform in turn, the baseline first, then the recipe's
+    projections (`extend`) on each."""
     names = _ordered(platforms, baseline)
     loaded = [load_platform(n) for n in names]  # every name checked before anything runs
-    options = {"platforms": names, "smallest": smallest, "max_ranks": max_ranks}
+    options = {
+        "platforms": names,
+        "smallest": smallest,
+        "max_ranks": max_ranks,
+        "extend": extend,
+        "sources": dict(sources or {}),
+    }
     study_id = store.create_study(recipe.config.name, recipe.raw, baseline, options)
     say(f"study {study_id}: {recipe.config.name} on {', '.join(names)} (baseline {baseline})")
     return _run_platforms(store, recipe.config, study_id, loaded, {}, options, reporter, say)
@@ -153,11 +165,38 @@ def resume_study(
     if row is None:
         raise UserError(f"{store.url}: no unfinished study run of {recipe.config.name!r}")
     options = dict(row.options)
-    done = {r.platform: r.run_id for r in store.study_runs(row.id)}
+    done = measured_runs(store, row.id)
     loaded = [load_platform(n) for n in options["platforms"]]
     store.set_study_status(row.id, "running")
     say(f"resuming study {row.id}: {recipe.config.name}")
     return _run_platforms(store, recipe.config, row.id, loaded, done, options, reporter, say)
+
+
+def measured_runs(store: Store, study_id: int) -> dict[str, int]:
+    """Platform -> the study's measured run there (projections are runs of their own)."""
+    runs: dict[str, int] = {}
+    for r in store.study_runs(study_id):
+        if store.run(r.run_id).origin is not Origin.SIMULATED:
+            runs.setdefault(r.platform, r.run_id)
+    return runs
+
+
+def projected_runs(store: Store, study_id: int) -> dict[str, list[int]]:
+    """Platform -> the study's projections there (runs of origin simulated)."""
+    runs: dict[str, list[int]] = {}
+    for r in store.study_runs(study_id):
+        if store.run(r.run_id).origin is Origin.SIMULATED:
+            runs.setdefault(r.platform, []).append(r.run_id)
+    return runs
+
+
+def with_sources(options: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
+    """An entry with the source tree the user gave for its benchmark (`--source NAME=PATH`),
+    unless the recipe names one."""
+    name = str(options["name"])
+    if name in sources and "source" not in options:
+        return {**options, "source": sources[name]}
+    return dict(options)
 
 
 def _ordered(platforms: Sequence[str], baseline: str) -> list[str]:
@@ -187,7 +226,11 @@ def _run_platforms(
                     results[name] = _resume_run(store, done[name], reporter(), say)
                 continue
             plan = plan_platform(
-                recipe, platform, smallest=options["smallest"], max_ranks=options["max_ranks"]
+                recipe,
+                platform,
+                smallest=options["smallest"],
+                max_ranks=options["max_ranks"],
+                sources=options.get("sources") or {},
             )
             for note in plan.notes:
                 say(f"{name}: {note}")
@@ -196,6 +239,16 @@ def _run_platforms(
                 continue
             run_id, result = _new_run(store, study_id, plan, reporter(), say)
             runs[name], results[name] = run_id, result
+        if options.get("extend", True) and recipe.extend:
+            extend_study(
+                store,
+                recipe,
+                study_id,
+                list(runs),
+                smallest=options["smallest"],
+                reporter=reporter,
+                say=say,
+            )
     except Interrupted:
         with contextlib.suppress(StoreUnavailable):
             store.set_study_status(study_id, "interrupted")
