@@ -64,7 +64,9 @@ def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Ser
     for c, _, point in found:
         key = (c.label, point.get(spec.x, ""), *(point.get(s, "") for s in spec.series))
         groups.setdefault(key, []).append(point)
-    names = [*spec.series, *differing_parameters(groups, [spec.x, *spec.series])]
+    # A line spans the x values: (column, series values) without x.
+    added = differing_parameters(groups, [spec.x, *spec.series], lambda k: (k[0], *k[2:]))
+    names = [*spec.series, *added]
     out: dict[tuple[str, ...], Series] = {}
     for c, m, point in found:
         try:
@@ -72,7 +74,7 @@ def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Ser
         except ValueError:
             x = float("nan")
         key = (c.label, *(point.get(n, "") for n in names))
-        label = ", ".join(f"{n}={point.get(n, '')}" for n in names)
+        label = ", ".join(f"{n}={point[n]}" for n in names if point.get(n, ""))
         s = out.setdefault(key, Series(c, label, key[1:], {}, m.unit))
         s.points.setdefault(x, []).append(m.value)
     return list(out.values())
@@ -86,7 +88,7 @@ def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigu
     palette = Palette(c.platform for c in columns)
     shades: dict[str, dict[tuple[str, ...], int]] = {}
     notes: list[str] = []
-    fig = MplFigure(figsize=(7.0, 4.2), layout="constrained")
+    fig = MplFigure(figsize=(9.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     unit = series[0].unit
     if spec.kind == "bars":
@@ -131,7 +133,7 @@ def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigu
         ax.set_ylabel("speedup" if speedup else f"{spec.select.metric} ({unit})")
     ax.set_title(mpl_text(spec.title))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     caption = spec.title
     if any(c.simulated for c in columns):
         caption += (
@@ -202,20 +204,24 @@ def _overlay(ax: object, spec: Figure, series: Sequence[Series], unit: str) -> l
     if x is None:
         return [f"published {figure.source} figures not placed (no {spec.x} given for them)"]
     labels = {v for s in series for v in s.key}
-    drawn = False
+    shown = [p for p in figure.points if p in labels]
     for i, row in enumerate(figure.rows):
-        for point in figure.points:
-            if point not in labels:
-                continue
-            value = convert(figure.value(row.platform, point), figure.unit, unit)
-            if value is None:
-                return [f"published {figure.source} figures in {figure.unit}, not placed"]
-            label = f"published {figure.source}: {row.platform}, {point}"
-            marker = PUBLISHED_MARKERS[i % len(PUBLISHED_MARKERS)]
-            ax.plot([x], [value], linestyle="none", color="black", marker=marker,
-                    markersize=8, label=mpl_text(label))  # fmt: skip
-            drawn = True
-    return [f"published: {figure.cite}"] if drawn else []
+        converted = [convert(figure.value(row.platform, p), figure.unit, unit) for p in shown]
+        values = [v for v in converted if v is not None]
+        if len(values) < len(converted):
+            return [f"published {figure.source} figures in {figure.unit}, not placed"]
+        if not values:
+            continue
+        label = mpl_text(f"published {figure.source}: {row.platform}")
+        marker = PUBLISHED_MARKERS[i % len(PUBLISHED_MARKERS)]
+        ax.plot([x] * len(values), values, linestyle="none", color="black", marker=marker,
+                markersize=7, label=label)  # fmt: skip
+    if not shown:
+        return []
+    return [
+        f"black markers at {spec.x} {x:g}: the published {', '.join(shown)} values of each "
+        f"published platform ({figure.cite})"
+    ]
 
 
 def _published_x(figure: PublishedFigure, spec: Figure) -> float | None:

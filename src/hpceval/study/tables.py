@@ -7,7 +7,7 @@ table says which were added."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,17 +68,42 @@ def point_of(m: Measurement) -> dict[str, str]:
 
 
 def differing_parameters(
-    groups: Mapping[Any, Sequence[Mapping[str, str]]], listed: Sequence[str]
+    groups: Mapping[Any, Sequence[Mapping[str, str]]],
+    listed: Sequence[str],
+    line_of: Callable[[Any], Any] = lambda key: key,
 ) -> list[str]:
-    """The parameters, beyond `listed`, whose values differ inside one group ("" for a
-    parameter a point lacks)."""
-    differing: set[str] = set()
-    for points in groups.values():
-        names = {k for p in points for k in p} - set(listed)
-        for name in names:
-            if len({p.get(name, "") for p in points}) > 1:
-                differing.add(name)
-    return sorted(differing)
+    """The fewest parameters beyond `listed` that tell apart the different points inside
+    each group ("" stands for a parameter a point lacks): added one at a time, each time the
+    one that leaves the fewest groups with different points, then the one that splits the
+    fewest lines (`line_of` a group's key: a figure's line spans its x values), then by name."""
+    added: list[str] = []
+
+    def lines(keys: Sequence[str]) -> int:
+        return len(
+            {
+                (line_of(key), *(p.get(k, "") for k in keys))
+                for key, points in groups.items()
+                for p in points
+            }
+        )
+
+    def conflicts(keys: Sequence[str]) -> int:
+        count = 0
+        for points in groups.values():
+            split: dict[tuple[str, ...], set[tuple[tuple[str, str], ...]]] = {}
+            for p in points:
+                split.setdefault(tuple(p.get(k, "") for k in keys), set()).add(
+                    tuple(sorted((k, v) for k, v in p.items() if k not in listed))
+                )
+            count += sum(1 for variants in split.values() if len(variants) > 1)
+        return count
+
+    candidates = sorted({k for points in groups.values() for p in points for k in p} - set(listed))
+    while conflicts(added) and candidates:
+        best = min(candidates, key=lambda k: (conflicts([*added, k]), lines([*added, k]), k))
+        added.append(best)
+        candidates.remove(best)
+    return added
 
 
 def table_data(
@@ -98,9 +123,7 @@ def table_data(
         units[row, c.label] = m.unit
     data = TableData(keys, added)
     for row, by_column in pooled.items():
-        data.values[row] = {
-            c: (float(np.mean(v)), units[row, c]) for c, v in by_column.items()
-        }
+        data.values[row] = {c: (float(np.mean(v)), units[row, c]) for c, v in by_column.items()}
     return data
 
 
@@ -130,6 +153,9 @@ def relative_to_lowest(
 def table_lines(store: Store, table: Table, columns: Sequence[Column], baseline: str) -> list[str]:
     data = table_data(store, table.select, table.by, columns)
     figure = published().find_figure(table.published) if table.published else None
+    # A platform's projections show where they have a point of this table.
+    filled = {label for cells in data.values.values() for label in cells}
+    columns = [c for c in columns if not c.simulated or c.label in filled]
     labels = [c.label for c in columns]
     pub_rows = figure.rows if figure is not None else []
     header = [*data.keys, *labels, *(f"published: {r.platform}" for r in pub_rows)]
