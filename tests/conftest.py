@@ -86,7 +86,8 @@ def run_with_fake_tool(
     fake = fake_tool(tmp_path / tool, script)
     platform = write(
         tmp_path / "p.toml",
-        f"name='fake'\n[launcher]\nkind='local'\nenv={{FAKE_MODE='{mode}', FAKE_LOG='{log}'}}\n",
+        "name='fake'\n[launcher]\nkind='local'\n"
+        f"env={{FAKE_MODE='{mode}', FAKE_LOG='{log}'}}\n",
     )
     suite_file = write(tmp_path / "s.toml", suite.format(fake=fake))
     proc = hpceval("run", "--platform", str(platform), "--suite", str(suite_file), cwd=tmp_path)

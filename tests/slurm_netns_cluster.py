@@ -30,8 +30,6 @@ def shaped_ceiling_mb_s(size: int) -> float:
 
     burst = NetnsOptions(link=LINK).burst_bytes() or 0
     return 1.02 * LINK_MB_S * size / max(size - burst, 1)
-
-
 NODES = 2
 
 

@@ -138,10 +138,8 @@ def test_origins_are_put_side_by_side_only_when_asked(db: str, tmp_path: Path) -
                "--allow-mixed-origins", "--csv", str(out))  # fmt: skip
     assert r.exit_code == 0, r.output
     assert {row["baseline_origin"] for row in read_csv(out)} == {"emulated"}
-    one_line_error(
-        invoke("compare", "-b", "bare", "--db", db, "--baseline-origin", "real"),
-        "--baseline-origin 'real': expected one of measured, emulated, simulated",
-    )
+    one_line_error(invoke("compare", "-b", "bare", "--db", db, "--baseline-origin", "real"),
+                   "--baseline-origin 'real': expected one of measured, emulated, simulated")
     one_line_error(invoke("compare", "-b", "bare", "vm", "--db", db,
                           "--baseline-origin", "simulated"),
                    "--baseline-origin simulated: baseline 'bare' has no simulated")  # fmt: skip
@@ -160,26 +158,12 @@ def test_origins_are_put_side_by_side_only_when_asked(db: str, tmp_path: Path) -
         (("cost",), "--allow-mixed-origins"),
         (("recommend", "-w", "cg.A"), "--allow-mixed-origins"),
         (("cost", "--origin", "simulated"), "--origin simulated: no simulated data"),
-        (
-            (
-                "cost",
-                "--catalog",
-                "csc-2016",
-                "--instance",
-                "bare=AWS c4.8xlarge",
-                "--origin",
-                "measured",
-            ),
-            "--node-tflops PLATFORM=TFLOPS",
-        ),
-        (
-            ("cost", "--catalog", "csc-2016", "--node-tflops", "bare=-1", "--origin", "measured"),
-            "not a positive",
-        ),
-        (
-            ("cost", "--catalog", "csc-2016", "--node-tflops", "bare", "--origin", "measured"),
-            "PLATFORM=TFLOPS",
-        ),
+        (("cost", "--catalog", "csc-2016", "--instance", "bare=AWS c4.8xlarge", "--origin",
+          "measured"), "--node-tflops PLATFORM=TFLOPS"),
+        (("cost", "--catalog", "csc-2016", "--node-tflops", "bare=-1", "--origin", "measured"),
+         "not a positive"),
+        (("cost", "--catalog", "csc-2016", "--node-tflops", "bare", "--origin", "measured"),
+         "PLATFORM=TFLOPS"),
     ],
 )
 def test_errors_name_the_flags(db: str, args: tuple[str, ...], fragment: str) -> None:
@@ -227,13 +211,10 @@ def test_recommend_excludes_and_says_why(db: str, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     # bare's oversubscribed run is fastest (5 s) but not recommended; vm has 2 repetitions.
     assert f"fastest:  bare (measured) [{TWO}, on-demand]: 10.1 s" in r.output
-    assert (
-        f"not recommended: bare (measured) [{FOUR}, oversubscribed, on-demand]: "
-        "oversubscribed (more ranks than cores; --allow-oversubscribed)"
-    ) in r.output
-    assert (
-        f"not recommended: vm (measured) [{TWO}, on-demand]: too few repetitions (n=2, need ≥3)"
-    ) in r.output
+    assert (f"not recommended: bare (measured) [{FOUR}, oversubscribed, on-demand]: "
+            "oversubscribed (more ranks than cores; --allow-oversubscribed)") in r.output
+    assert (f"not recommended: vm (measured) [{TWO}, on-demand]: too few repetitions "
+            "(n=2, need ≥3)") in r.output
     rows = read_csv(out)
     assert {row["statistic"] for row in rows} == {"median"}
     assert sum(1 for row in rows if row["excluded"]) == 3

@@ -228,9 +228,7 @@ def test_read_by_forked_workers_is_the_read_here(
 ) -> None:
     store, runs = mixed
     selections: list[dict[str, Any]] = [
-        {},
-        {"platforms": ["vm é\x1f|"]},
-        {"runs": [runs["sim"], runs["bare"]], "metric": "time"},
+        {}, {"platforms": ["vm é\x1f|"]}, {"runs": [runs["sim"], runs["bare"]], "metric": "time"}
     ]
     here = [load_frame(store, **selection) for selection in selections]
     monkeypatch.setattr(store_columns, "_ROWS_PER_READ_WORKER", 2)  # 17 rows: 3 workers
@@ -277,13 +275,8 @@ def test_names_with_quotes_filter_the_read(database: str) -> None:
                 hpceval_version=hpceval.__version__, git_revision=None,
                 origin=Origin.MEASURED, host="h", pid=1,
             )  # fmt: skip
-            store.add_measurement(
-                run,
-                None,
-                "p2p",
-                "point",
-                measurement("mpibench", "latency", 1.0, "us", (1.0,), pattern="pingpong", size=8),
-            )
+            store.add_measurement(run, None, "p2p", "point", measurement(
+                "mpibench", "latency", 1.0, "us", (1.0,), pattern="pingpong", size=8))
         frame = load_frame(store, platforms=["o'brien'; drop table runs; --"], metric="latency")
         assert frame["platform"].astype(str).tolist() == ["o'brien'; drop table runs; --"]
         assert len(store.runs()) == 3

@@ -289,9 +289,8 @@ def test_unavailable_names_the_missing_program(monkeypatch: pytest.MonkeyPatch) 
     # thread-MPI runs need only gmx
     thread_only = bench.parse_options({"mpi": "thread", "gmx_mpi": "no-such-gmx_mpi"})
     assert bench.unavailable(thread_only, platform) == (
-        None
-        if shutil.which("gmx")
-        else "gmx not found on PATH; install Debian package gromacs (./setup.sh deps)"
+        None if shutil.which("gmx") else "gmx not found on PATH; install Debian package "
+        "gromacs (./setup.sh deps)"
     )
 
 

@@ -103,7 +103,9 @@ MARKUP_NAME = "rich[/bad] [bold red]x[/bold red]"
 
 @requires_mpi
 def test_markup_in_names_is_printed_as_it_is(tmp_path: Path) -> None:
-    platform = write(tmp_path / "markup.toml", f'name = "{MARKUP_NAME}"\ndescription = "[/oops]"\n')
+    platform = write(
+        tmp_path / "markup.toml", f'name = "{MARKUP_NAME}"\ndescription = "[/oops]"\n'
+    )
     suite = write(
         tmp_path / "suite.toml",
         'name = "[/s]"\n[[benchmark]]\nname = "mpibench"\npatterns = ["pingpong"]\n'

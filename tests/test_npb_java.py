@@ -26,7 +26,6 @@ from .test_mpibench_java import requires_mpj
 
 DATA = Path(__file__).parent / "data" / "npb_java"
 
-
 def case_for(kernel: str, ranks: int, class_name: str = "S") -> Case:
     return Case(
         key=f"npb-java:{kernel}:{class_name}",
@@ -91,7 +90,9 @@ def test_tampered_result_is_refused() -> None:
 
 def test_header_checks_program_ranks_and_kernel() -> None:
     bench = get_benchmark("npb-java")
-    header = next(ln for ln in (DATA / "cg-S-np2.out").read_text().splitlines() if '"header"' in ln)
+    header = next(
+        ln for ln in (DATA / "cg-S-np2.out").read_text().splitlines() if '"header"' in ln
+    )
     assert bench.parse_line(header, case_for("cg", 2)) is None
     with pytest.raises(BenchmarkFailure, match="unexpected program"):
         bench.parse_line(header.replace('"npb-java"', '"npb"'), case_for("cg", 2))
@@ -167,7 +168,7 @@ def test_java_quick_suite_plans_npb_s_on_local_mpj() -> None:
 
 SUITE = (
     'name = "npb-java-test"\n[[benchmark]]\nname = "npb-java"\n'
-    f'kernels = {list(JAVA_KERNELS)}\nclasses = ["S"]\nranks = [1, 2]\n'
+    f"kernels = {list(JAVA_KERNELS)}\nclasses = [\"S\"]\nranks = [1, 2]\n"
 )
 
 

@@ -194,7 +194,8 @@ def test_the_database_going_away_mid_campaign(
     ), stderr
     assert (
         "); what was committed before is kept; when it is back, continue with: "
-        f"hpceval run --resume --db {postgres_url}" in last
+        f"hpceval run --resume --db {postgres_url}"
+        in last
     )
     assert "Traceback" not in stderr
 

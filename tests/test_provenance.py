@@ -147,10 +147,7 @@ def test_sizes() -> None:
     # A message size is shown exactly (hpceval show, the run summary).
     assert format_bytes(2_000_000, exact=True) == "2000000 B"
     assert [format_bytes(n, exact=True) for n in (0, 1536, 3 << 20, 1 << 30)] == [
-        "0 B",
-        "1536 B",
-        "3 MiB",
-        "1 GiB",
+        "0 B", "1536 B", "3 MiB", "1 GiB"
     ]
 
 

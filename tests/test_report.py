@@ -45,18 +45,13 @@ on-demand = 3.0
 spot = 1.0
 """
 FACTS = {
-    "bare": {
-        "cpu": {"model": "Xeon Bare", "sockets": 2, "cores": 16, "threads": 32},
-        "virtualization": {"kind": "none", "vm": False},
-        "network": {"path": "native (eth0, ixgbe)"},
-        "mpi": {"implementation": "Open MPI", "version": "4.1.4"},
-        "compiler": {"version": "gcc 12.2.0", "cflags": ["-O2"]},
-    },
-    EVIL: {
-        "cpu": {"model": "Xeon <b>Cloud</b>"},
-        "virtualization": {"kind": "kvm", "vm": True},
-        "network": {"path": "paravirtual (eth0, virtio_net)"},
-    },
+    "bare": {"cpu": {"model": "Xeon Bare", "sockets": 2, "cores": 16, "threads": 32},
+             "virtualization": {"kind": "none", "vm": False},
+             "network": {"path": "native (eth0, ixgbe)"},
+             "mpi": {"implementation": "Open MPI", "version": "4.1.4"},
+             "compiler": {"version": "gcc 12.2.0", "cflags": ["-O2"]}},
+    EVIL: {"cpu": {"model": "Xeon <b>Cloud</b>"}, "virtualization": {"kind": "kvm", "vm": True},
+           "network": {"path": "paravirtual (eth0, virtio_net)"}},
     "netns": {"cpu": {"model": "Xeon Emu"}},
 }
 EXPECTED_FIGURES = {
@@ -116,78 +111,34 @@ def add_run(
 def mpibench_points(alpha: float, beta: float, origin: Origin) -> list[tuple[str, Measurement]]:
     out = []
     for size in SIZES:
-        params = {
-            "pattern": "pingpong",
-            "pair": "intra-node",
-            "size": size,
-            "ranks": 2,
-            "nodes": 1,
-            "ranks_per_node": 2,
-        }
+        params = {"pattern": "pingpong", "pair": "intra-node", "size": size, "ranks": 2,
+                  "nodes": 1, "ranks_per_node": 2}
         t = alpha + size / beta
-        out.append(
-            (
-                "mpibench-p2p",
-                Measurement("mpibench", "latency", t, "us", params, spread(t), origin=origin),
-            )
-        )
+        out.append(("mpibench-p2p", Measurement("mpibench", "latency", t, "us", params,
+                                                spread(t), origin=origin)))
         if size:
             bw = size / t
             # as mpibench stores it: per-sample bandwidths n / t_i, value n / mean(t_i)
-            out.append(
-                (
-                    "mpibench-p2p",
-                    Measurement(
-                        "mpibench",
-                        "bandwidth",
-                        bw,
-                        "MB/s",
-                        params,
-                        per_sample_bandwidth(size, t),
-                        origin=origin,
-                    ),
-                )
-            )
+            out.append(("mpibench-p2p", Measurement("mpibench", "bandwidth", bw, "MB/s", params,
+                                                    per_sample_bandwidth(size, t),
+                                                    origin=origin)))
     for ranks in (2, 4):
         for size in (4, 64, 1024, 4096):
             t = alpha * ranks + size / beta
-            params = {
-                "pattern": "allreduce",
-                "size": size,
-                "ranks": ranks,
-                "nodes": 1,
-                "ranks_per_node": ranks,
-            }
-            out.append(
-                (
-                    "mpibench-coll",
-                    Measurement("mpibench", "time", t, "us", params, spread(t), origin=origin),
-                )
-            )
+            params = {"pattern": "allreduce", "size": size, "ranks": ranks, "nodes": 1,
+                      "ranks_per_node": ranks}
+            out.append(("mpibench-coll", Measurement("mpibench", "time", t, "us", params,
+                                                     spread(t), origin=origin)))
     for pattern, factor in (("natural_ring", 1.5), ("random_ring", 2.0)):
         for size in (8, 2_000_000):
-            params = {"pattern": pattern, "size": size, "ranks": 4, "nodes": 1, "ranks_per_node": 4}
+            params = {"pattern": pattern, "size": size, "ranks": 4, "nodes": 1,
+                      "ranks_per_node": 4}
             t = factor * (alpha + size / beta)
-            out.append(
-                (
-                    "mpibench-ring",
-                    Measurement("mpibench", "latency", t, "us", params, spread(t), origin=origin),
-                )
-            )
-            out.append(
-                (
-                    "mpibench-ring",
-                    Measurement(
-                        "mpibench",
-                        "bandwidth",
-                        size / t,
-                        "MB/s",
-                        params,
-                        per_sample_bandwidth(size, t),
-                        origin=origin,
-                    ),
-                )
-            )
+            out.append(("mpibench-ring", Measurement("mpibench", "latency", t, "us", params,
+                                                     spread(t), origin=origin)))
+            out.append(("mpibench-ring", Measurement("mpibench", "bandwidth", size / t, "MB/s",
+                                                     params, per_sample_bandwidth(size, t),
+                                                     origin=origin)))
     return out
 
 
@@ -197,18 +148,11 @@ def npb_points(platform: str) -> list[tuple[str, Measurement]]:
     if platform == "bare":
         placements.append((2, 8, 80.0, 2500.0))  # 16 ranks as 2 x 8: a placement sweep
     for nodes, rpn, seconds, mops in placements:
-        params = {
-            "kernel": "cg",
-            "class": "C",
-            "ranks": nodes * rpn,
-            "nodes": nodes,
-            "ranks_per_node": rpn,
-            "threads_per_rank": 1,
-        }
+        params = {"kernel": "cg", "class": "C", "ranks": nodes * rpn, "nodes": nodes,
+                  "ranks_per_node": rpn, "threads_per_rank": 1}
         out.append(("npb-cg", Measurement("npb", "time", seconds, "s", params, spread(seconds))))
-        out.append(
-            ("npb-cg", Measurement("npb", "mops_total", mops, "Mop/s", params, spread(mops)))
-        )
+        out.append(("npb-cg", Measurement("npb", "mops_total", mops, "Mop/s", params,
+                                          spread(mops))))
     return out
 
 
@@ -226,69 +170,30 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pat
     catalog.write_text(CATALOG)
     with open_store(str(db)) as store:
         price = {"price": {"per_node_hour": 1.0, "currency": "USD"}}
-        add_run(
-            store,
-            "bare",
-            Origin.MEASURED,
-            mpibench_points(*HOCKNEY["bare"], Origin.MEASURED)
-            + npb_points("bare")
-            + fio_points(1000.0),
-            config=price,
-        )
+        add_run(store, "bare", Origin.MEASURED,
+                mpibench_points(*HOCKNEY["bare"], Origin.MEASURED) + npb_points("bare")
+                + fio_points(1000.0), config=price)
         alpha, beta = HOCKNEY["bare"]
-        add_run(
-            store,
-            "bare",
-            Origin.SIMULATED,
-            mpibench_points(alpha * SIMULATED_FACTOR, beta / SIMULATED_FACTOR, Origin.SIMULATED),
-            config=price,
-        )
-        add_run(
-            store,
-            EVIL,
-            Origin.MEASURED,
-            mpibench_points(*HOCKNEY[EVIL], Origin.MEASURED) + npb_points(EVIL) + fio_points(500.0),
-            note="<i>a note</i> & more",
-        )
+        add_run(store, "bare", Origin.SIMULATED,
+                mpibench_points(alpha * SIMULATED_FACTOR, beta / SIMULATED_FACTOR,
+                                Origin.SIMULATED), config=price)
+        add_run(store, EVIL, Origin.MEASURED,
+                mpibench_points(*HOCKNEY[EVIL], Origin.MEASURED) + npb_points(EVIL)
+                + fio_points(500.0), note="<i>a note</i> & more")
         emulated = [
-            (
-                "mpibench-p2p",
-                Measurement(
-                    "mpibench",
-                    "latency",
-                    50.0 + s / 100.0,
-                    "us",
-                    {
-                        "pattern": "pingpong",
-                        "pair": "inter-node",
-                        "size": s,
-                        "ranks": 2,
-                        "nodes": 2,
-                        "ranks_per_node": 1,
-                    },
-                    spread(50.0 + s / 100.0),
-                    origin=Origin.EMULATED,
-                ),
-            )
+            ("mpibench-p2p", Measurement(
+                "mpibench", "latency", 50.0 + s / 100.0, "us",
+                {"pattern": "pingpong", "pair": "inter-node", "size": s, "ranks": 2,
+                 "nodes": 2, "ranks_per_node": 1},
+                spread(50.0 + s / 100.0), origin=Origin.EMULATED))
             for s in SIZES
         ]
         add_run(store, "netns", Origin.EMULATED, emulated)
     out = base / "out"
     # One run per platform: verdicts from that run's samples (--min-repetitions 1).
     result = invoke(
-        "report",
-        "--out",
-        str(out),
-        "--db",
-        str(db),
-        "--baseline",
-        "bare",
-        "--catalog",
-        str(catalog),
-        "--instance",
-        f"{EVIL}=cloud",
-        "--min-repetitions",
-        "1",
+        "report", "--out", str(out), "--db", str(db), "--baseline", "bare",
+        "--catalog", str(catalog), "--instance", f"{EVIL}=cloud", "--min-repetitions", "1",
     )
     yield db, out, result
 
@@ -307,23 +212,9 @@ def test_report_writes_page_figures_and_tables(report: tuple[Path, Path, Result]
         ET.parse(out / "figures" / f"{name}.svg")  # well-formed, whatever the names hold
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     tables = {p.stem for p in (out / "tables").glob("*.csv")}
-    assert {
-        "platforms",
-        "runs",
-        "hockney_fits",
-        "point_to_point",
-        "collectives",
-        "hpcc_beff",
-        "npb_scaling",
-        "placement",
-        "overhead_heatmap",
-        "overhead_by_category",
-        "comparison",
-        "cost",
-        "prices",
-        "benchmark_fio",
-        "provenance",
-    } <= tables
+    assert {"platforms", "runs", "hockney_fits", "point_to_point", "collectives", "hpcc_beff",
+            "npb_scaling", "placement", "overhead_heatmap", "overhead_by_category",
+            "comparison", "cost", "prices", "benchmark_fio", "provenance"} <= tables
     page = (out / "index.html").read_text()
     assert page.count('<img class="report-figure"') == len(EXPECTED_FIGURES)
     # self-contained: figures inline, nothing fetched from anywhere
@@ -366,9 +257,8 @@ def test_hockney_fits_and_point_tables(report: tuple[Path, Path, Result]) -> Non
 
 def test_hpcc_table(report: tuple[Path, Path, Result]) -> None:
     _, out, _ = report
-    rows = {
-        (r["platform"], r["origin"], r["ranks"]): r for r in read_csv(out / "tables/hpcc_beff.csv")
-    }
+    rows = {(r["platform"], r["origin"], r["ranks"]): r
+            for r in read_csv(out / "tables/hpcc_beff.csv")}
     ring = rows[("bare", "measured", "4")]
     alpha, beta = HOCKNEY["bare"]
     assert float(ring["natural ring latency us"]) == pytest.approx(1.5 * (alpha + 8 / beta))
@@ -385,9 +275,8 @@ def test_hpcc_table(report: tuple[Path, Path, Result]) -> None:
 def test_overhead_heatmap_npb_placement_and_cost(report: tuple[Path, Path, Result]) -> None:
     _, out, _ = report
     cells = read_csv(out / "tables/overhead_heatmap.csv")
-    latency = {
-        (c["platform"], c["origin"]): c for c in cells if c["row"] == "mpibench pingpong intra-node"
-    }
+    latency = {(c["platform"], c["origin"]): c for c in cells
+               if c["row"] == "mpibench pingpong intra-node"}
     assert float(latency[(EVIL, "measured")]["performance"]) == pytest.approx(0.5)
     assert latency[(EVIL, "measured")]["significant"] == "True"
     sim = latency[("bare", "simulated")]  # compared with measured bare, labelled as such
@@ -413,23 +302,16 @@ def test_overhead_heatmap_npb_placement_and_cost(report: tuple[Path, Path, Resul
 
 def test_report_errors(report: tuple[Path, Path, Result], tmp_path: Path) -> None:
     db, _, _ = report
-    one_line_error(
-        invoke("report", "--out", str(tmp_path / "r"), "--db", str(db), "--baseline", "cloud"),
-        "no platform 'cloud'",
-    )
-    one_line_error(
-        invoke("report", "--out", str(tmp_path / "r"), "--db", str(db), "--platform", "nope"),
-        "no platform 'nope'",
-    )
-    one_line_error(
-        invoke("report", "--out", str(tmp_path / "r"), "--db", str(tmp_path / "missing.db")),
-        "missing.db",
-    )
+    one_line_error(invoke("report", "--out", str(tmp_path / "r"), "--db", str(db),
+                          "--baseline", "cloud"), "no platform 'cloud'")
+    one_line_error(invoke("report", "--out", str(tmp_path / "r"), "--db", str(db),
+                          "--platform", "nope"), "no platform 'nope'")
+    one_line_error(invoke("report", "--out", str(tmp_path / "r"),
+                          "--db", str(tmp_path / "missing.db")), "missing.db")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "thesis.tex").write_text("keep me")
-    one_line_error(
-        invoke("report", "--out", str(tmp_path / "busy"), "--db", str(db)), "not an hpceval report"
-    )
+    one_line_error(invoke("report", "--out", str(tmp_path / "busy"), "--db", str(db)),
+                   "not an hpceval report")
     assert (tmp_path / "busy" / "thesis.tex").read_text() == "keep me"
     assert not (tmp_path / "r").exists() and not (tmp_path / "missing.db").exists()
 
@@ -442,12 +324,8 @@ def test_report_of_one_platform_says_what_is_missing(
     result = invoke("report", "--out", str(out), "--db", str(db), "--platform", "netns")
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
-    for line in (
-        "No baseline: give --baseline PLATFORM",
-        "No NPB measurements to cost.",
-        "No collective measurements",
-        "No other benchmark",
-    ):
+    for line in ("No baseline: give --baseline PLATFORM", "No NPB measurements to cost.",
+                 "No collective measurements", "No other benchmark"):
         assert f'<p class="empty">{line}' in page, line
     assert "origin-emulated" in page
     # a second report into the same directory replaces the first
@@ -507,19 +385,10 @@ def chromium(tmp_path: Path) -> Iterator[DevTools]:
     profile = tmp_path / "profile"
     log = (tmp_path / "chromium.log").open("w")
     argv = [
-        CHROMIUM,
-        "--headless",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-extensions",
-        "--disable-sync",
-        "--remote-debugging-port=0",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,1600",
-        "about:blank",
+        CHROMIUM, "--headless", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+        "--no-default-browser-check", "--disable-background-networking", "--disable-extensions",
+        "--disable-sync", "--remote-debugging-port=0", f"--user-data-dir={profile}",
+        "--window-size=1280,1600", "about:blank",
     ]
     if os.geteuid() == 0:
         argv.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
@@ -570,17 +439,12 @@ def test_page_in_headless_chromium(
     (tmp_path / "report.png").write_bytes(png)
     # no request but the page itself; no console error, exception or CSP violation
     mine = [e for e in chromium.events if e.get("sessionId") == session]
-    requests = [
-        e["params"]["request"]["url"] for e in mine if e["method"] == "Network.requestWillBeSent"
-    ]
+    requests = [e["params"]["request"]["url"] for e in mine
+                if e["method"] == "Network.requestWillBeSent"]
     assert requests and all(u == page_url or u.startswith("data:") for u in requests), requests
-    errors = [
-        e
-        for e in mine
-        if e["method"] == "Runtime.exceptionThrown"
-        or (e["method"] == "Runtime.consoleAPICalled" and e["params"]["type"] == "error")
-        or (e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
-    ]
+    errors = [e for e in mine if e["method"] == "Runtime.exceptionThrown"
+              or (e["method"] == "Runtime.consoleAPICalled" and e["params"]["type"] == "error")
+              or (e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
     assert not errors, errors
     # the screenshot shows something: many colours and a real spread of brightness
     from PIL import Image
@@ -729,11 +593,8 @@ def test_point_to_point_built_in_two_parts_is_the_whole_section() -> None:
         point_to_point_section(ctx, {"pingpong"}),
         point_to_point_section(ctx, {"pingping", "sendrecv", "exchange"}, tables=False),
     )
-    assert (
-        [f.name for f in parts.figures]
-        == [f.name for f in whole.figures]
-        == ["p2p_pingpong", "p2p_pingping", "p2p_sendrecv"]
-    )
+    assert [f.name for f in parts.figures] == [f.name for f in whole.figures] == [
+        "p2p_pingpong", "p2p_pingping", "p2p_sendrecv"]
     assert [f.svg for f in parts.figures] == [f.svg for f in whole.figures]
     assert [(t.name, t.csv()) for t in parts.tables] == [(t.name, t.csv()) for t in whole.tables]
     assert [t.name for t in whole.tables] == ["hockney_fits", "point_to_point"]

@@ -339,7 +339,9 @@ def test_auto_build_samples_and_folds_class_c_at_scale_only() -> None:
     assert choose_smpi_build(npb_request("ep", "C", (512,)), 1 * GB).option == {
         "sampling": True, "memory_folding": False, "iterations": None}  # fmt: skip
     # The user's choice wins.
-    asked = choose_smpi_build(npb_request("cg", "C", (512,), sampling=False, folding=True), 24 * GB)
+    asked = choose_smpi_build(
+        npb_request("cg", "C", (512,), sampling=False, folding=True), 24 * GB
+    )
     assert asked.cflags == ["-O2", "-DHPCEVAL_SMPI_FOLD"]
     assert asked.reason == "sampling off (asked); folding on (asked)"
 
@@ -365,7 +367,6 @@ def test_auto_iteration_sampling_for_cg_from_256_sampled_ranks() -> None:
     for every in (0, 15, 40):
         full = choose_smpi_build(npb_request("cg", "A", (512,), iterations=every), 24 * GB)
         assert full.iterations is None and full.option["iterations"] is None
-
 
 @pytest.mark.parametrize(
     ("request_", "message"),

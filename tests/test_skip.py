@@ -65,7 +65,9 @@ def test_missing_tool_is_a_skipped_case(tmp_path: Path, monkeypatch: pytest.Monk
         assert done.returncode == 0, done.stderr
     copy = open_store(str(tmp_path / "copy.db"), create=False)
     (row,) = copy.runs()
-    assert [(e.status, e.error) for e in copy.executions(row.id)] == [("skipped", execution.error)]
+    assert [(e.status, e.error) for e in copy.executions(row.id)] == [
+        ("skipped", execution.error)
+    ]
     assert [c.status for c in copy.cases(row.id)] == ["skipped"]
 
 

@@ -77,7 +77,9 @@ def add_calibration(store: Store, name: str, source_run_ids: list[int]) -> Calib
     )
 
 
-def new_run(store: Store, suite: str, config: dict[str, Any], origin: Origin, *, pid: int) -> int:
+def new_run(
+    store: Store, suite: str, config: dict[str, Any], origin: Origin, *, pid: int
+) -> int:
     run_id = store.create_run(
         suite_name=suite,
         suite_config=config,
@@ -223,7 +225,9 @@ def destination(empty_database: str) -> str:
     return seeded(empty_database)
 
 
-def test_merge_into_a_database_twice_and_back(site: Site, destination: str, tmp_path: Path) -> None:
+def test_merge_into_a_database_twice_and_back(
+    site: Site, destination: str, tmp_path: Path
+) -> None:
     merged = merge([str(site.path)], destination)
     assert [item.action for item in merged] == ["imported"] * 3
     assert_carried(site, destination)
