@@ -25,10 +25,13 @@ from hpceval.campaign import (
     prepare_run,
     start_new_run,
     suite_from_raw,
+    toolchain_and_launcher,
 )
+from hpceval.campaign.prepare import check_commands
 from hpceval.config import Loaded, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.execute import is_alive
+from hpceval.launch import Launcher
 from hpceval.model import Origin, Status
 from hpceval.store import Store, StoreUnavailable
 from hpceval.study.extend import extend_study
@@ -68,6 +71,8 @@ def plan_platform(
     that cannot run here is a note, not a failed study."""
     config = platform.config
     capacity = Capacity.of(config, max_ranks)
+    launcher = _launcher_or_none(config)
+    unlaunchable: set[str] = set()
     notes: list[str] = []
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -78,6 +83,17 @@ def plan_platform(
             if find_benchmark(name) is None:
                 notes.append(
                     f"part {part.name}: benchmark {name!r} is not in this hpceval; left out"
+                )
+                continue
+            if _java_platform(config) != _java_benchmark(name):
+                notes.append(
+                    f"part {part.name}: {name}: left out: "
+                    + (
+                        "a native program, and this platform's launcher starts Java programs"
+                        if _java_platform(config)
+                        else "a Java program (MPJ Express): it needs a platform such as "
+                        "local-mpj or netns-2x2-mpj"
+                    )
                 )
                 continue
             if part.pending and waits_for_pending(options):
@@ -96,6 +112,14 @@ def plan_platform(
                 notes.append(f"part {part.name}: {name}: left out: {e}")
                 continue
             notes.extend(f"part {part.name}: {n}" for n in left_out)
+            for case in cases:
+                why = _cannot_launch(launcher, case)
+                if why is not None and case.key not in unlaunchable:
+                    unlaunchable.add(case.key)
+                    notes.append(f"part {part.name}: {name}: {case.key}: left out: {why}")
+            cases = [c for c in cases if c.key not in unlaunchable]
+            if not cases:
+                continue
             keys = {c.key for c in cases}
             if keys & seen:
                 notes.append(
@@ -110,9 +134,42 @@ def plan_platform(
     for entry in kept:
         one = suite_from_raw(_suite_raw(recipe, [entry]), recipe.name)
         for case in plan_cases(one, config, []):
-            by_key.setdefault(case.key, case)
+            if case.key not in unlaunchable:
+                by_key.setdefault(case.key, case)
     cases = list(by_key.values())
     return PlatformPlan(platform, _suite_raw(recipe, kept), cases, notes)
+
+
+def _java_platform(config: PlatformConfig) -> bool:
+    """Whether the platform starts Java programs (MPJ Express: launcher mpj or starter
+    mpjrun), which run nothing native."""
+    return config.launcher.kind == "mpj" or config.launcher.starter == "mpjrun"
+
+
+def _java_benchmark(name: str) -> bool:
+    bench = find_benchmark(name)
+    return bench is not None and any(t.program == "javac" for t in bench.tools)
+
+
+def _launcher_or_none(config: PlatformConfig) -> Launcher | None:
+    """The platform's launcher, to check each case's placement before the run; None when it
+    cannot be made (the run then says why, as any run does)."""
+    try:
+        return toolchain_and_launcher(config)[1]
+    except UserError:
+        return None
+
+
+def _cannot_launch(launcher: Launcher | None, case: Case) -> str | None:
+    """Why the launcher refuses the case's placement (one thread per rank under MPJ), or
+    None."""
+    if launcher is None:
+        return None
+    try:
+        check_commands(launcher, [case])
+    except UserError as e:
+        return str(e)
+    return None
 
 
 def _suite_raw(recipe: Recipe, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -249,7 +306,8 @@ def _run_platforms(
                 reporter=reporter,
                 say=say,
             )
-    except Interrupted:
+    except (Interrupted, UserError):
+        # Stopped, or a platform that fails before its run starts: `--resume` continues.
         with contextlib.suppress(StoreUnavailable):
             store.set_study_status(study_id, "interrupted")
         raise
