@@ -358,3 +358,23 @@ def test_without_a_source_the_pending_part_is_left_out_with_its_note(tmp_path: P
         app, ["study", "run", str(recipe), "--db", str(tmp_path / "r.db"), "--no-extend"]
     )
     assert "milc: waits for a MILC source tree; left out" in result.output
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def test_java_parts_run_on_mpj_platforms_and_native_parts_elsewhere() -> None:
+    from hpceval.campaign import load_platform
+    from hpceval.study.recipe import load_recipe
+    from hpceval.study.runner import plan_platform
+
+    recipe = load_recipe("ec2-cc").config
+    java = plan_platform(recipe, load_platform("local-mpj"), smallest=True, max_ranks=None)
+    assert {c.benchmark for c in java.cases} <= {"mpibench-java"}
+    assert any(
+        "npb: left out: a native program, and this platform's launcher starts Java" in n
+        for n in java.notes
+    )
+    native = plan_platform(recipe, load_platform("local"), smallest=True, max_ranks=None)
+    assert "mpibench-java" not in {c.benchmark for c in native.cases}
+    assert any("mpibench-java: left out: a Java program" in n for n in native.notes)
