@@ -12,6 +12,8 @@ from typing import Final
 
 import matplotlib
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure as MplFigure
 
 from hpceval.model import Origin
@@ -39,6 +41,7 @@ UNIT_SCALE: Final[dict[str, tuple[str, float]]] = {
     "Gbps": ("rate", 1e9 / 8),
 }
 PUBLISHED_MARKERS: Final = ("*", "P", "X", "D", "v", "p")
+PLATFORM_MARKERS: Final = ("o", "s", "D", "v", "<", ">")
 
 
 def convert(value: float, unit: str, to: str) -> float | None:
@@ -59,7 +62,13 @@ class Series:
 
 
 def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Series]:
-    found = [(c, m, point_of(m)) for c in columns for m in selected(store, c, spec.select)]
+    allowed = {k: {_text(v) for v in values} for k, values in spec.only.items()}
+    found = []
+    for c in columns:
+        for m in selected(store, c, spec.select):
+            point = point_of(m)
+            if all(point.get(k) in v for k, v in allowed.items()):
+                found.append((c, m, point))
     groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for c, _, point in found:
         key = (c.label, point.get(spec.x, ""), *(point.get(s, "") for s in spec.series))
@@ -80,6 +89,13 @@ def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Ser
     return list(out.values())
 
 
+def _text(value: str | int | float) -> str:
+    """A value as point_of writes a stored parameter (3, not 3.0, for a whole number)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigure, str] | None:
     """The figure and its caption, or None when the study has no point of it."""
     series = series_of(store, spec, columns)
@@ -91,14 +107,20 @@ def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigu
     fig = MplFigure(figsize=(9.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     unit = series[0].unit
+    # One colour per series (its parameters), one marker per platform; projections keep the
+    # report's simulated style (dotted, hollow triangles).
+    keys = list(dict.fromkeys(s.key for s in series))
+    cmap = colormaps["tab10" if len(keys) <= 10 else "tab20"]
+    series_colors = {k: to_hex(cmap(i % cmap.N)) for i, k in enumerate(keys)}
+    platforms = list(dict.fromkeys(c.platform for c in columns))
+    platform_marker = {
+        p: PLATFORM_MARKERS[i % len(PLATFORM_MARKERS)] for i, p in enumerate(platforms)
+    }
     if spec.kind == "bars":
-        _bars(ax, spec, series, palette, shades)
+        _bars(ax, spec, series, palette, shades, series_colors if len(platforms) < 2 else {})
     else:
         speedup = spec.kind == "speedup"
         for s in series:
-            shade = shades.setdefault(s.column.platform, {}).setdefault(
-                s.key, len(shades.get(s.column.platform, {}))
-            )
             xs = np.array(sorted(x for x in s.points if not np.isnan(x)))
             if not len(xs):
                 continue
@@ -113,12 +135,16 @@ def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigu
                         f"{spec.x}"
                     )
             style = origin_style(Origin.SIMULATED.value if s.column.simulated else "measured")
-            color = palette.color(s.column.platform, shade)
+            color = (
+                palette.color(s.column.platform, 0)
+                if len(series_colors) < 2
+                else (series_colors[s.key])
+            )
             ax.plot(
                 xs,
                 ys,
                 linestyle=style.linestyle,
-                marker=style.marker,
+                marker=style.marker if s.column.simulated else platform_marker[s.column.platform],
                 color=color,
                 markerfacecolor=color if style.filled else "white",
                 label=mpl_text(f"{s.column.label} {s.label}".strip()),
@@ -166,7 +192,7 @@ def _speedup_base(s: Series, series: Sequence[Series]) -> tuple[float, float, bo
 
 def _bars(
     ax: object, spec: Figure, series: Sequence[Series], palette: Palette,
-    shades: dict[str, dict[tuple[str, ...], int]],
+    shades: dict[str, dict[tuple[str, ...], int]], colors: dict[tuple[str, ...], str],
 ) -> None:  # fmt: skip
     from matplotlib.axes import Axes
 
@@ -180,7 +206,8 @@ def _bars(
         style = origin_style(Origin.SIMULATED.value if s.column.simulated else "measured")
         xs = [categories.index(x) + i * width for x in s.points]
         ys = [float(np.mean(v)) for v in s.points.values()]
-        ax.bar(xs, ys, width=width, color=palette.color(s.column.platform, shade),
+        color = colors.get(s.key, palette.color(s.column.platform, shade))
+        ax.bar(xs, ys, width=width, color=color,
                hatch=style.hatch, edgecolor="white",
                label=mpl_text(f"{s.column.label} {s.label}".strip()))  # fmt: skip
     ax.set_xticks(

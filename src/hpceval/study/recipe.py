@@ -140,6 +140,8 @@ class Figure(StrictModel):
     select: Selection
     x: str
     series: list[str] = Field(default_factory=list)
+    # Parameter -> the values kept (the figure's kernels, its rank counts): `select` keeps one.
+    only: dict[str, list[str | int | float]] = Field(default_factory=dict)
     log_x: bool = False
     log_y: bool = False
     published: str | None = None
