@@ -107,6 +107,14 @@ def study_run(
             help="Project the recipe's curves beyond the machines at hand (SimGrid SMPI).",
         ),
     ] = True,
+    accept_curve: Annotated[
+        bool,
+        typer.Option(
+            "--accept-curve",
+            help="Projections: calibrate on a PingPong curve simulate's input checks refuse "
+            "(its points flagged in the projection's note).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Run a study on the platforms named (the baseline first), scaled to what they have,
@@ -145,6 +153,7 @@ def study_run(
                 say=say,
                 extend=extend,
                 sources=sources,
+                accept_curve=accept_curve,
             )
     except Interrupted as e:
         err.print(f"study {e}; continue with: hpceval study run {name} --resume", style="yellow")

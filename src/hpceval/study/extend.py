@@ -70,6 +70,7 @@ def extend_study(
     smallest: bool,
     reporter: Callable[[], Reporter],
     say: Say,
+    accept_curve: bool = False,
 ) -> list[Projected]:
     """Every projection of the recipe on every platform, each stored as it completes."""
     done = projected_already(store, study_id)
@@ -81,7 +82,9 @@ def extend_study(
                 label = projection_label(extension, bench)
                 if (platform, label) in done:
                     continue
-                outcome = _project(store, study_id, platform, extension, size, bench, reporter)
+                outcome = _project(
+                    store, study_id, platform, extension, size, bench, reporter, accept_curve
+                )
                 say(f"{platform}: {outcome.note}")
                 outcomes.append(outcome)
     return outcomes
@@ -95,6 +98,7 @@ def _project(
     size: Projection,
     bench: str,
     reporter: Callable[[], Reporter],
+    accept_curve: bool,
 ) -> Projected:
     from hpceval.simulate.calibrate import DEFAULT_TOLERANCE
     from hpceval.simulate.plan import Request
@@ -110,6 +114,7 @@ def _project(
         sizes=list(size.sizes) if size.sizes else None,
         ppn=size.ppn,
         time_limit_s=TIME_LIMIT_S,
+        accept_curve=accept_curve,
     )
     try:
         sim = prepare(store, platform, None, request)
@@ -132,8 +137,11 @@ def _project(
         store.note_study(study_id, platform, note)
         return Projected(platform, extension.name, bench, None, note)
     failed = len(result.failed)
-    note = f"{what}: run {run_id} (simulated, calibration {calibration.id})" + (
-        f", {failed} of {len(result.outcomes)} cases failed" if failed else ""
+    flags = list(calibration.parameters.get("input_flags") or [])
+    note = (
+        f"{what}: run {run_id} (simulated, calibration {calibration.id})"
+        + (f", {failed} of {len(result.outcomes)} cases failed" if failed else "")
+        + (f"; calibrated on a curve with flagged points: {'; '.join(flags)}" if flags else "")
     )
     store.add_study_run(study_id, run_id, platform, [label, note])
     return Projected(platform, extension.name, bench, run_id, f"{label}: {note}")

@@ -192,6 +192,7 @@ def run_study(
     say: Say,
     extend: bool = True,
     sources: Mapping[str, str] | None = None,
+    accept_curve: bool = False,
 ) -> StudyOutcome:
     """A new study run: every platform in turn, the baseline first, then the recipe's
     projections (`extend`) on each."""
@@ -203,6 +204,7 @@ def run_study(
         "max_ranks": max_ranks,
         "extend": extend,
         "sources": dict(sources or {}),
+        "accept_curve": accept_curve,
     }
     study_id = store.create_study(recipe.config.name, recipe.raw, baseline, options)
     say(f"study {study_id}: {recipe.config.name} on {', '.join(names)} (baseline {baseline})")
@@ -305,6 +307,7 @@ def _run_platforms(
                 smallest=options["smallest"],
                 reporter=reporter,
                 say=say,
+                accept_curve=bool(options.get("accept_curve")),
             )
     except (Interrupted, UserError):
         # Stopped, or a platform that fails before its run starts: `--resume` continues.
