@@ -378,3 +378,50 @@ def test_java_parts_run_on_mpj_platforms_and_native_parts_elsewhere() -> None:
     native = plan_platform(recipe, load_platform("local"), smallest=True, max_ranks=None)
     assert "mpibench-java" not in {c.benchmark for c in native.cases}
     assert any("mpibench-java: left out: a Java program" in n for n in native.notes)
+
+
+@requires_smpi
+def test_a_refused_curve_is_noted_and_projected_when_accepted(tmp_path: Path) -> None:
+    recipe = Recipe.model_validate(
+        {
+            "name": "syn",
+            "title": "t",
+            "source": "s",
+            "reference": "r",
+            "description": "d",
+            "part": [{"name": "p", "title": "t", "benchmark": [{"name": "mpibench"}]}],
+            "extend": [
+                {
+                    "name": "ring",
+                    "title": "t",
+                    "bench": ["mpibench"],
+                    "pattern": "pingpong",
+                    "sizes": [8],
+                    "ranks": [2],
+                }
+            ],
+        }
+    )
+    # The 1 MiB inter-node point at a third of the 64 KiB bandwidth: refused by the checks.
+    curve = [
+        (p, [s[0] * 3] * 5 if p["size"] == 1048576 and p["pair"] == "inter-node" else s, u)
+        for p, s, u in hockney(20.0, 1000.0)
+    ]
+    with open_store(str(tmp_path / "r.db")) as store:
+        run = add_run(
+            store, "bumpy", "mpibench", {"latency": curve},
+            config={"cores_per_node": 2, "nodes": 2},
+        )  # fmt: skip
+        study = store.create_study("syn", {}, "bumpy", {"platforms": ["bumpy"]})
+        store.add_study_run(study, run, "bumpy", [])
+        (refused,) = extend_study(
+            store, recipe, study, ["bumpy"], smallest=False,
+            reporter=SilentReporter, say=lambda _: None,
+        )  # fmt: skip
+        assert refused.run_id is None and "not a plausible PingPong curve" in refused.note
+        (accepted,) = extend_study(
+            store, recipe, study, ["bumpy"], smallest=False,
+            reporter=SilentReporter, say=lambda _: None, accept_curve=True,
+        )  # fmt: skip
+        assert accepted.run_id is not None
+        assert "calibrated on a curve with flagged points" in accepted.note
