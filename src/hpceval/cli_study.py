@@ -67,6 +67,16 @@ def study_show(name: Annotated[str, typer.Argument(help="Recipe name or TOML fil
             out.print(f"  {entry['name']}: {options}", highlight=False)
         for why in missing.get(part.name, []):
             out.print(f"  not runnable yet: {why}", style="yellow", highlight=False)
+    if recipe.extend:
+        from hpceval.study.extend import describe
+
+        out.print("\nprojections (SimGrid SMPI on each platform's calibration):", highlight=False)
+        for ext in recipe.extend:
+            small = f"; --smallest: {describe(ext.smallest)}" if ext.smallest else ""
+            out.print(f"  {ext.name}: {describe(ext)}{small}", highlight=False)
+    if recipe.cost is not None:
+        priced = f", each node priced as {recipe.cost.instance}" if recipe.cost.instance else ""
+        out.print(f"\ncost: catalog {recipe.cost.catalog}{priced}", highlight=False)
     out.print("\nquestions:", highlight=False)
     for q in recipe.question:
         out.print(f"  {q.id}: {q.text}", highlight=False)

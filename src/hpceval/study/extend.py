@@ -39,8 +39,9 @@ def projection_label(extension: Extension, bench: str) -> str:
     return f"{NOTE_PREFIX} {extension.name}: {bench}"
 
 
-def describe(size: Projection, bench: str) -> str:
-    what = [bench]
+def describe(size: Projection, bench: str | None = None) -> str:
+    """`npb.cg class S ranks 8,16` (one bench, or all of the projection's)."""
+    what = [bench or ",".join(size.bench)]
     if size.npb_class:
         what.append(f"class {size.npb_class}")
     if size.pattern:
