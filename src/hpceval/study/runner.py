@@ -281,8 +281,10 @@ def _run_platforms(
             name = platform.config.name
             if name in done:
                 runs[name] = done[name]
-                with contextlib.suppress(UserError):  # nothing left to resume: it is complete
+                try:
                     results[name] = _resume_run(store, done[name], reporter(), say)
+                except UserError as e:  # complete (nothing left), or why it cannot resume
+                    say(f"{name}: run {done[name]} not resumed: {e}")
                 continue
             plan = plan_platform(
                 recipe,
