@@ -240,6 +240,21 @@ requires_smpi = pytest.mark.skipif(
 )
 
 
+def projecting(extensions: list[dict[str, Any]]) -> Recipe:
+    """A one-part mpibench recipe with these projections."""
+    return Recipe.model_validate(
+        {
+            "name": "syn",
+            "title": "t",
+            "source": "s",
+            "reference": "r",
+            "description": "d",
+            "part": [{"name": "p", "title": "t", "benchmark": [{"name": "mpibench"}]}],
+            "extend": extensions,
+        }
+    )
+
+
 def hockney(latency_us: float, mb_s: float) -> list[Point]:
     return [
         (
@@ -256,31 +271,23 @@ def hockney(latency_us: float, mb_s: float) -> list[Point]:
 def test_a_curve_is_projected_beyond_the_platform_and_grouped_with_the_study(
     tmp_path: Path,
 ) -> None:
-    recipe = Recipe.model_validate(
-        {
-            "name": "syn",
-            "title": "t",
-            "source": "s",
-            "reference": "r",
-            "description": "d",
-            "part": [{"name": "p", "title": "t", "benchmark": [{"name": "mpibench"}]}],
-            "extend": [
-                {
-                    "name": "pingpong-4",
-                    "title": "4 ranks",
+    recipe = projecting(
+        [
+            {
+                "name": "pingpong-4",
+                "title": "4 ranks",
+                "bench": ["mpibench"],
+                "pattern": "pingpong",
+                "sizes": [8, 65536],
+                "ranks": [64],
+                "smallest": {
                     "bench": ["mpibench"],
-                    "pattern": "pingpong",
+                    "pattern": "allreduce",
                     "sizes": [8, 65536],
-                    "ranks": [64],
-                    "smallest": {
-                        "bench": ["mpibench"],
-                        "pattern": "allreduce",
-                        "sizes": [8, 65536],
-                        "ranks": [4],
-                    },
-                }
-            ],
-        }
+                    "ranks": [4],
+                },
+            }
+        ]
     )
     with open_store(str(tmp_path / "r.db")) as store:
         two = add_run(
@@ -382,25 +389,17 @@ def test_java_parts_run_on_mpj_platforms_and_native_parts_elsewhere() -> None:
 
 @requires_smpi
 def test_a_refused_curve_is_noted_and_projected_when_accepted(tmp_path: Path) -> None:
-    recipe = Recipe.model_validate(
-        {
-            "name": "syn",
-            "title": "t",
-            "source": "s",
-            "reference": "r",
-            "description": "d",
-            "part": [{"name": "p", "title": "t", "benchmark": [{"name": "mpibench"}]}],
-            "extend": [
-                {
-                    "name": "ring",
-                    "title": "t",
-                    "bench": ["mpibench"],
-                    "pattern": "pingpong",
-                    "sizes": [8],
-                    "ranks": [2],
-                }
-            ],
-        }
+    recipe = projecting(
+        [
+            {
+                "name": "ring",
+                "title": "t",
+                "bench": ["mpibench"],
+                "pattern": "pingpong",
+                "sizes": [8],
+                "ranks": [2],
+            }
+        ]
     )
     # The 1 MiB inter-node point at a third of the 64 KiB bandwidth: refused by the checks.
     curve = [
