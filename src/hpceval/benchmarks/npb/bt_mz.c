@@ -10,7 +10,7 @@
  * and the update, all from bt.c (compiled in here with
  * BT_ZONE_SOLVER, one "cell" per zone with the grid boundary on all six sides). The zones
  * go to the ranks by NPB-MZ's bin packing; a rank's OpenMP threads share each of its
- * zones. Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt and
+ * zones (npb_mz.h: their number per rank). Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt and
  * of the error, summed over the zones, against the BT-MZ reference values, relative
  * tolerance 1e-8. */
 #define BT_ZONE_SOLVER
@@ -164,12 +164,14 @@ int main(int argc, char **argv)
     const char *why = npb_mz_rank_error(&mesh, nranks);
     if (why != NULL) npb_fail("bt-mz class %c %s", cls->name, why);
     npb_mz_map_zones(&mesh, nranks, my_rank);
+    npb_mz_assign_threads(&mesh, opt.balance_threads);
     dt = cls->dt;
     make_zones();
 
     char problem[512];
     npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
     npb_print_header("bt-mz", cls->name, problem);
+    npb_mz_use_threads(&mesh);
 
     double spacing[3];
     npb_mz_spacing(&mesh, spacing);
@@ -197,12 +199,15 @@ int main(int argc, char **argv)
     result.mops_total = npb_mz_mops(&mesh, cls->niter, bt_ops, t);
     result.iterations = cls->niter;
     result.verified = 1;
+    char *threads_json = npb_mz_threads_json(&mesh);
+    result.extra = threads_json;
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_print_result(&result);
     int status = result.verified ? 0 : 3;
     release();
     free(fields);
+    free(threads_json);
     npb_mz_release(&mesh);
     NPB_CHECK_MPI(MPI_Finalize());
     return status;

@@ -9,10 +9,16 @@
  * the west boundary i = 0 gets the west neighbour's i = nx - 2, the east boundary
  * i = nx - 1 the east neighbour's i = 1, the same in y; j, k over the interior only).
  *
- * Zones are dealt to the MPI ranks by NPB-MZ's bin packing (map_zones): zones sorted by
- * size, largest first; each goes to the rank with the least work so far, preferring among
- * the zones within 5 % of the largest left the one sharing the most boundary with that
- * rank. Each zone is then solved by its rank's OpenMP threads. */
+ * Zones are dealt to the MPI ranks by NPB-MZ's map_zones. SP-MZ and LU-MZ first try its
+ * block distribution: the ranks as an n1 x n2 grid whose sides divide x_zones and y_zones
+ * (the pair with the least remainder, the last such factorisation found), each rank a
+ * rectangle of zones. Otherwise (always for BT-MZ), bin packing: zones sorted by size,
+ * largest first; each goes to the rank with the least work so far, preferring among the
+ * zones within 5 % of the largest left the one sharing the most boundary with that rank.
+ * Each zone is then solved by its rank's OpenMP threads: every rank its own OMP_NUM_THREADS
+ * (NPB-MZ's default), or, with NPB-MZ's load balancing with threads (its load data file with
+ * one process group), the ranks' total spread in proportion to their points
+ * (npb_mz_assign_threads). */
 #ifndef HPCEVAL_NPB_MZ_H
 #define HPCEVAL_NPB_MZ_H
 
@@ -27,7 +33,13 @@ struct npb_mz_mesh {
     int *nx, *ny, *nz;       /* points per axis, per zone (zone = i + j * x_zones) */
     int *neighbour[4];       /* per direction (MZ_WEST ...), per zone */
     int *owner;              /* rank solving each zone */
+    int try_blocks;          /* map_zones tries the block distribution first (SP-MZ, LU-MZ) */
+    int y_faces_whole;       /* y faces exchanged over all nx points, not the interior
+                              * (LU-MZ's copy_y_face) */
+    int blocks_used;         /* the map is the block distribution */
     int nranks, my_rank;
+    int *rank_threads;       /* OpenMP threads of every rank (npb_mz_assign_threads) */
+    int threads_balanced;    /* 1 when NPB-MZ's thread balancing set rank_threads */
     int my_nzones;
     int *my_zones;           /* this rank's zones in increasing order */
     /* exchange buffers (one segment per peer rank) */
@@ -53,6 +65,19 @@ const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks);
 /* NPB-MZ's bin packing of the zones over nranks ranks, and this rank's zone list and
  * exchange buffers. Every rank computes the same map. */
 void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank);
+
+/* Every rank's OpenMP thread count: each rank's own (omp_get_max_threads, as launched), or
+ * with `balance` and more threads than ranks, NPB-MZ's thread balancing (map_zones, one
+ * process group, no NPB_MAX_THREADS limit): rank r gets floor(points_r / (total points /
+ * total threads)), at least 1; while threads are left over, one more to the rank with the
+ * most points per thread (the first such); while too many are given, one less from the
+ * rank with more than one whose points per remaining thread would be the smallest. Call
+ * after npb_mz_map_zones; npb_mz_use_threads applies this rank's count. */
+void npb_mz_assign_threads(struct npb_mz_mesh *M, int balance);
+void npb_mz_use_threads(const struct npb_mz_mesh *M);
+
+/* `"rank_threads":[...]` for the result record (malloc'd). */
+char *npb_mz_threads_json(const struct npb_mz_mesh *M);
 
 /* The boundary exchange between zones; fields[z] locates zone z (this rank's zones only). */
 void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components);
