@@ -63,8 +63,8 @@ _APP_ITERATIONS: Final[Mapping[str, Mapping[str, int]]] = {
     "LU": {"S": 50, "W": 300, "A": 250, "B": 250, "C": 250, "D": 300, "E": 300, "F": 300},
 }
 _KERNELS: Final = ("EP", "IS", "CG", "MG", "FT")
-# Programs whose official operation count hpceval knows (LU-MZ: not yet).
-_COUNTED: Final = (*_KERNELS, "BT", "SP", "LU", "BT-MZ", "SP-MZ")
+# Programs whose official operation count hpceval knows.
+_COUNTED: Final = (*_KERNELS, "BT", "SP", "LU", "BT-MZ", "SP-MZ", "LU-MZ")
 # NPB prints time and Mop/s with two decimals ("%12.2f"); beyond that rounding, this much
 # relative slack (formulas of older versions round a constant differently).
 PRINT_HALF_STEP: Final = 0.005
@@ -129,7 +129,7 @@ def implausible(report: NpbReport) -> str | None:
 
 def _inconsistent_rate(report: NpbReport) -> str | None:
     """A Mop/s that does not follow the program's official operation count over its time
-    (kernels, BT/SP/LU, BT-MZ/SP-MZ: the programs hpceval has the count of)."""
+    (kernels, BT/SP/LU and their multi-zone versions: the programs hpceval has the count of)."""
     if report.benchmark not in _COUNTED:
         return None
     try:
