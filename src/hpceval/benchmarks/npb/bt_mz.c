@@ -161,17 +161,9 @@ int main(int argc, char **argv)
     if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, cls->ratio);
-    const char *why = npb_mz_rank_error(&mesh, nranks);
-    if (why != NULL) npb_fail("bt-mz class %c %s", cls->name, why);
-    npb_mz_map_zones(&mesh, nranks, my_rank);
-    npb_mz_assign_threads(&mesh, opt.balance_threads);
+    npb_mz_start(&mesh, "bt-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
     dt = cls->dt;
     make_zones();
-
-    char problem[512];
-    npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
-    npb_print_header("bt-mz", cls->name, problem);
-    npb_mz_use_threads(&mesh);
 
     double spacing[3];
     npb_mz_spacing(&mesh, spacing);

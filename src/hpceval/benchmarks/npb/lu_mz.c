@@ -213,10 +213,7 @@ static void release_zones(void)
 
 int main(int argc, char **argv)
 {
-    int world, me;
     NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &me));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
     struct npb_options opt;
     npb_parse_args(argc, argv, "lu-mz", &opt);
     const struct lu_mz_class *cls = NULL;
@@ -227,23 +224,14 @@ int main(int argc, char **argv)
     npb_mz_setup(&mesh, LU_MZ_ZONES, LU_MZ_ZONES, cls->gx, cls->gy, cls->gz, 1.0);
     mesh.try_blocks = 1;
     mesh.y_faces_whole = 1;
-    const char *why = npb_mz_rank_error(&mesh, world);
-    if (why != NULL) npb_fail("lu-mz class %c %s", cls->name, why);
-    npb_mz_map_zones(&mesh, world, me);
-    npb_mz_assign_threads(&mesh, opt.balance_threads);
+    npb_mz_start(&mesh, "lu-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
     /* A zone is a grid of this rank alone: no pipeline neighbours, norms over this rank. */
     my_rank = 0;
     nranks = 1;
     grid_comm = MPI_COMM_SELF;
     dt = cls->dt;
     omega = OMEGA;
-
-    char problem[512];
-    npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
-    npb_print_header("lu-mz", cls->name, problem);
-
-    npb_mz_use_threads(&mesh);
-    nthreads = mesh.rank_threads[me];
+    nthreads = mesh.rank_threads[mesh.my_rank];
     if (nthreads > MAX_THREADS)
         npb_fail("lu-mz: %d OpenMP threads is more than this program's limit of %d", nthreads,
                  MAX_THREADS);

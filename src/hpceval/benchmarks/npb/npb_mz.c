@@ -477,6 +477,22 @@ double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], do
     return mops / seconds;
 }
 
+void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
+                  double dt, int balance_threads)
+{
+    int nranks, my_rank;
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
+    const char *why = npb_mz_rank_error(M, nranks);
+    if (why != NULL) npb_fail("%s class %c %s", program, class_name, why);
+    npb_mz_map_zones(M, nranks, my_rank);
+    npb_mz_assign_threads(M, balance_threads);
+    char problem[512];
+    npb_mz_problem_json(M, niter, dt, problem, sizeof problem);
+    npb_print_header(program, class_name, problem);
+    npb_mz_use_threads(M);
+}
+
 void npb_mz_release(struct npb_mz_mesh *M)
 {
     free(M->nx);

@@ -105,6 +105,12 @@ void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5]);
  * navg = (nx + ny + nz) / 3; divided by seconds. */
 double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds);
 
+/* What every multi-zone program does once its mesh is set up: the rank rule (a one-line
+ * error), NPB-MZ's zone map (npb_mz_map_zones) and thread counts (npb_mz_assign_threads), the
+ * header record with the mesh's "problem" object, then this rank's thread count in force. */
+void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
+                  double dt, int balance_threads);
+
 void npb_mz_release(struct npb_mz_mesh *M);
 
 #endif

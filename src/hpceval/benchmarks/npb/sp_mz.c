@@ -348,19 +348,11 @@ int main(int argc, char **argv)
     const double scale = reference_scale();
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, 1.0);
-    const char *why = npb_mz_rank_error(&mesh, no_nodes);
-    if (why != NULL) npb_fail("sp-mz class %c %s", cls->name, why);
     mesh.try_blocks = 1; /* NPB-MZ tries the block distribution first for SP-MZ */
-    npb_mz_map_zones(&mesh, no_nodes, node);
-    npb_mz_assign_threads(&mesh, opt.balance_threads);
+    npb_mz_start(&mesh, "sp-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
     niter = cls->niter;
     dt = cls->dt;
     make_zones();
-
-    char problem[512];
-    npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
-    npb_print_header("sp-mz", cls->name, problem);
-    npb_mz_use_threads(&mesh);
 
     alloc_space();
     double spacing[3];
