@@ -28,7 +28,10 @@
  *
  * Storage: u, rsd, frct and flux hold 5 components per point, i fastest, with two ghost
  * points on each side in i and j (local index -1..n+2) and none in k (1..nz); the indices
- * are NPB's (1-based, local), so that the loop bounds read as in the specification. */
+ * are NPB's (1-based, local), so that the loop bounds read as in the specification.
+ *
+ * lu_mz.c compiles this file in with LU_ZONE_SOLVER: the solver without the process grid,
+ * ssor's loop or main; there a zone is a grid of one rank, grid_comm that rank alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
