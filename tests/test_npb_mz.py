@@ -143,6 +143,10 @@ def test_memory_estimate_follows_the_busiest_rank() -> None:
     assert memory_per_rank("bt-mz", "A", 2) < 0.6 * one
     # bt_mz.c class W on one rank peaks near 38 MiB (measured RSS).
     assert 25 << 20 < memory_per_rank("bt-mz", "W", 1) < 60 << 20
+    # lu_mz.c class A peaks near 50 MiB on one rank, 32 MiB on two (measured RSS,
+    # perf/results/npb-lu-mz-vs-official-2026-11-25.txt).
+    assert 40 << 20 < memory_per_rank("lu-mz", "A", 1) < 60 << 20
+    assert 25 << 20 < memory_per_rank("lu-mz", "A", 2) < 40 << 20
 
 
 def test_campaign_runs_hybrid_placements(tmp_path: Path) -> None:
