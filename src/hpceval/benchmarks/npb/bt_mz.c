@@ -183,23 +183,14 @@ int main(int argc, char **argv)
     zone_norms(xce, xcr);
 
     struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "bt-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double bt_ops[4] = {3478.8, -17655.7, 28023.7, 0.0}; /* NPB3.4-MZ bt.f */
-    result.mops_total = npb_mz_mops(&mesh, cls->niter, bt_ops, t);
-    result.iterations = cls->niter;
-    result.verified = 1;
-    char *threads_json = npb_mz_threads_json(&mesh);
-    result.extra = threads_json;
+    npb_mz_result(&result, &mesh, "bt-mz", cls->name, cls->niter, bt_ops, t);
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_print_result(&result);
     int status = result.verified ? 0 : 3;
     release();
     free(fields);
-    free(threads_json);
     npb_mz_release(&mesh);
     NPB_CHECK_MPI(MPI_Finalize());
     return status;

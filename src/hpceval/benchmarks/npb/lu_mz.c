@@ -248,22 +248,13 @@ int main(int argc, char **argv)
     zone_norms(xcr, xce, &xci);
 
     struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "lu-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double lu_ops[4] = {1984.77, -10923.3, 27770.9, -144010.0}; /* NPB3.4-MZ lu.f */
-    result.mops_total = npb_mz_mops(&mesh, cls->niter, lu_ops, t);
-    result.iterations = cls->niter;
-    result.verified = 1;
-    char *threads_json = npb_mz_threads_json(&mesh);
-    result.extra = threads_json;
+    npb_mz_result(&result, &mesh, "lu-mz", cls->name, cls->niter, lu_ops, t);
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + LU_REFERENCE_ERROR, LU_TOLERANCE);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + LU_REFERENCE_ERROR, LU_TOLERANCE);
     npb_add_quantity(&result, "xci", xci, cls->xci * (1.0 + LU_REFERENCE_ERROR), LU_TOLERANCE);
     npb_print_result(&result);
     int status = result.verified ? 0 : 3;
-    free(threads_json);
     release_zones();
     npb_mz_release(&mesh);
     NPB_CHECK_MPI(MPI_Finalize());

@@ -391,7 +391,7 @@ void npb_mz_use_threads(const struct npb_mz_mesh *M)
 #endif
 }
 
-char *npb_mz_threads_json(const struct npb_mz_mesh *M)
+static char *threads_json(const struct npb_mz_mesh *M)
 {
     const size_t size = 32 + 12 * (size_t)M->nranks;
     char *out = npb_alloc(size, "rank threads record");
@@ -477,6 +477,20 @@ double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], do
     return mops / seconds;
 }
 
+void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char *program,
+                   char class_name, int niter, const double ops[4], double seconds)
+{
+    memset(result, 0, sizeof *result);
+    result->kernel = program;
+    result->class_name = class_name;
+    result->time_s = seconds;
+    result->mops_total = npb_mz_mops(M, niter, ops, seconds);
+    result->iterations = niter;
+    result->verified = 1;
+    if (M->threads_json == NULL) M->threads_json = threads_json(M);
+    result->extra = M->threads_json;
+}
+
 void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
                   double dt, int balance_threads)
 {
@@ -501,6 +515,7 @@ void npb_mz_release(struct npb_mz_mesh *M)
     for (int d = 0; d < 4; ++d) free(M->neighbour[d]);
     free(M->owner);
     free(M->rank_threads);
+    free(M->threads_json);
     free(M->my_zones);
     free(M->send_offset);
     free(M->recv_offset);

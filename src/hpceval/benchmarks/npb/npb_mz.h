@@ -25,6 +25,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+struct npb_result; /* npb_common.h */
+
 enum { MZ_WEST, MZ_EAST, MZ_SOUTH, MZ_NORTH };
 
 struct npb_mz_mesh {
@@ -40,6 +42,7 @@ struct npb_mz_mesh {
     int nranks, my_rank;
     int *rank_threads;       /* OpenMP threads of every rank (npb_mz_assign_threads) */
     int threads_balanced;    /* 1 when NPB-MZ's thread balancing set rank_threads */
+    char *threads_json;      /* "rank_threads":[...] of the result record (npb_mz_result) */
     int my_nzones;
     int *my_zones;           /* this rank's zones in increasing order */
     /* exchange buffers (one segment per peer rank) */
@@ -76,8 +79,11 @@ void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank);
 void npb_mz_assign_threads(struct npb_mz_mesh *M, int balance);
 void npb_mz_use_threads(const struct npb_mz_mesh *M);
 
-/* `"rank_threads":[...]` for the result record (malloc'd). */
-char *npb_mz_threads_json(const struct npb_mz_mesh *M);
+/* The result record's common part: program, class, timed seconds, NPB-MZ's Mop/s count
+ * (npb_mz_mops with the program's fit `ops`), iterations, and every rank's threads
+ * ("rank_threads", kept in the mesh); the caller adds its verified quantities. */
+void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char *program,
+                   char class_name, int niter, const double ops[4], double seconds);
 
 /* The boundary exchange between zones; fields[z] locates zone z (this rank's zones only). */
 void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components);

@@ -372,23 +372,14 @@ int main(int argc, char **argv)
     zone_norms(xce, xcr);
 
     struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "sp-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double sp_ops[4] = {881.174, -4683.91, 11484.5, -19272.4}; /* NPB3.4-MZ sp.f */
-    result.mops_total = npb_mz_mops(&mesh, niter, sp_ops, t);
-    result.iterations = niter;
-    result.verified = 1;
-    char *threads_json = npb_mz_threads_json(&mesh);
-    result.extra = threads_json;
+    npb_mz_result(&result, &mesh, "sp-mz", cls->name, niter, sp_ops, t);
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, scale, NPB_SP_EPSILON);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, scale, NPB_SP_EPSILON);
     npb_print_result(&result);
     const int status = result.verified ? 0 : 3;
     free_space();
     free(fields);
-    free(threads_json);
     npb_mz_release(&mesh);
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
