@@ -1,6 +1,7 @@
 """`hpceval validate`: hpceval's own NPB kernels held against the official NPB built from
 the user's sources, on one platform, interleaved and repeated (hpceval.analysis.validation
-says how the figures are made)."""
+says how the figures are made); `--code osu|imb`: mpibench's ping-pong against osu_latency
+or IMB PingPong (cli_validate_network)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpceval.cli_common import DbOption, SourceOption, err, user_errors
+from hpceval.cli_policy import StatisticOption
 
 KernelsOption = Annotated[
     str, typer.Option("--kernels", help="Comma-separated NPB kernels (ep,is,cg,mg,ft,bt,sp,lu).")
@@ -98,9 +100,25 @@ def validate_command(
     ] = "mpi",
     source: SourceOption = None,
     db: DbOption = None,
+    code: Annotated[
+        str,
+        typer.Option(
+            "--code",
+            help="Official code: npb (NPB kernels), osu (osu_latency) or imb (IMB PingPong) "
+            "against mpibench's ping-pong.",
+        ),
+    ] = "npb",
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="osu/imb: message sizes (list or MIN..MAX).")
+    ] = "0,8,1KiB,64KiB,1MiB,4MiB",
+    metrics: Annotated[
+        str, typer.Option("--metrics", help="osu/imb: latency (and bandwidth, imb only).")
+    ] = "latency",
+    statistic: StatisticOption = None,
 ) -> None:
-    """Run hpceval's NPB kernels and the official NPB side by side (own, official, own, …),
-    store each kernel's ratio own/official with its confidence interval."""
+    """Run hpceval's benchmark and the official code side by side (own, official, own, …),
+    store each point's ratio own/official with its confidence interval: NPB kernels against
+    NPB, or mpibench's ping-pong against osu_latency / IMB PingPong (--code)."""
     from hpceval.analysis.validation import describe_figure, figure_measurement, paired_figures
     from hpceval.benchmarks import Case
     from hpceval.campaign import Campaign, load_platform, prepare_run, with_sources
@@ -112,6 +130,22 @@ def validate_command(
     from hpceval.store import open_store
 
     loaded = with_sources(load_platform(platform), parse_source_options(source or []))
+    if code in ("osu", "imb"):
+        from hpceval.cli_policy import policy_option
+        from hpceval.cli_validate_network import validate_point_to_point
+
+        ok = validate_point_to_point(
+            code=code, loaded=loaded, sizes=sizes, metrics=_split(metrics, "metrics"),
+            rounds=rounds, statistic=policy_option(statistic).statistic, db=db,
+            out=_Consoles.out,
+        )  # fmt: skip
+        if not ok:
+            raise typer.Exit(1)
+        return
+    if code != "npb":
+        from hpceval.errors import UserError
+
+        raise UserError(f"--code {code!r}: npb, osu or imb")
     kind = {"mpi": "npb-mpi", "omp": "npb-omp"}.get(variant)
     if kind is None:
         from hpceval.errors import UserError
