@@ -65,7 +65,8 @@ def validate_point_to_point(
     out: Console,
 ) -> bool:
     """Runs both sides interleaved, stores and prints the figures; False when a run failed
-    or a figure could not be made."""
+    or no figure could be made. A size the official table does not print is named, not
+    compared."""
     from hpceval.analysis.validation import (
         describe_figure,
         figure_measurement,
@@ -136,6 +137,8 @@ def validate_point_to_point(
     label = SOURCE_KINDS[code].label
     suite = {"name": "validate", OWN: own_entry, code: official_entry}
     failed: set[str] = set()
+    # Points asked for that the official table lacks (OSU 7.x's osu_latency starts at 1 B).
+    uncompared: list[str] = []
     with prepared.launcher.session():
         store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
         run_id = record_run(
@@ -196,6 +199,13 @@ def validate_point_to_point(
                 store.add_measurement(run_id, None, fc.key, point, m)
                 measured.append(m)
             store.set_case_status(run_id, fc.key, "done" if figures else "failed")
+            made = {f"{f.parameters['compared']}:size={f.parameters['size']}" for f in figures}
+            reference = official_side[0][1].implementation if official_side else label
+            uncompared += [
+                f"{point.replace(':size=', ' at ')} B: {reference} printed no such row"
+                for point in fc.points
+                if point not in made
+            ]
         store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
     out.print(point_table(run_id, measured, statistic, label))
     for m in measured:
@@ -203,7 +213,9 @@ def validate_point_to_point(
     for failed_key in sorted(failed):
         lost = next(c for c in [*all_own, *officials] if c.key == failed_key)
         err.print(f"failed: {lost.benchmark} {case_label(lost)}", style="red", highlight=False)
-    return not failed and len(measured) == len(figure_cases) * len(figure_points)
+    for line in uncompared:
+        err.print(f"not compared: {line}", style="yellow", highlight=False)
+    return not failed and bool(measured)
 
 
 def point_table(run_id: int, measured: Sequence[Any], statistic: str, label: str) -> Table:
