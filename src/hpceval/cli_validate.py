@@ -63,26 +63,28 @@ def _ranks(text: str) -> list[int]:
         raise UserError(f"--ranks {text!r}: not a list of integers") from None
 
 
-def _plan(
-    entry: dict[str, Any], official_entry: dict[str, Any], platform: Any
-) -> tuple[list[Any], list[Any]]:
-    """Both sides' cases (each with one point per round), from the same suite options."""
+def entry_cases(name: str, entry: dict[str, Any], platform: Any) -> list[Any]:
+    """The cases of benchmark `name` for a suite entry's options (a bad option: one line)."""
     from pydantic import ValidationError
 
     from hpceval.benchmarks import get_benchmark
     from hpceval.config import validation_message
     from hpceval.errors import UserError
 
-    sides = []
-    for name, options in ((_own(), entry), (OFFICIAL, official_entry)):
-        bench = get_benchmark(name)
-        try:
-            parsed = bench.parse_options(options)
-        except ValidationError as e:
-            field, message = validation_message(e)
-            raise UserError(f"validate: {field}: {message}") from None
-        sides.append(bench.cases(parsed, platform, 0))
-    return sides[0], sides[1]
+    bench = get_benchmark(name)
+    try:
+        parsed = bench.parse_options(entry)
+    except ValidationError as e:
+        field, message = validation_message(e)
+        raise UserError(f"validate: {field}: {message}") from None
+    return list(bench.cases(parsed, platform, 0))
+
+
+def _plan(
+    entry: dict[str, Any], official_entry: dict[str, Any], platform: Any
+) -> tuple[list[Any], list[Any]]:
+    """Both sides' cases (each with one point per round), from the same suite options."""
+    return entry_cases(_own(), entry, platform), entry_cases(OFFICIAL, official_entry, platform)
 
 
 def validate_command(
@@ -122,10 +124,8 @@ def validate_command(
     from hpceval.analysis.validation import describe_figure, figure_measurement, paired_figures
     from hpceval.benchmarks import Case
     from hpceval.campaign import Campaign, load_platform, prepare_run, with_sources
-    from hpceval.campaign.prepare import record_run
     from hpceval.cli_run import RichReporter, case_label
-    from hpceval.execute import is_alive
-    from hpceval.model import ExecutionStatus, Status
+    from hpceval.model import Status
     from hpceval.sources import SOURCE_KINDS, parse_source_options, resolve_source
     from hpceval.store import open_store
 
@@ -176,35 +176,20 @@ def validate_command(
     campaign = Campaign(store, prepared.launcher, prepared.programs, RichReporter(err))
     own_name = _own()
     suite = {"name": "validate", own_name: entry, OFFICIAL: {**entry, "variant": variant}}
-    failed: set[str] = set()
     with prepared.launcher.session():
-        store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-        run_id = record_run(
-            store, prepared.launcher, prepared.environment,
-            [*own_cases, *official_cases, *figure_cases],
-            suite_name="validate", suite_config=suite, platform_name=loaded.config.name,
-            platform_raw=loaded.raw, note=f"hpceval validate against {SOURCE_KINDS[kind].label}",
+        label = SOURCE_KINDS[kind].label
+        run_id = start_run(
+            store, prepared, loaded, [*own_cases, *official_cases, *figure_cases], suite,
+            note=f"hpceval validate against {label}",
+            plan=f"{len(own_cases)} kernel placements x {rounds} rounds against {label}",
         )  # fmt: skip
-        err.print(
-            f"run {run_id}: validate {len(own_cases)} kernel placements x {rounds} rounds "
-            f"against {SOURCE_KINDS[kind].label} → {store.url}",
-            highlight=False,
-        )
-        try:
-            for index in range(rounds):
-                for own, official in zip(own_cases, official_cases, strict=True):
-                    for case in (own, official):
-                        if case.key in failed:
-                            continue
-                        result = campaign.execute(run_id, [(case, [case.points[index]])])
-                        if any(o.status is not ExecutionStatus.OK for o in result.outcomes):
-                            failed.add(case.key)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                for c in figure_cases:
-                    store.set_case_status(run_id, c.key, "failed")
-                store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
-            raise
+        steps = [
+            (case, [case.points[index]])
+            for index in range(rounds)
+            for own, official in zip(own_cases, official_cases, strict=True)
+            for case in (own, official)
+        ]
+        failed = run_interleaved(store, campaign, run_id, steps, figure_cases)
         stored = store.measurements(run_id)
         own_side = [
             (s.point_key, s.measurement) for s in stored if s.measurement.benchmark == own_name
@@ -235,6 +220,60 @@ def validate_command(
         err.print(f"failed: {case.benchmark} {case_label(case)}", style="red", highlight=False)
     if failed or len(measured) < len(figure_cases):
         raise typer.Exit(1)
+
+
+def start_run(
+    store: Any,
+    prepared: Any,
+    loaded: Any,
+    cases: Sequence[Any],
+    suite: Any,
+    *,
+    note: str,
+    plan: str,
+) -> int:
+    """The validate run recorded in the store (after marking dead runs interrupted), and
+    announced with its `plan`."""
+    from hpceval.campaign.prepare import record_run
+    from hpceval.execute import is_alive
+
+    store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
+    run_id = record_run(
+        store, prepared.launcher, prepared.environment, list(cases),
+        suite_name="validate", suite_config=suite, platform_name=loaded.config.name,
+        platform_raw=loaded.raw, note=note,
+    )  # fmt: skip
+    err.print(f"run {run_id}: validate {plan} → {store.url}", highlight=False)
+    return int(run_id)
+
+
+def run_interleaved(
+    store: Any,
+    campaign: Any,
+    run_id: int,
+    steps: Sequence[tuple[Any, list[str]]],
+    figure_cases: Sequence[Any],
+) -> set[str]:
+    """Runs the (case, points) steps in their order (own, official, own, ...); a case that
+    failed once is not run again. Returns the failed case keys. Interrupted: the figures'
+    cases are marked failed and the run interrupted, then the interruption goes on."""
+    from hpceval.model import ExecutionStatus, Status
+
+    failed: set[str] = set()
+    try:
+        for case, points in steps:
+            if case.key in failed:
+                continue
+            result = campaign.execute(run_id, [(case, points)])
+            if any(o.status is not ExecutionStatus.OK for o in result.outcomes):
+                failed.add(case.key)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            for c in figure_cases:
+                store.set_case_status(run_id, c.key, "failed")
+            store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
+        raise
+    return failed
 
 
 def _find(key: str, cases: Sequence[Any]) -> Any:

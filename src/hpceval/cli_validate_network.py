@@ -4,8 +4,6 @@ PingPong built from the user's sources, on one platform, interleaved and repeate
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,22 +31,6 @@ def _official_entry(code: str, sizes: Sequence[int], rounds: int) -> dict[str, A
     return {"benchmarks": ["PingPong"], "ranks": [2], "repeat": rounds, "max_size": largest}
 
 
-def _cases(name: str, entry: dict[str, Any], platform: Any) -> list[Any]:
-    from pydantic import ValidationError
-
-    from hpceval.benchmarks import get_benchmark
-    from hpceval.config import validation_message
-    from hpceval.errors import UserError
-
-    bench = get_benchmark(name)
-    try:
-        parsed = bench.parse_options(entry)
-    except ValidationError as e:
-        field, message = validation_message(e)
-        raise UserError(f"validate: {field}: {message}") from None
-    return list(bench.cases(parsed, platform, 0))
-
-
 def _round_of(case_key: str) -> int:
     return int(case_key.rsplit(ROUND_SUFFIX, 1)[1])
 
@@ -74,12 +56,11 @@ def validate_point_to_point(
     )
     from hpceval.benchmarks import Case
     from hpceval.campaign import Campaign, prepare_run
-    from hpceval.campaign.prepare import record_run
     from hpceval.cli_run import RichReporter, case_label
+    from hpceval.cli_validate import entry_cases, run_interleaved, start_run
     from hpceval.config import parse_sizes
     from hpceval.errors import UserError
-    from hpceval.execute import is_alive
-    from hpceval.model import ExecutionStatus, Status
+    from hpceval.model import Status
     from hpceval.sources import SOURCE_KINDS, resolve_source
     from hpceval.store import open_store
 
@@ -100,8 +81,8 @@ def validate_point_to_point(
         raise UserError(f"--sizes {sizes!r}: {e}") from None
     own_entry: dict[str, Any] = {"patterns": ["pingpong"], "sizes": size_list, "ranks": [2]}
     official_entry = _official_entry(code, size_list, rounds)
-    own_base = _cases(OWN, own_entry, loaded.config)
-    official_cases = _cases(code, official_entry, loaded.config)
+    own_base = entry_cases(OWN, own_entry, loaded.config)
+    official_cases = entry_cases(code, official_entry, loaded.config)
     official_of = {tuple(sorted(c.placement.as_parameters().items())): c for c in official_cases}
     pairs = [
         (c, official_of[key])
@@ -136,38 +117,22 @@ def validate_point_to_point(
     campaign = Campaign(store, prepared.launcher, prepared.programs, RichReporter(err))
     label = SOURCE_KINDS[code].label
     suite = {"name": "validate", OWN: own_entry, code: official_entry}
-    failed: set[str] = set()
     # Points asked for that the official table lacks (OSU 7.x's osu_latency starts at 1 B).
     uncompared: list[str] = []
     with prepared.launcher.session():
-        store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-        run_id = record_run(
-            store, prepared.launcher, prepared.environment,
-            [*all_own, *officials, *figure_cases],
-            suite_name="validate", suite_config=suite, platform_name=loaded.config.name,
-            platform_raw=loaded.raw, note=f"hpceval validate mpibench against {label}",
+        run_id = start_run(
+            store, prepared, loaded, [*all_own, *officials, *figure_cases], suite,
+            note=f"hpceval validate mpibench against {label}",
+            plan=f"mpibench pingpong in {len(pairs)} placement(s) x {rounds} rounds against "
+            f"{label}",
         )  # fmt: skip
-        err.print(
-            f"run {run_id}: validate mpibench pingpong in {len(pairs)} placement(s) x "
-            f"{rounds} rounds against {label} → {store.url}",
-            highlight=False,
-        )
-        try:
-            for index in range(rounds):
-                for own, (_, official) in zip(own_rounds[index], pairs, strict=True):
-                    steps = ((own, list(own.points)), (official, [official.points[index]]))
-                    for case, points in steps:
-                        if case.key in failed:
-                            continue
-                        result = campaign.execute(run_id, [(case, points)])
-                        if any(o.status is not ExecutionStatus.OK for o in result.outcomes):
-                            failed.add(case.key)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                for c in figure_cases:
-                    store.set_case_status(run_id, c.key, "failed")
-                store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
-            raise
+        steps = [
+            step
+            for index in range(rounds)
+            for own, (_, official) in zip(own_rounds[index], pairs, strict=True)
+            for step in ((own, list(own.points)), (official, [official.points[index]]))
+        ]
+        failed = run_interleaved(store, campaign, run_id, steps, figure_cases)
         stored = store.measurements(run_id)
         measured = []
         for fc, (own, official) in zip(figure_cases, pairs, strict=True):
