@@ -57,7 +57,7 @@ def validate_point_to_point(
     from hpceval.benchmarks import Case
     from hpceval.campaign import Campaign, prepare_run
     from hpceval.cli_run import RichReporter, case_label
-    from hpceval.cli_validate import entry_cases, run_interleaved, start_run
+    from hpceval.cli_validate_common import entry_cases, run_interleaved, start_run
     from hpceval.config import parse_sizes
     from hpceval.errors import UserError
     from hpceval.model import Status
