@@ -477,4 +477,4 @@ def test_an_in_memory_database_is_read_here(monkeypatch: pytest.MonkeyPatch) -> 
     with open_store("sqlite://") as store:  # workers would see an empty database of their own
         fill_mixed(store)
         assert not store._reopenable()
-        assert len(load_frame(store)) == 17
+        assert len(load_frame(store)) == 19
