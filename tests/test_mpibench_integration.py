@@ -88,11 +88,18 @@ budget_s = 0.2
 min_samples = 5
 """,
     )
+    # By the fastest sample: the one the other tenants of a shared machine disturbed least
+    # (a descheduled rank makes the median of a 0.2 s run anything).
     for size in (1024, 65536):
-        assert value(ms, "alltoall", "time", size, 4) > value(ms, "alltoall", "time", size, 2)
+        fastest = {
+            m.parameters["ranks"]: min(m.samples) for m in ms if m.parameters["size"] == size
+        }
+        assert fastest[4] > fastest[2]
     m = next(m for m in ms if m.parameters["ranks"] == 4)
     assert m.statistics is not None
-    assert m.statistics.extra["t_min"] <= m.statistics.extra["t_avg"] <= m.value * (1 + 1e-9)
+    # Means of the per-sample minimum, average and maximum (the value is the median of t_max).
+    mean_of_t_max = m.details["mean_us"]
+    assert m.statistics.extra["t_min"] <= m.statistics.extra["t_avg"] <= mean_of_t_max * (1 + 1e-9)
 
 
 def test_every_pattern_runs_on_four_ranks(tmp_path: Path, store: Store) -> None:
