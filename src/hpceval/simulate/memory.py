@@ -5,12 +5,13 @@ core speed); ranks placed on one simulated node would otherwise compute as fast 
 as alone, so intra-node scaling came out ideal (MG class C 16.8x on 16 cores). hpceval
 stretches the replayed computation with a roofline bound per node:
 
-    t = t_compute x max(1, ppn x demand / node_bandwidth)
+    t = t_compute x max(1, demand / min(node_bandwidth / ppn, single_process_bandwidth))
 
 - `node_bandwidth`: the node's sustained memory bandwidth, STREAM Triad with one process
   per core (all cores together), from the platform's latest stored STREAM run, or the
   profile's `[memory]` table (a published figure with its source, or an assumption marked
-  as such). Without either, memory is not shared, and every output says so.
+  as such). Without either, memory is not shared, and every output says so. The
+  one-process figure, where known (STREAM with one process), caps a rank's share.
 - `demand`: the bytes per second one rank of the kernel moves to and from memory when it
   runs alone on the target's core: bytes per operation (`bytes_per_op`, derived from the
   arrays each iteration of hpceval's own kernel sweeps, counted as STREAM counts bytes:
@@ -176,11 +177,19 @@ class MemoryDemand:
         return asdict(self)
 
 
-def stretch(demand_Bps: float, ranks_per_node: int, node_bandwidth_Bps: float) -> float:
-    """The roofline stretch of the replayed computation: max(1, ppn x demand / bandwidth)."""
+def stretch(
+    demand_Bps: float, ranks_per_node: int, node_bandwidth_Bps: float,
+    single_process_Bps: float | None = None,
+) -> float:
+    """The roofline stretch of the replayed computation: max(1, demand / share), a rank's
+    share being the node's bandwidth over its ranks, and at most one process's bandwidth
+    where that is known (one core cannot draw the whole node's)."""
     if not (node_bandwidth_Bps > 0 and math.isfinite(node_bandwidth_Bps)):
         raise ValueError(f"node bandwidth {node_bandwidth_Bps!r} B/s is not positive")
-    return max(1.0, ranks_per_node * demand_Bps / node_bandwidth_Bps)
+    share = node_bandwidth_Bps / ranks_per_node
+    if single_process_Bps:
+        share = min(share, single_process_Bps)
+    return max(1.0, demand_Bps / share)
 
 
 def stretched_config(config: Mapping[str, str], factor: float) -> dict[str, str]:
@@ -211,7 +220,9 @@ def memory_stretches(
     for case in cases:
         ranks, ppn = case.placement.ranks, case.placement.ranks_per_node
         per_rank = demand.demand_Bps(ranks)
-        stretches[case.key] = stretch(per_rank, ppn, memory.bandwidth_Bps)
+        stretches[case.key] = stretch(
+            per_rank, ppn, memory.bandwidth_Bps, memory.single_process_Bps
+        )
         rows.append({"case": case.key, "ranks": ranks, "ranks_per_node": ppn,
                      "bytes_per_op": bytes_per_op(kernel, class_name, ranks),
                      "demand_Bps": per_rank, "stretch": stretches[case.key]})  # fmt: skip
