@@ -97,6 +97,9 @@ def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
             continue
         if int(p.get("nodes", 1)) != 1:
             continue
+        llc = m.details.get("llc_bytes")
+        if llc and int(p.get("array_bytes", 0)) < 4 * int(llc):
+            continue  # arrays the cache holds: not a memory figure
         ranks = int(p.get("ranks", 1))
         found.setdefault(sm.run_id, {}).setdefault(ranks, []).extend(list(m.samples) or [m.value])
     for run_id in sorted(found, reverse=True):
