@@ -93,6 +93,21 @@ def test_stretches_per_case_and_when_nothing_applies() -> None:
     assert stretches["mg-16"] > 1.5
     assert record["cases"][2]["ranks_per_node"] == 8
     assert "x1 at 1 ranks (1/node" in record["how"] and "2000 Mop/s per rank" in record["how"]
+    # MG class C at 16 ranks holds 8 x 242 MiB on a node: a 4 GiB cache keeps it, 64 MiB not.
+    cached = NodeMemory(20e9, None, "a test", llc_bytes=4 << 30)
+    stretches, record = memory_stretches("npb", "mg", "C", cases, cached, fit)
+    assert stretches["mg-16"] == 1.0 and record["cases"][2]["in_cache"]
+    assert "x1 at 16 ranks (8/node, in cache)" in record["how"]
+    small = NodeMemory(20e9, None, "a test", llc_bytes=64 << 20)
+    assert memory_stretches("npb", "mg", "C", cases, small, fit)[0]["mg-16"] > 1.5
+    # A core speed fitted on a measured single-rank time already holds one rank's memory
+    # cost: the stretches are relative to it (one process's 2 GB/s: x1.93 alone).
+    capped = NodeMemory(20e9, 2e9, "a test")
+    absolute, _ = memory_stretches("npb", "mg", "C", cases, capped, fit)
+    relative, record = memory_stretches("npb", "mg", "C", cases, capped, fit, speed_fitted=True)
+    assert absolute["mg-1"] == pytest.approx(demand / 2e9)
+    assert relative["mg-1"] == 1.0 and record["relative_to"] == pytest.approx(demand / 2e9)
+    assert relative["mg-16"] == pytest.approx(absolute["mg-16"] / absolute["mg-1"])
 
 
 def test_shipped_cc_profiles_state_an_assumed_node_bandwidth() -> None:
@@ -100,6 +115,7 @@ def test_shipped_cc_profiles_state_an_assumed_node_bandwidth() -> None:
         memory = profile_target(name).memory
         assert memory is not None and memory.assumed
         assert memory.bandwidth_Bps == pytest.approx(per_node)
+        assert memory.llc_bytes == {"ec2-cc1": 16, "ec2-cc2": 40}[name] << 20
         assert "assumed: Intel's specified maximum memory bandwidth" in memory.describe()
     # No figure and no assumption for the Magellan nodes: not modelled (said in outputs).
     assert profile_target("magellan-ib").memory is None
@@ -160,12 +176,15 @@ def test_smpirun_stretches_the_computation_of_ranks_sharing_a_node(tmp_path: Pat
     """ec2-cc1 with a node bandwidth far below what MG moves: the single-rank case runs
     `stretch` times slower than the unstretched fit run of the same build, and two ranks on
     one node twice that again."""
-    slow = write(tmp_path / "slow.toml", (PROFILES / "ec2-cc1.toml").read_text().replace(
-        "stream_triad = 64", "stream_triad = 0.05"))  # fmt: skip
+    # Class S fits in CC1's 16 MiB of cache: the cache is left out here so that it streams.
+    text = (PROFILES / "ec2-cc1.toml").read_text().replace("stream_triad = 64",
+                                                          "stream_triad = 0.05")  # fmt: skip
+    slow = write(tmp_path / "slow.toml", "\n".join(
+        line for line in text.splitlines() if not line.startswith("llc_mib")))  # fmt: skip
     db = tmp_path / "sim.db"
-    text = simulate(db, "--profile", str(slow), "--bench", "npb.mg", "--class", "S",
+    out = simulate(db, "--profile", str(slow), "--bench", "npb.mg", "--class", "S",
                     "--ranks", "1,2", "--ppn", "2")  # fmt: skip
-    assert "memory: node memory bandwidth 0.05 GB/s (assumed: Intel's" in text
+    assert "memory: node memory bandwidth 0.05 GB/s (assumed: Intel's" in out
     with open_store(str(db)) as store:
         (run,) = store.runs()
         record = run.suite_config["memory"]

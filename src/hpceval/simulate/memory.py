@@ -59,6 +59,7 @@ class NodeMemory:
     single_process_Bps: float | None
     source: str  # where the figure comes from, in words
     assumed: bool = False
+    llc_bytes: int | None = None  # the node's last-level cache (all sockets); None: unknown
 
     def describe(self) -> str:
         single = (
@@ -67,8 +68,9 @@ class NodeMemory:
             else ""
         )
         kind = "assumed" if self.assumed else "from"
+        cache = f", last-level cache {self.llc_bytes / 2**20:.4g} MiB" if self.llc_bytes else ""
         return (
-            f"node memory bandwidth {self.bandwidth_Bps / 1e9:.3g} GB/s{single} "
+            f"node memory bandwidth {self.bandwidth_Bps / 1e9:.3g} GB/s{single}{cache} "
             f"({kind}: {self.source})"
         )
 
@@ -91,6 +93,7 @@ def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
     on one node (more than one process): the node's figure; its one-process figure beside."""
     # run -> processes -> samples
     found: dict[int, dict[int, list[float]]] = {}
+    caches: dict[int, int] = {}
     for sm in store.measurements(benchmark="stream", metric=STREAM_METRIC):
         m, p = sm.measurement, sm.measurement.parameters
         if sm.run_id not in run_ids or m.origin is Origin.SIMULATED or p.get("oversubscribed"):
@@ -101,6 +104,8 @@ def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
         if llc and int(p.get("array_bytes", 0)) < 4 * int(llc):
             continue  # arrays the cache holds: not a memory figure
         ranks = int(p.get("ranks", 1))
+        if llc:
+            caches[sm.run_id] = int(llc)
         found.setdefault(sm.run_id, {}).setdefault(ranks, []).extend(list(m.samples) or [m.value])
     for run_id in sorted(found, reverse=True):
         by_ranks = found[run_id]
@@ -112,6 +117,7 @@ def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
             statistics.median(by_ranks[most]) * 1e6,
             single,
             f"STREAM Triad of run {run_id}, {most} processes on one node (median of trials)",
+            llc_bytes=caches.get(run_id),
         )
     return None
 
@@ -209,35 +215,55 @@ def memory_stretches(
     cases: Sequence[Case],
     memory: NodeMemory | None,
     fit: Callable[[], MemoryDemand],
+    *,
+    speed_fitted: bool = False,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The stretch of each case (case key -> factor; a case not listed: 1) and the record of
-    what was applied, `how` in one line. `fit` is called only when a stretch can apply."""
+    what was applied, `how` in one line. `fit` is called only when a stretch can apply.
+
+    A case whose ranks on a node hold their arrays in the node's last-level cache is not
+    stretched. With `speed_fitted` (the core speed fitted on a measured single-rank time,
+    which already holds what one rank alone pays to memory) each stretch is relative to
+    the single-rank one."""
+    from hpceval.benchmarks.npb import memory_per_rank
+
     if memory is None or kernel is None or class_name is None:
         return {}, {"how": NOT_MODELLED if benchmark == "npb" else "memory: no computation"}
     if bytes_per_op(kernel, class_name, 1) is None:
         how = f"memory bandwidth: not shared (no traffic count for npb {kernel})"
         return {}, {"how": f"{how}; {memory.describe()}", "node": memory.to_dict()}
     demand = fit()
+
+    def roofline(ranks: int, ppn: int) -> tuple[float, bool]:
+        in_cache = bool(memory.llc_bytes) and (
+            ppn * memory_per_rank(kernel, class_name, ranks) <= (memory.llc_bytes or 0))
+        if in_cache:
+            return 1.0, True
+        per_rank = demand.demand_Bps(ranks)
+        return stretch(per_rank, ppn, memory.bandwidth_Bps, memory.single_process_Bps), False
+
+    alone = roofline(1, 1)[0] if speed_fitted else 1.0
     stretches: dict[str, float] = {}
     rows = []
     for case in cases:
         ranks, ppn = case.placement.ranks, case.placement.ranks_per_node
-        per_rank = demand.demand_Bps(ranks)
-        stretches[case.key] = stretch(
-            per_rank, ppn, memory.bandwidth_Bps, memory.single_process_Bps
-        )
+        factor, in_cache = roofline(ranks, ppn)
+        stretches[case.key] = max(1.0, factor / alone)
         rows.append({"case": case.key, "ranks": ranks, "ranks_per_node": ppn,
                      "bytes_per_op": bytes_per_op(kernel, class_name, ranks),
-                     "demand_Bps": per_rank, "stretch": stretches[case.key]})  # fmt: skip
+                     "demand_Bps": demand.demand_Bps(ranks), "in_cache": in_cache,
+                     "stretch": stretches[case.key]})  # fmt: skip
     applied = ", ".join(
         f"x{r['stretch']:.3g} at {r['ranks']} ranks ({r['ranks_per_node']}/node, "
-        f"{r['bytes_per_op']:.3g} B/op)"
+        + ("in cache)" if r["in_cache"] else f"{r['bytes_per_op']:.3g} B/op)")
         for r in rows
     )
+    relative = f", relative to one rank alone (x{alone:.3g}: in the fitted core speed)" if (
+        speed_fitted) else ""  # fmt: skip
     how = (
         f"memory: {memory.describe()}; npb {kernel} class {class_name} at "
         f"{demand.mops_per_rank:.5g} Mop/s per rank ({demand.fitted_on}); computation "
-        f"stretched {applied}"
+        f"stretched {applied}{relative}"
     )
     return stretches, {"how": how, "node": memory.to_dict(), "demand": demand.to_dict(),
-                       "cases": rows}  # fmt: skip
+                       "cases": rows, "relative_to": alone}  # fmt: skip

@@ -114,6 +114,7 @@ class MemoryFigures(StrictModel):
     stream_triad: Figure
     single_process: Figure | None = None
     unit: Literal["GB/s", "MB/s"]
+    llc_mib: float | None = Field(None, gt=0)  # the node's last-level cache, all sockets
     source: str = Field(min_length=1)
     assumed: bool = False
 
@@ -129,7 +130,8 @@ class MemoryFigures(StrictModel):
     def node_memory(self) -> NodeMemory:
         unit = _BYTES_PER_S[self.unit]
         single = _mid(self.single_process) * unit if self.single_process is not None else None
-        return NodeMemory(_mid(self.stream_triad) * unit, single, self.source, self.assumed)
+        llc = int(self.llc_mib * 2**20) if self.llc_mib else None
+        return NodeMemory(_mid(self.stream_triad) * unit, single, self.source, self.assumed, llc)
 
 
 class ComputeFigures(StrictModel):

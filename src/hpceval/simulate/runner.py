@@ -505,6 +505,8 @@ def execute(
     stretches, memory_record = memory_stretches(
         sim.request.benchmark, sim.request.kernel, sim.request.class_name, sim.cases, memory,
         lambda: fit_memory_demand(sim, launcher, workdir),
+        speed_fitted=str(calibration.parameters.get("host_speed", {}).get("how", "")).startswith(
+            "fitted"),
     )  # fmt: skip
     sim.memory_lines.append(memory_record["how"])
     run_id = record_run(
