@@ -93,11 +93,15 @@ def test_stretches_per_case_and_when_nothing_applies() -> None:
     assert stretches["mg-16"] > 1.5
     assert record["cases"][2]["ranks_per_node"] == 8
     assert "x1 at 1 ranks (1/node" in record["how"] and "2000 Mop/s per rank" in record["how"]
-    # MG class C at 16 ranks holds 8 x 242 MiB on a node: a 4 GiB cache keeps it, 64 MiB not.
-    cached = NodeMemory(20e9, None, "a test", llc_bytes=4 << 30)
+    # MG class C at 16 ranks holds 8 x 242 MiB on a node: a 3 GiB cache keeps it (not one
+    # rank's 3.8 GiB), 64 MiB does not.
+    cached = NodeMemory(20e9, None, "a test", llc_bytes=3 << 30)
     stretches, record = memory_stretches("npb", "mg", "C", cases, cached, fit)
     assert stretches["mg-16"] == 1.0 and record["cases"][2]["in_cache"]
     assert "x1 at 16 ranks (8/node, in cache)" in record["how"]
+    # All cases in cache: nothing to fit.
+    huge = NodeMemory(20e9, None, "a test", llc_bytes=64 << 30)
+    assert memory_stretches("npb", "mg", "C", cases, huge, fit)[0] == {} and len(called) == 2
     small = NodeMemory(20e9, None, "a test", llc_bytes=64 << 20)
     assert memory_stretches("npb", "mg", "C", cases, small, fit)[0]["mg-16"] > 1.5
     # A core speed fitted on a measured single-rank time already holds one rank's memory

@@ -232,12 +232,18 @@ def memory_stretches(
     if bytes_per_op(kernel, class_name, 1) is None:
         how = f"memory bandwidth: not shared (no traffic count for npb {kernel})"
         return {}, {"how": f"{how}; {memory.describe()}", "node": memory.to_dict()}
+
+    def in_cache(ranks: int, ppn: int) -> bool:
+        return bool(memory.llc_bytes) and (
+            ppn * memory_per_rank(kernel, class_name, ranks) <= (memory.llc_bytes or 0))
+
+    if all(in_cache(c.placement.ranks, c.placement.ranks_per_node) for c in cases):
+        how = f"memory: {memory.describe()}; every case's arrays fit in the cache: not stretched"
+        return {}, {"how": how, "node": memory.to_dict()}
     demand = fit()
 
     def roofline(ranks: int, ppn: int) -> tuple[float, bool]:
-        in_cache = bool(memory.llc_bytes) and (
-            ppn * memory_per_rank(kernel, class_name, ranks) <= (memory.llc_bytes or 0))
-        if in_cache:
+        if in_cache(ranks, ppn):
             return 1.0, True
         per_rank = demand.demand_Bps(ranks)
         return stretch(per_rank, ppn, memory.bandwidth_Bps, memory.single_process_Bps), False
@@ -247,11 +253,11 @@ def memory_stretches(
     rows = []
     for case in cases:
         ranks, ppn = case.placement.ranks, case.placement.ranks_per_node
-        factor, in_cache = roofline(ranks, ppn)
+        factor, cached = roofline(ranks, ppn)
         stretches[case.key] = max(1.0, factor / alone)
         rows.append({"case": case.key, "ranks": ranks, "ranks_per_node": ppn,
                      "bytes_per_op": bytes_per_op(kernel, class_name, ranks),
-                     "demand_Bps": demand.demand_Bps(ranks), "in_cache": in_cache,
+                     "demand_Bps": demand.demand_Bps(ranks), "in_cache": cached,
                      "stretch": stretches[case.key]})  # fmt: skip
     applied = ", ".join(
         f"x{r['stretch']:.3g} at {r['ranks']} ranks ({r['ranks_per_node']}/node, "
