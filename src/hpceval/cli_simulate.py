@@ -183,6 +183,18 @@ def _speed_line(row: Any) -> str:
     return line
 
 
+def _memory_line(row: Any) -> str:
+    from hpceval.simulate.memory import NOT_MODELLED, NodeMemory
+
+    node = row.parameters.get("memory")
+    if not node:
+        return NOT_MODELLED
+    return (
+        f"memory: {NodeMemory.from_dict(node).describe()}; each NPB projection stretches its "
+        "computation by max(1, ranks per node x the kernel's bytes/s per rank / this figure)"
+    )
+
+
 def simulate_command(
     bench: Annotated[
         str, typer.Option("--bench", help="npb.KERNEL (npb.cg, npb.ft, ...) or mpibench.")
@@ -349,12 +361,15 @@ def simulate_command(
             + _speed_line(calibration),
             highlight=False,
         )
+        out.print(_memory_line(calibration), highlight=False)
         if sim.build is not None:
             out.print(f"NPB build: {sim.build.describe()}; {sim.build.reason}", highlight=False)
         from hpceval.cli_run import RichReporter
 
         run_id, result = execute(store, sim, calibration, RichReporter(err))
         out.print(_results_table(store, run_id, result))
+        for line in sim.memory_lines:
+            out.print(line, highlight=False)
         ok = len(result.outcomes) - len(result.failed)
         out.print(
             f"run {run_id} (simulated): {ok} of {len(result.outcomes)} cases ok; "
@@ -433,6 +448,7 @@ def calibrations_command(
             for line in contention_lines(row):
                 _Consoles.out.print(line, highlight=False)
             _Consoles.out.print(_speed_line(row), highlight=False)
+            _Consoles.out.print(_memory_line(row), highlight=False)
             _Consoles.out.print(
                 f"source: {row.source}; runs {list(row.source_run_ids)}; "
                 f"lat-factor {row.parameters['smpi_config']['smpi/lat-factor']}; "

@@ -254,7 +254,8 @@ class SpeedCalibration:
                 "assumed: the simulating machine's core (no single-rank NPB time of the target)"
             )
         r = self.reference
-        return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, run {r.run_id}"
+        where = f"run {r.run_id}" if r.run_id is not None else r.source
+        return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, {where}"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ through the `smpi` launcher, every point committed as it completes.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import subprocess
@@ -43,6 +44,12 @@ from hpceval.simulate.calibrate import (
 )
 from hpceval.simulate.contention import NONE as NO_CONTENTION
 from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
+from hpceval.simulate.memory import (
+    MemoryDemand,
+    NodeMemory,
+    memory_stretches,
+    stretched_config,
+)
 from hpceval.simulate.plan import (
     MPIBENCH_SIM_CONFIG,
     MPIBENCH_SIM_OPTIONS,
@@ -298,6 +305,7 @@ def obtain_calibration(
             "base_config": dict(BASE_CONFIG),
             "rings": target.rings.to_dict() if target.rings else None,
             "mpi": target.mpi_family,
+            "memory": target.memory.to_dict() if target.memory else None,
         },
     )
     if not recalibrate:
@@ -355,6 +363,7 @@ def obtain_calibration(
             "iterations": speed.iterations,
         },
         "assumed": list(target.assumed),
+        "memory": target.memory.to_dict() if target.memory else None,
         "history": list(network.history),
         "smpirun_executions": runner.runs,
         "wall_s": time.monotonic() - started,
@@ -365,7 +374,7 @@ def obtain_calibration(
         source_kind=target.source_kind,
         source=target.source,
         source_run_ids=sorted(
-            {*target.run_ids, *([reference.run_id] if reference is not None else [])}
+            {*target.run_ids, *([reference.run_id] if reference and reference.run_id else [])}
         ),
         simgrid_version=tools.simgrid_version,
         parameters=parameters,
@@ -402,6 +411,7 @@ class Simulation:
     programs: dict[str, Program]
     spec: PlatformSpec
     build: SmpiBuild | None = None  # NPB's sampling/folding (None for mpibench)
+    memory_lines: list[str] = dataclasses.field(default_factory=list)  # what execute applied
 
 
 def prepare(
@@ -490,6 +500,15 @@ def execute(
     )  # fmt: skip
     launcher = smpi_launcher(platform, sim.tools)
     check_commands(launcher, sim.cases)
+    node = calibration.parameters.get("memory")
+    memory = NodeMemory.from_dict(node) if node else None
+    stretches, memory_record = memory_stretches(
+        sim.request.benchmark, sim.request.kernel, sim.request.class_name, sim.cases, memory,
+        lambda: fit_memory_demand(sim, launcher, workdir),
+        speed_fitted=str(calibration.parameters.get("host_speed", {}).get("how", "")).startswith(
+            "fitted"),
+    )  # fmt: skip
+    sim.memory_lines.append(memory_record["how"])
     run_id = record_run(
         store,
         launcher,
@@ -502,6 +521,7 @@ def execute(
             "platform_xml": platform_xml(spec),
             "smpi_config": dict(cfg),
             "nic_scale": {"ranks_per_node": ppn, "scale": nic_scale},
+            "memory": memory_record,
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
                if sim.build is not None else {}),
         },
@@ -512,13 +532,47 @@ def execute(
         + (f"; NPB {sim.build.describe()}" if sim.build is not None else "")
         # The compute/communication balance rests on it: every projection says how.
         + f"; core speed: {calibration.parameters.get('host_speed', {}).get('how', '?')}"
+        + f"; {memory_record['how']}"
         + f"; network: {spec.describe_topology()}",
     )  # fmt: skip
-    campaign = Campaign(store, launcher, sim.programs, reporter)
+    # One campaign per stretch: SMPI's host-speed factor is one setting per smpirun.
+    groups: dict[float, list[Case]] = {}
+    for case in sim.cases:
+        groups.setdefault(stretches.get(case.key, 1.0), []).append(case)
+    result = CampaignResult()
     try:
-        result = campaign.execute(run_id, [(c, list(c.points)) for c in sim.cases])
+        for factor, cases in groups.items():
+            group = launcher if factor == 1.0 else smpi_launcher(platform.model_copy(update={
+                "launcher": platform.launcher.model_copy(
+                    update={"cfg": stretched_config(cfg, factor)})}), sim.tools)  # fmt: skip
+            done = Campaign(store, group, sim.programs, reporter).execute(
+                run_id, [(c, list(c.points)) for c in cases]
+            )
+            result.outcomes += done.outcomes
+            result.benchmark_seconds += done.benchmark_seconds
     except BaseException:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         raise
     store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
     return run_id, result
+
+
+def fit_memory_demand(sim: Simulation, launcher: Launcher, workdir: Path) -> MemoryDemand:
+    """The simulated core's op rate on the kernel: one single-rank smpirun of the same kernel,
+    class and build on the calibrated platform (kept in `workdir`, reused)."""
+    kernel, class_name = sim.request.kernel, sim.request.class_name
+    assert kernel is not None and class_name is not None
+    tag = "-".join(str(v) for v in (sim.build.option.values() if sim.build else ()))
+    cached = workdir / f"memory-demand-{kernel}-{class_name}-{tag}.json"
+    if cached.is_file():
+        return MemoryDemand(**json.loads(cached.read_text()))
+    single = replace(sim.request, ranks=(1,), ppn=1)
+    placement = placement_for(1, 1, sim.spec)
+    (case,) = plan(single, launcher.platform, [placement], sim.build)
+    measured = run_once(launcher, get_benchmark("npb"), sim.programs["npb"], case,
+                        sim.request.time_limit_s)  # fmt: skip
+    mops = next(float(m.value) for m in measured if m.metric == "mops_total")
+    demand = MemoryDemand(kernel, class_name, mops,
+                          f"fitted: simulated 1-rank npb {kernel} class {class_name}")  # fmt: skip
+    cached.write_text(json.dumps(demand.to_dict()))
+    return demand

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from hpceval.errors import UserError
 from hpceval.model import Origin
 from hpceval.simulate.contention import RingFigures, mpi_family
+from hpceval.simulate.memory import NodeMemory, store_memory
 from hpceval.store import Store
 
 NetworkPath = Literal["inter-node", "intra-node"]
@@ -50,7 +51,8 @@ class SpeedReference:
     kernel: str
     class_name: str
     time_s: float
-    run_id: int
+    run_id: int | None  # None: a published figure (`source` says which)
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class Target:
     topology: Mapping[str, Any] = field(default_factory=dict)
     # The user accepted curves the input checks would refuse (--accept-curve): flags only.
     curve_accepted: bool = False
+    # The node's memory bandwidth its ranks share (hpceval.simulate.memory); None: unknown.
+    memory: NodeMemory | None = None
 
     @property
     def primary_path(self) -> NetworkPath:
@@ -182,6 +186,7 @@ def store_target(store: Store, platform_name: str) -> Target:
         rings=rings,
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
+        memory=store_memory(store, set(runs)),
     )
 
 
