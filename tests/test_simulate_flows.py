@@ -81,10 +81,16 @@ def test_bad_flow_figures_are_refused(pairs, lat, bw, cause) -> None:  # type: i
 
 def test_gap_factors_put_the_gap_in_the_bandwidth_term_at_every_measured_size() -> None:
     B = 1e8
-    pairs = gap_bandwidth_factors([0, 1, 2, 4, 8, 16, 4096], 16, 1000.0, 4e-6, B)
-    assert [n for n, _ in pairs] == [0, 1, 2, 4, 8]
-    for n, f in pairs:
-        assert (n + 16) / (f * B) == pytest.approx(4e-6 + (n + 16) / 1e9)
+    segments = [(0, 10.0, 1000.0), (16, 3.0, 2000.0), (4096, 0.0, 5000.0)]
+    alphas, pairs = gap_bandwidth_factors([0, 1, 2, 4, 8, 16, 4096], segments, 4e-6, B)
+    # A segment keeps its start-up less the gap; one whose start-up is below it gives it all.
+    assert alphas == pytest.approx([6.0, 0.0, 0.0])
+    assert [n for n, _ in pairs] == [0, 1, 2, 4, 8, 16, 4096]
+    term = {n: (n + 16) / (f * B) for n, f in pairs}
+    for n in (0, 1, 2, 4, 8):
+        assert term[n] == pytest.approx(4e-6 + (n + 16) / 1e9)
+    assert term[16] == pytest.approx(3e-6 + 32 / 2e9)  # its whole 3 µs start-up
+    assert term[4096] == pytest.approx(4112 / 5e9)  # no start-up, no gap: unchanged
 
 
 def test_overhead_settings_with_a_gap_keep_both_pingpongs() -> None:
@@ -178,8 +184,8 @@ def test_smpi_serialises_concurrent_messages_through_the_nic_gap(tmp_path: Path)
     plain = {**BASE_CONFIG, "smpi/lat-factor": "0:1", "smpi/bw-factor": "0:1"}
     gap = 4e-6
     wire = 10e-6 - gap  # the same 10 µs start-up: wire latency + the gap
-    sizes = [0, 8]
-    bw = gap_bandwidth_factors(sizes, 1024, math.inf, gap, 1.25e8)
+    alphas, bw = gap_bandwidth_factors([0, 8], [(0, 10.0, math.inf)], gap, 1.25e8)
+    assert alphas == pytest.approx([wire * 1e6])
     from hpceval.simulate.calibrate import factor_string
 
     gapped = {**plain, "smpi/lat-factor": f"0:{wire / 10e-6:.9g}",

@@ -437,20 +437,20 @@ def overhead_settings(
     """Latency factors with 2 x `overhead_s` (send + receive side) taken off every segment's
     start-up, SMPI's per-message overheads, and the platform whose loopback is refitted on
     the intra-node curve less 2 x `overhead_s`: both PingPongs keep their times.
-    A NIC gap `gap_s` (hpceval.simulate.flows) moves that much more of the first segment's
+    A NIC gap `gap_s` (hpceval.simulate.flows) moves that much more of every segment's
     start-up into per-size bandwidth factors, which a node's concurrent messages share."""
     two_o_us = 2 * overhead_s * 1e6
     segments = [replace(s, alpha_us=max(s.alpha_us - two_o_us, 0.0)) for s in network.segments]
     spec = network.spec
     bw = list(network.bw_factor)
     if gap_s > 0:
-        first = segments[0]
-        segments[0] = replace(first, alpha_us=max(first.alpha_us - gap_s * 1e6, 0.0))
-        end = segments[1].first_size if len(segments) > 1 else math.inf
-        sizes = target.curves[target.primary_path].sizes
-        bw = [*gap_bandwidth_factors(sizes, int(min(end, 2**62)), first.beta_mb_s, gap_s,
-                                     _route(spec, target.primary_path)[1]),
-              *network.bw_factor[1:]]  # fmt: skip
+        alphas, gapped = gap_bandwidth_factors(
+            target.curves[target.primary_path].sizes,
+            [(s.first_size, s.alpha_us, s.beta_mb_s) for s in segments], gap_s,
+            _route(spec, target.primary_path)[1],
+        )  # fmt: skip
+        segments = [replace(s, alpha_us=a) for s, a in zip(segments, alphas, strict=True)]
+        bw = [(n, _clamp(f)) for n, f in gapped]
     lat, _ = factors(segments, spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps)
     intra = target.curves.get("intra-node")
     if target.primary_path == "inter-node" and intra is not None:

@@ -23,11 +23,12 @@ Two things a PingPong cannot show, both about a node's NIC carrying several flow
   link: part of the small-message start-up is moved from SMPI's latency term into its
   bandwidth term, which the node's concurrent flows share, so p messages leaving a node
   together take p·g instead of g, while a lone message keeps its PingPong time. SMPI's
-  bandwidth factor is piecewise constant in the size, so the first segment of the
-  calibration gets one bandwidth factor per measured size, each chosen so that
-  (n + 16) / (factor · B) = g + (n + 16) / β at that size (exact at the measured sizes;
+  bandwidth factor is piecewise constant in the size, so every measured size of the
+  calibration's curve gets its own bandwidth factor, chosen so that
+  (n + 16) / (factor · B) = g + (n + 16) / β of its segment (exact at the measured sizes;
   between two of them the gap part grows with the size, by at most (n' + 16) / (n + 16)).
-  Messages of the later segments carry no gap (their bandwidth term shares the NIC already).
+  A segment whose start-up (less the overheads) is below g gets its start-up as its gap,
+  so that the PingPong keeps its time at every size.
   g comes from the concurrent pairs' small-message latency, lat(p) − lat(1) = (p − 1)·g (a
   non-negative least-squares slope), or, without them, is fitted on the random ring's
   latency (bisection; hpceval.simulate.contention).
@@ -118,19 +119,27 @@ def fitted_gap_s(flows: FlowFigures) -> float:
 
 def gap_bandwidth_factors(
     sizes: Sequence[int],
-    first_segment_end: int,
-    beta_mb_s: float,
+    segments: Sequence[tuple[int, float, float]],
     gap_s: float,
     route_bandwidth_Bps: float,
-) -> list[tuple[int, float]]:
-    """(size, bandwidth factor) for every measured size below `first_segment_end`, so that
-    the bandwidth term of a message of that size is gap + (size + 16) / β."""
-    out = []
-    for n in sorted(s for s in sizes if s < first_segment_end):
-        wire = (n + SMPI_ENVELOPE_BYTES) / (beta_mb_s * 1e6) if math.isfinite(beta_mb_s) else 0.0
-        term = gap_s + wire
-        out.append((n, (n + SMPI_ENVELOPE_BYTES) / (route_bandwidth_Bps * term)))
-    return out
+) -> tuple[list[float], list[tuple[int, float]]]:
+    """The gap moved from the start-up into the bandwidth term: the segments' start-ups less
+    their gap (µs), and (size, bandwidth factor) for every measured size.
+
+    `segments` are (first size, start-up µs, β MB/s), the overheads already taken off. A
+    segment's gap is g or, if less, its whole start-up; the bandwidth term of size n is then
+    gap + (n + 16) / β, so every measured size keeps its PingPong time."""
+    gaps = [min(gap_s, alpha_us * 1e-6) for _, alpha_us, _ in segments]
+    firsts = [first for first, _, _ in segments]
+    pairs = []
+    for n in sorted(sizes):
+        k = max((i for i, first in enumerate(firsts) if first <= n), default=0)
+        beta = segments[k][2]
+        wire = (n + SMPI_ENVELOPE_BYTES) / (beta * 1e6) if math.isfinite(beta) else 0.0
+        term = gaps[k] + wire
+        factor = (n + SMPI_ENVELOPE_BYTES) / (route_bandwidth_Bps * term) if term > 0 else math.inf
+        pairs.append((n, factor))
+    return [alpha_us - g * 1e6 for (_, alpha_us, _), g in zip(segments, gaps, strict=True)], pairs
 
 
 @dataclass(frozen=True)
