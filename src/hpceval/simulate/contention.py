@@ -41,8 +41,8 @@ per-message **gap** g on the node link, which concurrent messages share. With mp
 concurrent pairs measured, g and the NIC scale per flow count come from them (closed forms,
 hpceval.simulate.flows) and both random-ring figures are checks; without them (a published
 profile), g is fitted on the random ring's latency at its small size (bisection on g in
-[0, the start-up left after the overheads]; it grows with g), between the overhead and the
-NIC scale.
+[0, the start-up left after the overheads]; it grows with g), last: after the NIC scale,
+because the gap is a bandwidth term and a node link k x as wide makes it 1/k x as long.
 
 The ring figures not fitted are the checks, reported with their residuals.
 """
@@ -258,20 +258,12 @@ def fit_contention(
         )
     overhead_s = share * first_alpha_us * 1e-6 / 2
     left_s = max(0.0, first_alpha_us * 1e-6 - 2 * overhead_s)
-    if not from_pairs and rings.ppn >= 2:
-
-        def random_latency(g: float) -> float:
-            settings, platform = with_overhead(overhead_s, g)
-            return simulate({**base_config, **settings}, platform, "random_ring", LATENCY)[0]
-
-        gap, _, _ = bisect(random_latency, rings.random_latency_us, 0.0, MAX_SHARE * left_s)
-        if gap == MAX_SHARE * left_s:
-            flags.append(f"random-ring latency {rings.random_latency_us:g} us not reached with "
-                         f"the whole wire start-up as NIC gap ({gap * 1e6:.3g} us)")  # fmt: skip
-    elif gap > left_s:
+    if gap > left_s:
         flags.append(f"NIC gap {gap * 1e6:.3g} us measured is more than the start-up left "
                      f"after the overheads ({left_s * 1e6:.3g} us): bounded")  # fmt: skip
         gap = left_s
+    # The NIC scale before the gap: a 2 MB ring hardly feels a gap of microseconds, while
+    # the gap's share of a narrower link grows as 1/k (it is a bandwidth term).
     settings, platform = with_overhead(overhead_s, gap)
     config = {**base_config, **settings}
     nic = 1.0
@@ -293,6 +285,19 @@ def fit_contention(
     else:
         flags.append("rings at 1 rank per node: the NIC's sharing by a node's ranks is not "
                      "fitted (scale 1 at every placement)")  # fmt: skip
+    if not from_pairs and rings.ppn >= 2:
+
+        def random_latency(g: float) -> float:
+            settings, platform = with_overhead(overhead_s, g)
+            return simulate({**base_config, **settings}, scale_nic(platform, nic),
+                            "random_ring", LATENCY)[0]  # fmt: skip
+
+        gap, _, _ = bisect(random_latency, rings.random_latency_us, 0.0, MAX_SHARE * left_s)
+        if gap == MAX_SHARE * left_s:
+            flags.append(f"random-ring latency {rings.random_latency_us:g} us not reached with "
+                         f"the whole wire start-up as NIC gap ({gap * 1e6:.3g} us)")  # fmt: skip
+        settings, platform = with_overhead(overhead_s, gap)
+        config = {**base_config, **settings}
     residuals: list[dict[str, Any]] = []
     for pattern in ("natural_ring", "random_ring"):
         lat, bw = simulate(config, scale_nic(platform, nic), pattern, BOTH)

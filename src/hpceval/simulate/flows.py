@@ -29,9 +29,10 @@ Two things a PingPong cannot show, both about a node's NIC carrying several flow
   between two of them the gap part grows with the size, by at most (n' + 16) / (n + 16)).
   A segment whose start-up (less the overheads) is below g gets its start-up as its gap,
   so that the PingPong keeps its time at every size.
-  g comes from the concurrent pairs' small-message latency, lat(p) − lat(1) = (p − 1)·g (a
-  non-negative least-squares slope), or, without them, is fitted on the random ring's
-  latency (bisection; hpceval.simulate.contention).
+  g comes from the concurrent pairs' small-message latency, lat(p) − lat(1) =
+  g·(p / k(p) − 1) (a non-negative least-squares slope; the gap is a bandwidth term, so a
+  node link k(p) x as wide shortens it), or, without them, is fitted on the random ring's
+  latency (bisection, after k; hpceval.simulate.contention).
 """
 
 from __future__ import annotations
@@ -110,11 +111,16 @@ def scale_at(scales: Sequence[tuple[int, float]], flows: int) -> float:
 
 
 def fitted_gap_s(flows: FlowFigures) -> float:
-    """g ≥ 0 of lat(p) − lat(1) = (p − 1)·g, least squares through the origin (seconds)."""
-    extra = [(p - 1, (lat - flows.latency_us[0]) * 1e-6)
+    """g ≥ 0 of lat(p) − lat(1) = g·(p / k(p) − 1), least squares through the origin (s):
+    p messages of gap g share a node link k(p) x a lone flow's, so the last leaves after
+    p·g / k(p)."""
+    scales = dict(nic_scales(flows))
+    extra = [(p / scales[p] - 1, (lat - flows.latency_us[0]) * 1e-6)
              for p, lat in zip(flows.pairs, flows.latency_us, strict=True) if p > 1]  # fmt: skip
-    slope = sum(x * y for x, y in extra) / sum(x * x for x, _ in extra)
-    return max(0.0, slope)
+    denominator = sum(x * x for x, _ in extra)
+    if denominator <= 0:
+        return 0.0
+    return max(0.0, sum(x * y for x, y in extra) / denominator)
 
 
 def gap_bandwidth_factors(
