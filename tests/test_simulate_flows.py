@@ -199,3 +199,19 @@ def test_smpi_serialises_concurrent_messages_through_the_nic_gap(tmp_path: Path)
     one_g, two_g = latency(gapped, 1), latency(gapped, 2)
     assert one_g == pytest.approx(one, rel=0.1)
     assert two_g - one_g == pytest.approx(gap * 1e6, rel=0.25)
+
+
+def test_calibrations_id_shows_the_gap_the_scales_and_the_pairs() -> None:
+    from types import SimpleNamespace
+
+    from hpceval.cli_simulate import contention_lines
+
+    contention = Contention(0.0, 0.0, "emulated run 1: pairs", gap_s=36e-6,
+                            flow_scales=((1, 1.0), (2, 1.01)))  # fmt: skip
+    row = SimpleNamespace(parameters={"contention": contention.to_dict()}, residuals=[
+        {"path": "multi_pingpong", "metric": "latency", "size": 8, "ranks": 4, "pairs": 2,
+         "measured": 65.5, "simulated": 92.2, "residual": 0.407, "fitted": True}])  # fmt: skip
+    text = "\n".join(contention_lines(row))
+    assert "NIC serialisation gap 36 µs per message" in text
+    assert "k(1)=1, k(2)=1.01" in text
+    assert "multi_pingpong latency at 8 B, 4 ranks (2 pairs): measured 65.5 µs" in text
