@@ -49,7 +49,7 @@ def test_captures_exist_for_every_pattern() -> None:
     patterns = {records(p)[0]["pattern"] for p in CAPTURES}
     assert patterns == {
         "pingpong", "pingping", "sendrecv", "exchange", "bcast", "reduce", "allreduce",
-        "alltoall", "allgather", "barrier", "natural_ring", "random_ring",
+        "alltoall", "allgather", "barrier", "natural_ring", "random_ring", "multi_pingpong",
     }  # fmt: skip
 
 
@@ -122,6 +122,7 @@ def test_pingpong_physics_in_capture() -> None:
         ("error_unknown_pattern", "unknown pattern"),
         ("error_np1_pingpong", "at least 2"),
         ("error_reduce_size", "multiple of 4"),
+        ("error_multi_pingpong_odd", "even number of ranks"),
     ],
 )
 def test_error_records_fail_with_the_cause(stem: str, cause: str) -> None:
@@ -133,6 +134,26 @@ def test_error_records_fail_with_the_cause(stem: str, cause: str) -> None:
         BENCH.verify(out, case, case.points)
     with pytest.raises(BenchmarkFailure, match=cause):
         BENCH.parse(out, case)
+
+
+def test_concurrent_pairs_capture_times_the_first_rank_of_every_pair() -> None:
+    """Two pairs at once: t_min/t_avg/t_max are over the two timing ranks (they differ,
+    unlike a PingPong's), and the bandwidth is per pair (n / t_max)."""
+    path = DATA / "mpibench" / "multi_pingpong_np4.jsonl"
+    points = BENCH.parse(path.read_text(), case_for(path))
+    raw = [r for r in records(path) if r["record"] == "point"]
+    assert any(r["t_min_us"] != r["t_max_us"] for r in raw)
+    for parsed, r in zip(points, raw, strict=True):
+        lat = next(m for m in parsed.measurements if m.metric == "latency")
+        assert lat.samples == pytest.approx(tuple(r["t_max_us"]))  # type: ignore[arg-type]
+    single = BENCH.parse(
+        (DATA / "mpibench" / "multi_pingpong_np2.jsonl").read_text(),
+        case_for(DATA / "mpibench" / "multi_pingpong_np2.jsonl"),
+    )
+    for p in single:  # one pair is a PingPong: only one rank times
+        (lat,) = [m for m in p.measurements if m.metric == "latency"]
+        assert lat.statistics is not None
+        assert lat.statistics.extra["t_min"] == pytest.approx(lat.statistics.mean)
 
 
 def _pingpong_case() -> Case:

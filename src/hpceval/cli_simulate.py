@@ -135,10 +135,17 @@ def contention_lines(row: Any) -> list[str]:
     else:
         lines.append("contention: no rings measured, no per-message overhead (assumed); "
                      "measure natural_ring and random_ring across nodes to fit it")  # fmt: skip
-    for r in [r for r in row.residuals if str(r.get("path", "")).endswith("_ring")]:
+    if c.get("gap_s") or c.get("flow_scales"):
+        from hpceval.simulate.flows import FlowModel
+
+        lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
+            (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
+    for r in [r for r in row.residuals
+              if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
         lines.append(
-            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks: measured "
+            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks"
+            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "") + ": measured "
             f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
             f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
         )

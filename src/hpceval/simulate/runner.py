@@ -44,6 +44,7 @@ from hpceval.simulate.calibrate import (
 )
 from hpceval.simulate.contention import NONE as NO_CONTENTION
 from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
+from hpceval.simulate.flows import FLOW_PATTERN, flow_model
 from hpceval.simulate.memory import (
     MemoryDemand,
     NodeMemory,
@@ -231,8 +232,19 @@ def fit_rings(
     """The contention fit on the target's rings (nothing without rings), and the PingPongs
     simulated with it (residuals "with contention", not calibrated: the rings moved them)."""
     rings = target.rings
-    if rings is None:
+    flows = flow_model(target.flows) if target.flows is not None else None
+    if rings is None and flows is None:
         return NO_CONTENTION, config, spec, []
+    if rings is None:
+        assert flows is not None
+        settings, fitted = overhead_settings(target, network, 0.0, flows.gap_s)
+        config = {**config, **settings}
+        spec = replace(fitted, speed_flops=spec.speed_flops)
+        contention = Contention(
+            0.0, 0.0, flows.fitted_on, ("no rings measured: no per-message overhead",),
+            1.0, 1, flows.gap_s, flows.scales,
+        )  # fmt: skip
+        return contention, config, spec, flow_residuals(target, contention, config, spec, runner)
 
     def ring(
         cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern,
@@ -256,8 +268,8 @@ def fit_rings(
     else:
         cap = intra.times_us[0] * 1e-6 / 4
     contention, config, fitted, residuals = fit_contention(
-        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring,
-        scale_nic,
+        rings, config, alpha, cap, lambda o, g: overhead_settings(target, network, o, g), ring,
+        scale_nic, flows,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
     if intra is not None and 2 * contention.overhead_s > intra.times_us[0] * 1e-6 / 2:
@@ -272,7 +284,35 @@ def fit_rings(
              "fitted": False}
             for size, measured, value in zip(curve.sizes, curve.times_us, simulated, strict=True)
         ]  # fmt: skip
+    residuals += flow_residuals(target, contention, config, spec, runner)
     return contention, config, spec, residuals
+
+
+def flow_residuals(
+    target: Target, contention: Contention, config: dict[str, str], spec: PlatformSpec,
+    runner: SmpiCalibrationRunner,
+) -> list[dict[str, Any]]:
+    """The measured concurrent pairs against the model's (each pair count on its NIC scale):
+    their gap and scales were computed from them, so these show what SimGrid makes of it."""
+    flows = target.flows
+    if flows is None:
+        return []
+    out = []
+    for pairs, lat_us, bw in zip(flows.pairs, flows.latency_us, flows.bandwidth_mb_s,
+                                 strict=True):  # fmt: skip
+        platform = scale_nic(spec, contention.nic_scale_at(pairs))
+        values = runner.pattern(platform, config, FLOW_PATTERN, 2 * pairs, pairs,
+                                [flows.small, flows.large])  # fmt: skip
+        for metric, size, measured in (("latency", flows.small, lat_us),
+                                       ("bandwidth", flows.large, bw)):  # fmt: skip
+            simulated = values[(metric, size)]
+            out.append({
+                "path": FLOW_PATTERN, "metric": metric, "size": size, "ranks": 2 * pairs,
+                "ppn": pairs, "pairs": pairs, "measured": measured, "simulated": simulated,
+                "residual": (simulated - measured) / measured, "calibrated": False,
+                "fitted": bool(contention.flow_scales or contention.gap_s),
+            })  # fmt: skip
+    return out
 
 
 def calibration_config(row: CalibrationRow) -> tuple[PlatformSpec, dict[str, str]]:
@@ -304,6 +344,7 @@ def obtain_calibration(
             "speed_reference": dataclasses.asdict(reference) if reference else None,
             "base_config": dict(BASE_CONFIG),
             "rings": target.rings.to_dict() if target.rings else None,
+            "flows": target.flows.to_dict() if target.flows else None,
             "mpi": target.mpi_family,
             "memory": target.memory.to_dict() if target.memory else None,
         },
@@ -477,8 +518,7 @@ def execute(
 ) -> tuple[int, CampaignResult]:
     """Write the simulated run and run its cases; points are committed as they complete."""
     calibrated, cfg = calibration_config(calibration)
-    stored = {**NO_CONTENTION.to_dict(), **calibration.parameters.get("contention", {})}
-    contention = Contention(**{**stored, "flags": tuple(stored["flags"])})
+    contention = Contention.from_dict(calibration.parameters.get("contention", {}))
     ppn = max((c.placement.ranks_per_node for c in sim.cases), default=1)
     nic_scale = contention.nic_scale_at(ppn)
     spec = replace(

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from hpceval.errors import UserError
 from hpceval.model import Origin
 from hpceval.simulate.contention import RingFigures, mpi_family
+from hpceval.simulate.flows import FlowFigures, store_flows
 from hpceval.simulate.memory import NodeMemory, store_memory
 from hpceval.store import Store
 
@@ -72,6 +73,8 @@ class Target:
     run_ids: tuple[int, ...] = ()
     # The rings measured with every rank busy (the contention fit), if any.
     rings: RingFigures | None = None
+    # Concurrent pairs across two nodes (mpibench multi_pingpong), if measured.
+    flows: FlowFigures | None = None
     # "openmpi" or "mpich": SMPI's collective selector (None: SMPI's defaults), and why.
     mpi_family: str | None = None
     mpi_source: str = ""
@@ -184,6 +187,7 @@ def store_target(store: Store, platform_name: str) -> Target:
         ),
         run_ids=tuple(used),
         rings=rings,
+        flows=store_flows(store, runs),
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
         memory=store_memory(store, set(runs)),

@@ -1,4 +1,4 @@
-"""`mpibench`: MPI point-to-point, collective and HPCC ring patterns (IMB semantics).
+"""`mpibench`: MPI point-to-point, collective, HPCC ring and concurrent-pair patterns.
 
 The C program (mpibench.c, protocol in docs/mpibench.md) measures one pattern over a list of
 message sizes and prints one JSON line per size. This module expands suite entries into
@@ -26,7 +26,7 @@ from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler,
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
-from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
+from hpceval.patterns import COLLECTIVES, CONCURRENT_PAIRS, PAIR_PATTERNS, REDUCTIONS, Pattern
 from hpceval.statistics import describe, rate_statistics
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
@@ -46,6 +46,7 @@ BYTES_FACTOR: Mapping[str, int] = {
     "exchange": 4,
     "natural_ring": 1,
     "random_ring": 1,
+    "multi_pingpong": 1,  # per pair
 }
 # HPCC b_eff reports ring latency per message: one iteration sends one message each way, so
 # the program's per-iteration time is halved (and bandwidth = n / that latency = 2n / iteration).
@@ -91,6 +92,10 @@ class MpibenchOptions(StrictModel):
                     raise ValueError(
                         f"ranks: pattern {p} needs at least {min_ranks(p)} ranks, got {r}"
                     )
+            if r % 2 and CONCURRENT_PAIRS.intersection(self.patterns):
+                raise ValueError(
+                    f"ranks: {r} is odd; pattern multi_pingpong pairs rank i with rank i + ranks/2"
+                )
         for t in self.threads_per_rank:
             if t < 1:
                 raise ValueError(f"threads_per_rank: {t} is not a valid thread count")
@@ -186,6 +191,13 @@ class Mpibench(Benchmark[MpibenchOptions]):
                             Placement(1, 2, threads, options.binding),
                             Placement(2, 1, threads, options.binding),
                         ]
+                    if (
+                        pattern in CONCURRENT_PAIRS
+                        and options.ranks_per_node is None
+                        and platform.nodes >= 2
+                    ):
+                        # Every pair across two nodes: ranks/2 flows share each node's NIC.
+                        placements = [Placement(2, ranks // 2, threads, options.binding)]
                     for placement in placements:
                         variants: list[tuple[dict[str, ParamValue], dict[str, Any]]]
                         if pattern in PAIR_PATTERNS:
@@ -193,6 +205,8 @@ class Mpibench(Benchmark[MpibenchOptions]):
                                 ({"pair": label}, {"pair": list(pair)})
                                 for label, pair in pair_cases(placement)
                             ]
+                        elif pattern in CONCURRENT_PAIRS:
+                            variants = [({"pairs": ranks // 2}, {})]
                         else:
                             variants = [({}, {})]
                         for extra_params, extra_opts in variants:
