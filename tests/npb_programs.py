@@ -33,7 +33,12 @@ def build_program(
 
 
 def run_program(
-    toolchain: MpiToolchain, exe: Path, ranks: int, threads: int = 1, class_name: str = "S"
+    toolchain: MpiToolchain,
+    exe: Path,
+    ranks: int,
+    threads: int = 1,
+    class_name: str = "S",
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[int, list[dict[str, Any]], str]:
     """Exit status, the JSON records on stdout and the whole output of one mpirun."""
     root = toolchain.run_as_root() if os.geteuid() == 0 else None
@@ -46,6 +51,7 @@ def run_program(
         str(exe),
         "--class",
         class_name,
+        *extra_args,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(

@@ -362,6 +362,8 @@ def test_multi_zone_workloads_parse() -> None:
         "npb", {"kernel": "bt-mz", "class": "C"}, 64,
     )  # fmt: skip
     assert parse_workload("sp-mz.A").problem["kernel"] == "sp-mz"
+    lu_mz = parse_workload("lu-mz.C:64")
+    assert (dict(lu_mz.problem), lu_mz.ranks) == ({"kernel": "lu-mz", "class": "C"}, 64)
     with pytest.raises(UserError, match=r"expected KERNEL\.CLASS"):
         parse_workload("bt-xy.C:64")
 

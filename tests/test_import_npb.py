@@ -753,10 +753,15 @@ def test_multi_zone_and_application_captures() -> None:
     assert parse("npb3.4-mz-mpi-sp-mz.S.2x2.txt").threads_per_rank == 2
     # NPB 3.4-MPI prints "Active procs" (not "Active processes").
     assert parse("npb3.4-mpi-sp.S.4.txt").active_processes == 4
-    # Their Mop/s follow the official operation counts (BT-MZ per zone, summed) ...
-    for name in ("npb3.4-mpi-bt.S.1.txt", "npb3.4-mz-mpi-bt-mz.W.1x2.txt"):
+    # Their Mop/s follow the official operation counts (BT-MZ, LU-MZ per zone, summed) ...
+    for name in (
+        "npb3.4-mpi-bt.S.1.txt", "npb3.4-mz-mpi-bt-mz.W.1x2.txt", "npb3.4-mz-mpi-lu-mz.S.1x2.txt",
+    ):  # fmt: skip
         assert implausible(parse(name)) is None
     # ... and one that does not is refused.
     text = edited("npb3.4-mz-mpi-bt-mz.W.1x2.txt", "1065.92", "2065.92")
     with pytest.raises(NpbOutputError, match="BT-MZ class W's official operation count"):
+        parse_npb_output(text, "x.txt")
+    text = edited("npb3.4-mz-mpi-lu-mz.S.1x2.txt", "253.84", "353.84")
+    with pytest.raises(NpbOutputError, match="LU-MZ class S's official operation count"):
         parse_npb_output(text, "x.txt")

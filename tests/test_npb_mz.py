@@ -1,10 +1,12 @@
-"""hpceval's NPB-MZ programs (BT-MZ, SP-MZ) really built with mpicc and run under mpirun.
+"""hpceval's NPB-MZ programs (BT-MZ, SP-MZ, LU-MZ) really built with mpicc and run under
+mpirun.
 
-Class S verifies (the ten official per-zone norm sums) at 1 and 2 ranks with 1 and 2
-OpenMP threads per rank, and at 4 ranks (one zone each); the header's zone mesh and load
-balance are the Python side's (multizone.py, NPB-MZ's zone_setup and map_zones); more ranks
-than zones are refused with a one-line error, as the option checks refuse them; a wrong
-reference fails verification; the npb benchmark runs them in a campaign with threads.
+Class S verifies (the official per-zone norm sums) at 1 and 2 ranks with 1 and 2 OpenMP
+threads per rank, and at 4 ranks; the header's zone mesh, zone distribution and load balance
+are the Python side's (multizone.py, NPB-MZ's zone_setup and map_zones); NPB-MZ's thread
+balancing gives the ranks the threads the official program gives them; more ranks than zones
+are refused with a one-line error, as the option checks refuse them; a wrong reference fails
+verification; the npb benchmark runs them in a campaign with threads.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from .npb_programs import toolchain as toolchain  # the module fixture
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
-PROGRAMS = ("bt-mz", "sp-mz")
+PROGRAMS = ("bt-mz", "sp-mz", "lu-mz")
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +56,15 @@ def test_class_s_verifies(
     sizes = mesh.sizes()
     problem = header["problem"]
     assert (problem["gx"], problem["gy"], problem["gz"]) == (24, 24, 6)
-    assert (problem["x_zones"], problem["y_zones"]) == (2, 2)
+    assert (problem["x_zones"], problem["y_zones"]) == (mesh.x_zones, mesh.y_zones)
     assert tuple(problem["largest_zone"]) == max(sizes, key=lambda s: s[0] * s[1] * s[2])
     assert problem["load_imbalance"] == pytest.approx(multizone.load_imbalance(mesh, ranks))
+    blocks = mesh.block_first and multizone.block_owners(mesh, ranks) is not None
+    assert problem["block_distribution"] is blocks
+    assert problem["thread_balance"] is False
     result = record(records, "result")
     assert result["verified"] is True
+    assert result["rank_threads"] == [threads] * ranks
     quantities = {q["quantity"]: q for q in result["verification"]}
     official = official_references(program, "S")
     assert sorted(quantities) == sorted(official)
@@ -88,21 +94,48 @@ def test_zone_meshes_are_npb_mz() -> None:
 def test_more_ranks_than_zones_is_refused(
     toolchain: MpiToolchain, programs: dict[str, Path], program: str
 ) -> None:
-    rc, records, text = run_program(toolchain, programs[program], 5)
+    zones = multizone.mesh(reference(), program, "S").zones
+    rc, records, text = run_program(toolchain, programs[program], zones + 1)
     assert rc == 2, text
-    message = f"{program} class S has 4 zones: needs at most 4 ranks, got 5"
+    message = f"{program} class S has {zones} zones: needs at most {zones} ranks, got {zones + 1}"
     assert message in text
-    assert rank_rule_error(program, "S", 5) == message
+    assert rank_rule_error(program, "S", zones + 1) == message
     assert any(r["record"] == "error" for r in records)
-    with pytest.raises(ValueError, match="has 4 zones"):
-        NpbOptions.model_validate({"kernels": [program], "classes": ["S"], "ranks": [5]})
-    assert rank_rule_error(program, "C", 256) is None
+    with pytest.raises(ValueError, match=f"has {zones} zones"):
+        NpbOptions.model_validate({"kernels": [program], "classes": ["S"], "ranks": [zones + 1]})
+    c_zones = multizone.mesh(reference(), program, "C").zones
+    assert rank_rule_error(program, "C", c_zones) is None
 
 
-def test_wrong_reference_fails_verification(toolchain: MpiToolchain, tmp_path: Path) -> None:
-    exe = build_program("bt-mz", toolchain, tmp_path, ("-DBT_REFERENCE_ERROR=1e-6",))
+@pytest.mark.parametrize(
+    ("program", "flag"),
+    [("bt-mz", "-DBT_REFERENCE_ERROR=1e-6"), ("lu-mz", "-DLU_REFERENCE_ERROR=1e-6")],
+)
+def test_wrong_reference_fails_verification(
+    toolchain: MpiToolchain, tmp_path: Path, program: str, flag: str
+) -> None:
+    exe = build_program(program, toolchain, tmp_path, (flag,))
     rc, records, text = run_program(toolchain, exe, 2)
     assert_verification_failed(rc, records, text)
+
+
+def test_thread_balancing_gives_busy_ranks_more_threads(
+    toolchain: MpiToolchain, programs: dict[str, Path], tmp_path: Path
+) -> None:
+    # BT-MZ S on 3 ranks x 2 threads: zones of 1944, 864 and 648 points; the official
+    # program gives them 3, 2 and 1 threads (tests/data/npb-mz-official-maps).
+    mesh = multizone.mesh(reference(), "bt-mz", "S")
+    expected = multizone.rank_threads(mesh, [2, 2, 2], balance=True)
+    assert expected == [3, 2, 1]
+    rc, records, text = run_program(toolchain, programs["bt-mz"], 3, 2, "S", ("--balance-threads",))
+    assert rc == 0, text
+    assert record(records, "header")["problem"]["thread_balance"] is True
+    assert record(records, "header")["threads"] == 2  # as launched
+    result = record(records, "result")
+    assert result["verified"] is True and result["rank_threads"] == expected
+    ep = build_program("ep", toolchain, tmp_path)
+    rc, records, text = run_program(toolchain, ep, 1, 1, "S", ("--balance-threads",))
+    assert rc == 2 and "only the multi-zone programs balance threads" in text
 
 
 def test_memory_estimate_follows_the_busiest_rank() -> None:
@@ -110,14 +143,21 @@ def test_memory_estimate_follows_the_busiest_rank() -> None:
     assert memory_per_rank("bt-mz", "A", 2) < 0.6 * one
     # bt_mz.c class W on one rank peaks near 38 MiB (measured RSS).
     assert 25 << 20 < memory_per_rank("bt-mz", "W", 1) < 60 << 20
+    # lu_mz.c class A peaks near 50 MiB on one rank, 32 MiB on two (measured RSS,
+    # perf/results/npb-lu-mz-vs-official-2026-11-25.txt).
+    assert 40 << 20 < memory_per_rank("lu-mz", "A", 1) < 60 << 20
+    assert 25 << 20 < memory_per_rank("lu-mz", "A", 2) < 40 << 20
 
 
 def test_campaign_runs_hybrid_placements(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "npb.db"))
     try:
         suite = (
-            'name = "npb-mz-test"\n[[benchmark]]\nname = "npb"\nkernels = ["bt-mz", "sp-mz"]\n'
+            'name = "npb-mz-test"\n[[benchmark]]\nname = "npb"\n'
+            'kernels = ["bt-mz", "sp-mz", "lu-mz"]\n'
             'classes = ["S"]\nranks = [1, 2]\nthreads_per_rank = [1, 2]\n'
+            '[[benchmark]]\nname = "npb"\nkernels = ["bt-mz"]\nclasses = ["S"]\nranks = [3]\n'
+            "threads_per_rank = [2]\nbalance_threads = true\n"
         )
         _, ms = run_suite(tmp_path, store, suite)
     finally:
@@ -127,4 +167,12 @@ def test_campaign_runs_hybrid_placements(tmp_path: Path) -> None:
          int(m.parameters["threads_per_rank"]))
         for m in ms
     }  # fmt: skip
-    assert points == {(p, r, t) for p in PROGRAMS for r in (1, 2) for t in (1, 2)}
+    assert points == {(p, r, t) for p in PROGRAMS for r in (1, 2) for t in (1, 2)} | {
+        ("bt-mz", 3, 2)
+    }
+    # the per-rank threads are in the details; balanced ones are told apart by a parameter
+    for m in ms:
+        ranks, threads = int(m.parameters["ranks"]), int(m.parameters["threads_per_rank"])
+        balanced = m.parameters.get("thread_balance") is True
+        assert balanced is (ranks == 3)
+        assert m.details["rank_threads"] == ([3, 2, 1] if balanced else [threads] * ranks)

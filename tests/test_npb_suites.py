@@ -6,7 +6,7 @@ from hpceval.campaign import load_suite, plan_cases
 
 from .test_mpibench_cases import platform
 
-SIX = {"bt", "sp", "lu", "bt-mz", "sp-mz"}  # LU-MZ is not written yet (docs/npb.md)
+SIX = {"bt", "sp", "lu", "bt-mz", "sp-mz", "lu-mz"}
 
 
 def planned(suite: str) -> set[tuple[str, str, int, int]]:
@@ -23,6 +23,7 @@ def test_quick_runs_every_program_at_s_and_w() -> None:
         assert {(program, c) for c in "SW"} <= {(k, c) for k, c, _, _ in plan}, program
     # the MZ programs also as one rank of two threads
     assert {("bt-mz", "S", 1, 2), ("sp-mz", "W", 1, 2), ("bt-mz", "W", 2, 1)} <= plan
+    assert {("lu-mz", "S", 1, 2), ("lu-mz", "W", 2, 1)} <= plan
 
 
 def test_standard_runs_a_and_b() -> None:
@@ -34,7 +35,7 @@ def test_standard_runs_a_and_b() -> None:
 
 def test_hybrid_compares_mz_with_pure_mpi_on_the_same_cores() -> None:
     plan = planned("npb-hybrid")
-    for mz in ("bt-mz", "sp-mz"):
+    for mz in ("bt-mz", "sp-mz", "lu-mz"):
         # four cores: 4 x 1, 2 x 2, 1 x 4 beside the single-zone program on 4 ranks
         assert {(mz, "A", r, t) for r, t in ((4, 1), (2, 2), (1, 4))} <= plan
         assert (mz.removesuffix("-mz"), "A", 4, 1) in plan

@@ -186,6 +186,7 @@ def test_smpi_builds_are_cached_apart_and_define_hpceval_smpi() -> None:
         ("lu", 1, 2),
         ("bt-mz", 1, 4),
         ("sp-mz", 1, 4),
+        ("lu-mz", 1, 4),
     ],
 )
 def test_npb_class_s_verifies_under_smpirun(kernel: str, nodes: int, ppn: int) -> None:

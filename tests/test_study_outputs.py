@@ -359,12 +359,32 @@ def test_source_must_name_a_benchmark_of_the_recipe_that_takes_one(tmp_path: Pat
 
 @pytest.mark.mpi
 @pytest.mark.skipif(not have_mpi(), reason="needs mpicc and mpirun")
-def test_without_a_source_the_pending_part_is_left_out_with_its_note(tmp_path: Path) -> None:
+def test_without_a_source_the_part_is_left_out_saying_what_to_give(tmp_path: Path) -> None:
     recipe = write(tmp_path / "r.toml", TINY_MILC)
     result = runner.invoke(
         app, ["study", "run", str(recipe), "--db", str(tmp_path / "r.db"), "--no-extend"]
     )
-    assert "milc: waits for a MILC source tree; left out" in result.output
+    assert "milc: left out: " in result.output
+    assert "MILC sources not given: set [sources] milc" in result.output
+
+
+def test_a_source_is_added_to_the_platforms_sources(tmp_path: Path) -> None:
+    """`--source milc=PATH` reaches the milc cases as the platform's [sources] milc (the
+    official-code sources), as `hpceval run --source` does."""
+    from hpceval.campaign import load_platform
+    from hpceval.study.recipe import load_recipe
+    from hpceval.study.runner import plan_platform
+
+    tree = tmp_path / "milc_qcd"
+    for d in ("ks_imp_dyn", "generic_ks", "libraries"):
+        (tree / d).mkdir(parents=True)
+    (tree / "Makefile").write_text("")
+    (tree / "ks_imp_dyn" / "Make_template").write_text("")
+    recipe = load_recipe(str(write(tmp_path / "r.toml", TINY_MILC))).config
+    plan = plan_platform(recipe, load_platform("local"), smallest=True, max_ranks=None,
+                         sources={"milc": str(tree)})  # fmt: skip
+    assert plan.platform.config.sources["milc"] == str(tree)
+    assert [c.options["source"] for c in plan.cases] == [str(tree.resolve())]
 
 
 # --------------------------------------------------------------------------- planning

@@ -180,8 +180,10 @@ def study_run(
 
 
 def parse_sources(values: list[str], recipe: Recipe) -> dict[str, str]:
-    """`--source BENCHMARK=PATH` for benchmarks of the recipe that take a `source`."""
-    from hpceval.benchmarks import find_benchmark
+    """`--source BENCHMARK=PATH` for benchmarks of the recipe built from the user's sources
+    (an official-code kind of the same name, hpceval.sources: milc); the study adds them to
+    each platform's `[sources]`."""
+    from hpceval.sources import SOURCE_KINDS
 
     names = {str(e["name"]) for p in recipe.part for e in p.benchmark}
     sources: dict[str, str] = {}
@@ -191,11 +193,11 @@ def parse_sources(values: list[str], recipe: Recipe) -> dict[str, str]:
             raise UserError(f"--source: {value!r} is not BENCHMARK=PATH")
         if bench not in names:
             raise UserError(f"--source: the {recipe.name} study runs no benchmark {bench!r}")
-        found = find_benchmark(bench)
-        if found is None or "source" not in found.Options.model_fields:
+        if bench not in SOURCE_KINDS:
             raise UserError(f"--source: {bench} takes no source tree")
-        if not Path(path).expanduser().is_dir():
-            raise UserError(f"--source: {path} is not a directory (the {bench} source tree)")
+        given = Path(path).expanduser()
+        if not (given.is_dir() or (given.is_file() and given.name.endswith((".tar.gz", ".tgz")))):
+            raise UserError(f"--source: {path} is not a directory or .tar.gz (the {bench} sources)")
         sources[bench] = path
     return sources
 

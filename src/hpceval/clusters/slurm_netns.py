@@ -190,22 +190,25 @@ PartitionName={PARTITION} Nodes={",".join(nodes)} Default=YES MaxTime=INFINITE S
 """
 
 
-def in_uts(hostname: str, argv: Sequence[str]) -> list[str]:
-    """argv under its own host name (a UTS namespace of its own), exec'd: same pid."""
+def as_host(hostname: str, argv: Sequence[str]) -> list[str]:
+    """argv as on a host of its own, exec'd (same pid): its own host name (a UTS namespace)
+    and its own System V IPC (an IPC namespace), so that MPI libraries see the nodes as
+    separate machines (UCX's shared-memory transports reach only the same IPC namespace)."""
     script = 'echo "$1" > /proc/sys/kernel/hostname && shift && exec "$@"'
-    return ["unshare", "--uts", "/bin/sh", "-c", script, "sh", hostname, *argv]
+    return ["unshare", "--uts", "--ipc", "/bin/sh", "-c", script, "sh", hostname, *argv]
 
 
 def in_node(hostname: str, hosts: Path, argv: Sequence[str]) -> list[str]:
-    """argv as a node's process, exec'd: the node's host name (a UTS namespace) and the
-    nodes' hosts file over /etc/hosts (a mount namespace whose mounts stay its own), so that
-    node names resolve in every node as on a real cluster (MPJ Express looks its own up)."""
+    """argv as a node's process, exec'd: as on a host of its own (`as_host`: host name, System
+    V IPC), and the nodes' hosts file over /etc/hosts (a mount namespace whose mounts stay its
+    own), so that node names resolve in every node as on a real cluster (MPJ Express looks
+    its own up)."""
     script = (
         'echo "$1" > /proc/sys/kernel/hostname && mount --bind "$2" /etc/hosts '
         '&& shift 2 && exec "$@"'
     )
-    return ["unshare", "--uts", "--mount", "/bin/sh", "-c", script, "sh", hostname, str(hosts),
-            *argv]  # fmt: skip
+    return ["unshare", "--uts", "--ipc", "--mount", "/bin/sh", "-c", script, "sh", hostname,
+            str(hosts), *argv]  # fmt: skip
 
 
 def hosts_path(directory: Path) -> Path:
@@ -221,7 +224,7 @@ def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list
             f"--key-file={d}/munge.key", f"--pid-file={d}/munged.pid",
             f"--log-file={d}/munged.log", f"--seed-file={d}/munged.seed",
         ],
-        "slurmctld": in_uts(
+        "slurmctld": as_host(
             controller_host(layout), [DAEMONS["slurmctld"], "-D", "-i", "-f", conf]
         ),
     }  # fmt: skip

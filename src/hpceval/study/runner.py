@@ -26,6 +26,7 @@ from hpceval.campaign import (
     start_new_run,
     suite_from_raw,
     toolchain_and_launcher,
+    with_sources,
 )
 from hpceval.campaign.prepare import check_commands
 from hpceval.config import Loaded, PlatformConfig
@@ -68,7 +69,10 @@ def plan_platform(
     sources: Mapping[str, str] | None = None,
 ) -> PlatformPlan:
     """The recipe's entries scaled to the platform, each planned on its own first so that one
-    that cannot run here is a note, not a failed study."""
+    that cannot run here is a note, not a failed study. `sources` (`--source KIND=PATH`, the
+    official codes' sources such as milc's) are added to the platform's `[sources]`, as
+    `hpceval run --source` does: the plan's platform, stored with its run, holds them."""
+    platform = with_sources(platform, sources or {})
     config = platform.config
     capacity = Capacity.of(config, max_ranks)
     launcher = _launcher_or_none(config)
@@ -77,8 +81,7 @@ def plan_platform(
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
     for part in recipe.part:
-        for given in part.benchmark:
-            options = with_sources(given, sources or {})
+        for options in part.benchmark:
             name = str(options["name"])
             if find_benchmark(name) is None:
                 notes.append(
@@ -247,15 +250,6 @@ def projected_runs(store: Store, study_id: int) -> dict[str, list[int]]:
         if store.run(r.run_id).origin is Origin.SIMULATED:
             runs.setdefault(r.platform, []).append(r.run_id)
     return runs
-
-
-def with_sources(options: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
-    """An entry with the source tree the user gave for its benchmark (`--source NAME=PATH`),
-    unless the recipe names one."""
-    name = str(options["name"])
-    if name in sources and "source" not in options:
-        return {**options, "source": sources[name]}
-    return dict(options)
 
 
 def _ordered(platforms: Sequence[str], baseline: str) -> list[str]:

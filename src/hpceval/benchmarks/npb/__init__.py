@@ -1,5 +1,5 @@
 """`npb`: hpceval's own NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU and the
-multi-zone BT-MZ, SP-MZ (C + MPI + OpenMP).
+multi-zone BT-MZ, SP-MZ, LU-MZ (C + MPI + OpenMP).
 
 The C programs (one per kernel, protocol in docs/npb.md) print one verified result per run.
 A case is kernel x class x placement; its points are repetitions ("rep=1", ...), one program
@@ -55,18 +55,25 @@ PROTOCOL_VERSION = "1.0"
 # -O3 and the host's vector units, as the studies did ("-O3 at least"), OpenMP for hybrid runs.
 # -fno-math-errno: math functions without C's errno, as Fortran has none (the reference NPB
 # is Fortran: with errno, gcc cannot call glibc's vector exp in FT's loops as gfortran does).
-NPB_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-std=c11")
-# Per-program additions. CG: gfortran contracts a*b + c into a fused multiply-add by default
-# (and NPB's C programs, built without -std=c11, do too), ISO C mode does not: CG's product
-# loop (`sum += a[k] * v[col[k]]`, one dependent chain per row, as in NPB's cg.f) then
-# chains a multiply and an add where NPB chains FMAs, whose latency differs. Contracted,
-# its cost follows NPB's (perf/npb_vs_official.py: CPU ratio 1.24 before, see docs/npb.md).
-KERNEL_CFLAGS: Mapping[str, tuple[str, ...]] = {"cg": ("-ffp-contract=fast",)}
+# -ffp-contract=fast, for every program: gfortran contracts a*b + c into a fused
+# multiply-add by default (and gcc in its default GNU C mode, as NPB's C IS is built, does
+# too); gcc in ISO C mode (-std=c11) does not. One rule for all: the same contraction as the
+# official code built with the same compiler (CG's product loop chains FMAs in NPB's cg.f;
+# chained as a multiply and an add it cost 0.80x NPB's, docs/npb.md). The official builds
+# get the same list (npb_official: for gfortran and GNU C it is their default).
+NPB_CFLAGS: tuple[str, ...] = (
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-ffp-contract=fast",
+    "-fopenmp",
+    "-std=c11",
+)
 # Rough seconds of one class-S/W/A/B run on one core of a current x86 machine, to weigh
 # the progress bar and set a default time limit; generous on purpose.
 SECONDS_ESTIMATE = {"S": 0.5, "W": 2.0, "A": 15.0, "B": 90.0, "C": 400.0, "D": 6000.0}
 # Programs much longer than a kernel of the same class (BT class A: ~90 s on one core).
-ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0, "bt-mz": 6.0, "sp-mz": 2.0}  # SP A: ~27 s
+ESTIMATE_FACTOR = {"bt": 6.0, "sp": 2.0, "lu": 5.0, "bt-mz": 6.0, "sp-mz": 2.0, "lu-mz": 5.0}
 
 # SMPI builds (compiler smpicc, see SMPI.md): the build options that trade the numerical
 # result for simulation speed (sampling) and memory (folding), passed in cflags.
@@ -79,7 +86,7 @@ SMPI_FOLD_FLAG = "-DHPCEVAL_SMPI_FOLD"
 ITERATION_SAMPLING_KERNELS = frozenset({"cg"})
 SMPI_BUILD_OPTION = "smpi_build"
 
-Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu", "bt-mz", "sp-mz"]
+Kernel = Literal["ep", "is", "cg", "mg", "ft", "bt", "sp", "lu", "bt-mz", "sp-mz", "lu-mz"]
 ClassName = Literal["S", "W", "A", "B", "C", "D"]
 
 
@@ -255,7 +262,7 @@ def compile_npb_program(
         depends=depends,
         compiler=compiler,
         compiler_identity=compiler_identity,
-        cflags=[*cflags, *KERNEL_CFLAGS.get(kernel, ()), f"-I{HERE}"],
+        cflags=[*cflags, f"-I{HERE}"],
         ldflags=["-lm"],
         cache=cache,
     )
@@ -264,6 +271,9 @@ def compile_npb_program(
 class NpbOptions(RankSweepOptions):
     kernels: list[Kernel] = Field(min_length=1)
     classes: list[ClassName] = Field(default_factory=lambda: list[ClassName](["S"]), min_length=1)
+    # NPB-MZ's load balancing with threads for the multi-zone programs (its load data file
+    # with one process group): the ranks' threads, same total, spread by their zones' points.
+    balance_threads: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> NpbOptions:
@@ -292,7 +302,10 @@ def placements(
 @register
 class Npb(Benchmark[NpbOptions]):
     name = "npb"
-    description = "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP and LU (NPB 3.x definitions)"
+    description = (
+        "NAS Parallel Benchmarks EP, IS, CG, MG, FT, BT, SP, LU and BT-MZ, SP-MZ, LU-MZ "
+        "(NPB 3.x definitions)"
+    )
     points_per_execution = 1
     Options = NpbOptions
 
@@ -323,11 +336,16 @@ class Npb(Benchmark[NpbOptions]):
                             params: dict[str, ParamValue] = {"kernel": kernel, "class": class_name}
                             key_parts = [kernel, class_name, f"np={ranks}"]
                             memory = memory_per_rank(kernel, class_name, ranks)
+                            balanced = options.balance_threads and kernel in MULTI_ZONE
+                            if balanced:
+                                params["thread_balance"] = True
+                                key_parts.append("balance-threads")
                             cases.append(repeated_case(
                                 self.name, key_parts, placement, params,
                                 repeat=options.repeat, run_estimate_s=estimate,
                                 explicit_limit_s=options.time_limit_s,
-                                options={"memory_per_rank_bytes": memory},
+                                options={"memory_per_rank_bytes": memory,
+                                         **({"balance_threads": True} if balanced else {})},
                             ))  # fmt: skip
         return cases
 
@@ -355,6 +373,8 @@ class Npb(Benchmark[NpbOptions]):
         build = case.options.get(SMPI_BUILD_OPTION)
         if isinstance(build, Mapping) and build.get("iterations"):
             argv += ["--iterations", str(int(build["iterations"]))]
+        if case.options.get("balance_threads"):
+            argv.append("--balance-threads")
         return argv
 
     def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
@@ -436,7 +456,7 @@ def official_references(kernel: str, class_name: str) -> dict[str, tuple[float, 
         for quantity in ("xcr", "xce"):
             for m, value in enumerate(ref[quantity][class_name], start=1):
                 out[f"{quantity}{m}"] = (value, ref["tolerance"])
-        if kernel == "lu":
+        if kernel in ("lu", "lu-mz"):
             out["xci"] = (ref["xci"][class_name], ref["tolerance"])
     return out
 
@@ -561,6 +581,8 @@ def result_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
         details["verification"] = f"not checked ({not_checked_reason(record, case)})"
     if isinstance(record.get("smpi"), Mapping):
         details["smpi"] = dict(record["smpi"])
+    if isinstance(record.get("rank_threads"), list):  # multi-zone: each rank's OpenMP threads
+        details["rank_threads"] = [int(t) for t in record["rank_threads"]]
     (point,) = case.points
     per_process = mops / case.placement.ranks
     rows = (

@@ -10,7 +10,7 @@
  * and the update, all from bt.c (compiled in here with
  * BT_ZONE_SOLVER, one "cell" per zone with the grid boundary on all six sides). The zones
  * go to the ranks by NPB-MZ's bin packing; a rank's OpenMP threads share each of its
- * zones. Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt and
+ * zones (npb_mz.h: their number per rank). Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt and
  * of the error, summed over the zones, against the BT-MZ reference values, relative
  * tolerance 1e-8. */
 #define BT_ZONE_SOLVER
@@ -161,15 +161,9 @@ int main(int argc, char **argv)
     if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, cls->ratio);
-    const char *why = npb_mz_rank_error(&mesh, nranks);
-    if (why != NULL) npb_fail("bt-mz class %c %s", cls->name, why);
-    npb_mz_map_zones(&mesh, nranks, my_rank);
+    npb_mz_start(&mesh, "bt-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
     dt = cls->dt;
     make_zones();
-
-    char problem[512];
-    npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
-    npb_print_header("bt-mz", cls->name, problem);
 
     double spacing[3];
     npb_mz_spacing(&mesh, spacing);
@@ -189,14 +183,8 @@ int main(int argc, char **argv)
     zone_norms(xce, xcr);
 
     struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "bt-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double bt_ops[4] = {3478.8, -17655.7, 28023.7, 0.0}; /* NPB3.4-MZ bt.f */
-    result.mops_total = npb_mz_mops(&mesh, cls->niter, bt_ops, t);
-    result.iterations = cls->niter;
-    result.verified = 1;
+    npb_mz_result(&result, &mesh, "bt-mz", cls->name, cls->niter, bt_ops, t);
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     npb_print_result(&result);

@@ -28,7 +28,10 @@
  *
  * Storage: u, rsd, frct and flux hold 5 components per point, i fastest, with two ghost
  * points on each side in i and j (local index -1..n+2) and none in k (1..nz); the indices
- * are NPB's (1-based, local), so that the loop bounds read as in the specification. */
+ * are NPB's (1-based, local), so that the loop bounds read as in the specification.
+ *
+ * lu_mz.c compiles this file in with LU_ZONE_SOLVER: the solver without the process grid,
+ * ssor's loop or main; there a zone is a grid of one rank, grid_comm that rank alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -69,6 +72,7 @@ struct lu_class {
     double xci;    /* surface integral */
 };
 
+#ifndef LU_ZONE_SOLVER
 /* NPB 3.4 LU (setparams.c, verify.f). */
 static const struct lu_class classes[] = {
     {'S', 12, 50, 0.5,
@@ -108,6 +112,7 @@ static const struct lu_class classes[] = {
       0.7002620636210e+03},
      0.8334101392503e+02},
 };
+#endif
 
 /* Physical and discretisation constants (NPB's setcoeff and lu_data). */
 static const double c1 = 1.40, c2 = 0.40, c3 = 1.00e-01, c4 = 1.00, c5 = 1.40;
@@ -128,7 +133,10 @@ static int nx, ny, nz;        /* this rank's points */
 static int ipt, jpt;          /* global offset of this rank's first point */
 static int ist, iend, jst, jend; /* the interior points this rank updates */
 static int north = -1, south = -1, west = -1, east = -1;
-static int px, py, my_rank, nranks;
+static int my_rank, nranks;
+#ifndef LU_ZONE_SOLVER
+static int px, py; /* the process grid */
+#endif
 static size_t ldx, ldy;       /* leading dimensions (nx + 4, ny + 4) */
 
 static vec5 *u, *rsd, *frct, *flux;
@@ -144,6 +152,9 @@ static int nthreads = 1;
 static long planes_done[MAX_THREADS][CACHE_LINE_DOUBLES];
 /* True when several threads may call MPI at once (then every call is serialised). */
 static int threaded_mpi;
+/* The ranks that share one grid and sum its norms and surface integral: all of them for LU,
+ * this rank alone for a zone of LU-MZ (lu_mz.c). */
+static MPI_Comm grid_comm;
 
 #define AT(arr, i, j, k) \
     ((arr)[(((size_t)(k) - 1) * ldy + (size_t)((j) + 1)) * ldx + (size_t)((i) + 1)])
@@ -151,6 +162,7 @@ static int threaded_mpi;
 static double recv_buffer[2][5 * 4096];
 static double send_buffer[2][5 * 4096];
 
+#ifndef LU_ZONE_SOLVER /* LU-MZ: a zone is one rank's grid */
 /* --- the process grid (NPB 3.4 proc_grid.f, subdomain.f) ------------------------------ */
 
 /* NPB's isqrt2: the x-extent of a near-square factorisation of n (-1 if none). */
@@ -232,6 +244,8 @@ static void decompose(void)
     ldx = (size_t)nx + 4;
     ldy = (size_t)ny + 4;
 }
+
+#endif
 
 static void set_coefficients(void)
 {
@@ -1060,7 +1074,7 @@ static void rms_norm(const vec5 *v, double *norm)
                 s4 += p[4] * p[4];
             }
     double local[5] = {s0, s1, s2, s3, s4};
-    NPB_CHECK_MPI(MPI_Allreduce(local, norm, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    NPB_CHECK_MPI(MPI_Allreduce(local, norm, 5, MPI_DOUBLE, MPI_SUM, grid_comm));
     for (int m = 0; m < 5; ++m) norm[m] = sqrt(norm[m] / ((double)(nx0 - 2) * (ny0 - 2) * (nz0 - 2)));
 }
 
@@ -1077,7 +1091,7 @@ static void error_norm(double *norm)
                     local[m] += d * d;
                 }
             }
-    NPB_CHECK_MPI(MPI_Allreduce(local, norm, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    NPB_CHECK_MPI(MPI_Allreduce(local, norm, 5, MPI_DOUBLE, MPI_SUM, grid_comm));
     for (int m = 0; m < 5; ++m) norm[m] = sqrt(norm[m] / ((double)(nx0 - 2) * (ny0 - 2) * (nz0 - 2)));
 }
 
@@ -1098,7 +1112,7 @@ static double cell_sum(const double *phi1, const double *phi2, size_t ld, int a0
             local += phi1[p] + phi1[p + 1] + phi1[q] + phi1[q + 1] + phi2[p] + phi2[p + 1] +
                      phi2[q] + phi2[q + 1];
         }
-    NPB_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    NPB_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_comm));
     return total;
 }
 
@@ -1223,6 +1237,30 @@ static double surface_integral(void)
 
 /* --- SSOR -------------------------------------------------------------------------------- */
 
+/* One SSOR iteration up to the new u (ssor.f before its rhs): rsd scaled by dt, the lower
+ * and upper sweeps, u += update * rsd. */
+static void ssor_update(double update)
+{
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int k = 2; k <= nz - 1; ++k)
+            for (int j = jst; j <= jend; ++j)
+                for (int i = ist; i <= iend; ++i)
+                    for (int m = 0; m < 5; ++m) AT(rsd, i, j, k)[m] *= dt;
+        sweep(0);
+#pragma omp barrier
+        sweep(1);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int k = 2; k <= nz - 1; ++k)
+            for (int j = jst; j <= jend; ++j)
+                for (int i = ist; i <= iend; ++i)
+                    for (int m = 0; m < 5; ++m) AT(u, i, j, k)[m] += update * AT(rsd, i, j, k)[m];
+    }
+}
+
+#ifndef LU_ZONE_SOLVER
 /* ssor(niter): returns the timed seconds (max over ranks); rsdnm gets the final residual. */
 static double ssor(int niter, int itmax, double *rsdnm)
 {
@@ -1234,23 +1272,7 @@ static double ssor(int niter, int itmax, double *rsdnm)
     NPB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     double t0 = MPI_Wtime();
     for (int step = 1; step <= niter; ++step) {
-#pragma omp parallel
-        {
-#pragma omp for schedule(static)
-            for (int k = 2; k <= nz - 1; ++k)
-                for (int j = jst; j <= jend; ++j)
-                    for (int i = ist; i <= iend; ++i)
-                        for (int m = 0; m < 5; ++m) AT(rsd, i, j, k)[m] *= dt;
-            sweep(0);
-#pragma omp barrier
-            sweep(1);
-#pragma omp barrier
-#pragma omp for schedule(static)
-            for (int k = 2; k <= nz - 1; ++k)
-                for (int j = jst; j <= jend; ++j)
-                    for (int i = ist; i <= iend; ++i)
-                        for (int m = 0; m < 5; ++m) AT(u, i, j, k)[m] += update * AT(rsd, i, j, k)[m];
-        }
+        ssor_update(update);
         if (step % itmax == 0) rms_norm(rsd, delunm);
         compute_rhs();
         if (step % itmax == 0 || step == itmax) rms_norm(rsd, rsdnm);
@@ -1263,7 +1285,11 @@ static double ssor(int niter, int itmax, double *rsdnm)
     return t;
 }
 
-static void allocate(void)
+#endif
+
+#ifndef LU_ZONE_SOLVER
+/* u, rsd, frct and flux over this rank's points (ldx x ldy x nz). */
+static void allocate_fields(void)
 {
     size_t points = ldx * ldy * (size_t)nz;
     u = NPB_FOLDABLE_ALLOC(points * sizeof(vec5), "u");
@@ -1274,6 +1300,13 @@ static void allocate(void)
     memset(rsd, 0, points * sizeof(vec5));
     memset(frct, 0, points * sizeof(vec5));
     memset(flux, 0, points * sizeof(vec5));
+}
+#endif
+
+/* The ghost exchange buffers and every thread's line of Jacobian blocks (nx, ny, nz: the
+ * largest grid the buffers serve). */
+static void allocate_work(void)
+{
     size_t ghost = 10 * (size_t)(nx > ny ? nx : ny) * (size_t)nz;
     ghost_send = npb_alloc(ghost * sizeof(double), "ghost send buffer");
     ghost_recv = npb_alloc(ghost * sizeof(double), "ghost receive buffer");
@@ -1287,12 +1320,8 @@ static void allocate(void)
     }
 }
 
-static void release(void)
+static void release_work(void)
 {
-    NPB_FOLDABLE_FREE(u);
-    NPB_FOLDABLE_FREE(rsd);
-    NPB_FOLDABLE_FREE(frct);
-    NPB_FOLDABLE_FREE(flux);
     free(ghost_send);
     free(ghost_recv);
     for (int t = 0; t < nthreads; ++t) {
@@ -1302,6 +1331,16 @@ static void release(void)
         free(work[t].d);
         free(work[t].tv);
     }
+}
+
+#ifndef LU_ZONE_SOLVER
+static void release(void)
+{
+    NPB_FOLDABLE_FREE(u);
+    NPB_FOLDABLE_FREE(rsd);
+    NPB_FOLDABLE_FREE(frct);
+    NPB_FOLDABLE_FREE(flux);
+    release_work();
 }
 
 int main(int argc, char **argv)
@@ -1321,6 +1360,7 @@ int main(int argc, char **argv)
         npb_fail("lu: %d OpenMP threads is more than this program's limit of %d", nthreads,
                  MAX_THREADS);
     threaded_mpi = nthreads > 1 && nranks > 1;
+    grid_comm = MPI_COMM_WORLD;
     if (threaded_mpi && provided < MPI_THREAD_SERIALIZED)
         npb_fail("lu with %d threads per rank needs MPI_THREAD_SERIALIZED, the MPI library "
                  "provides level %d",
@@ -1338,7 +1378,8 @@ int main(int argc, char **argv)
     npb_print_header("lu", cls->name, problem);
 
     set_coefficients();
-    allocate();
+    allocate_fields();
+    allocate_work();
     set_boundary_values();
     set_initial_values();
     compute_forcing();
@@ -1379,3 +1420,4 @@ int main(int argc, char **argv)
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
 }
+#endif /* LU_ZONE_SOLVER */

@@ -1,17 +1,21 @@
-"""NPB-MZ facts the Python side needs: the zone mesh of each class, NPB-MZ's bin packing of
-zones over ranks, the rank rule, the Mop/s count and a memory estimate (the C programs,
-npb_mz.c, do the same; the tests compare them on the programs' headers)."""
+"""NPB-MZ facts the Python side needs: the zone mesh of each class, NPB-MZ's map_zones (block
+distribution or bin packing of zones over ranks, and its load balancing with threads), the
+rank rule, the Mop/s count and a memory estimate (the C programs, npb_mz.c, do the same; the
+tests compare them on the programs' output and on the official programs' NPB_VERBOSE maps)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MULTI_ZONE: tuple[str, ...] = ("bt-mz", "sp-mz")
+MULTI_ZONE: tuple[str, ...] = ("bt-mz", "sp-mz", "lu-mz")
 # The single-zone solver each multi-zone program runs on its zones (its C file is compiled in).
-ZONE_SOLVER = {"bt-mz": "bt", "sp-mz": "sp"}
+ZONE_SOLVER = {"bt-mz": "bt", "sp-mz": "sp", "lu-mz": "lu"}
+# NPB3.4-MZ's map_zones tries its block distribution before bin packing in SP-MZ and LU-MZ
+# (BT-MZ, whose zones are uneven, packs bins only).
+BLOCK_FIRST = frozenset({"sp-mz", "lu-mz"})
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class ZoneMesh:
     niter: int
     dt: float
     ratio: float
+    block_first: bool = False
 
     @property
     def zones(self) -> int:
@@ -52,7 +57,7 @@ def mesh(reference: Mapping[str, Any], program: str, class_name: str) -> ZoneMes
     gx, gy, gz, xz, yz, niter, dt = ref["size"][class_name]
     return ZoneMesh(
         int(gx), int(gy), int(gz), int(xz), int(yz), int(niter), float(dt),
-        float(ref["ratio"][class_name]),
+        float(ref["ratio"][class_name]), block_first=program in BLOCK_FIRST,
     )  # fmt: skip
 
 
@@ -67,7 +72,11 @@ def rank_rule_error(program: str, class_name: str, mz: ZoneMesh, ranks: int) -> 
 
 
 # Operation-count fits per zone (NPB3.4-MZ bt.f / sp.f): n3, nsur, navg and constant terms.
-_OPS = {"bt-mz": (3478.8, -17655.7, 28023.7, 0.0), "sp-mz": (881.174, -4683.91, 11484.5, -19272.4)}
+_OPS = {
+    "bt-mz": (3478.8, -17655.7, 28023.7, 0.0),
+    "sp-mz": (881.174, -4683.91, 11484.5, -19272.4),
+    "lu-mz": (1984.77, -10923.3, 27770.9, -144010.0),
+}
 
 
 def mops(program: str, mz: ZoneMesh, seconds: float) -> float:
@@ -81,10 +90,30 @@ def mops(program: str, mz: ZoneMesh, seconds: float) -> float:
     return total / seconds
 
 
+def block_owners(mz: ZoneMesh, ranks: int) -> list[int] | None:
+    """NPB-MZ's block distribution: the ranks as an n1 x n2 grid with n1 dividing x_zones and
+    n2 y_zones (the last factorisation with the least remainder), each rank a rectangle of
+    zones; None when no factorisation divides both."""
+    best, np1, np2 = mz.y_zones % ranks, 1, ranks
+    n1, n2 = 1, ranks
+    while n1 <= n2:
+        if n1 * n2 == ranks and (rest := mz.x_zones % n1 + mz.y_zones % n2) <= best:
+            best, np1, np2 = rest, n1, n2
+        n1 += 1
+        n2 = ranks // n1
+    if best != 0:
+        return None
+    wx, wy = mz.x_zones // np1, mz.y_zones // np2
+    return [(z % mz.x_zones) // wx + (z // mz.x_zones) // wy * np1 for z in range(mz.zones)]
+
+
 def zone_owners(mz: ZoneMesh, ranks: int) -> list[int]:
-    """NPB-MZ's map_zones: the rank of every zone (largest zones first, each to the least
-    loaded rank, preferring among zones within 5 % of the largest left the one sharing the
-    most boundary with that rank)."""
+    """NPB-MZ's map_zones: the rank of every zone. The block distribution where the mesh
+    tries it first and the rank count allows; otherwise bin packing (largest zones first,
+    each to the least loaded rank, preferring among zones within 5 % of the largest left
+    the one sharing the most boundary with that rank)."""
+    if mz.block_first and (blocks := block_owners(mz, ranks)) is not None:
+        return blocks
     sizes = mz.sizes()
     points = [float(nx * ny * nz) for nx, ny, nz in sizes]
     order = list(range(mz.zones))
@@ -127,22 +156,58 @@ def zone_owners(mz: ZoneMesh, ranks: int) -> list[int]:
     return owner
 
 
+def rank_points(mz: ZoneMesh, ranks: int) -> list[float]:
+    """The points of every rank's zones."""
+    load = [0.0] * ranks
+    for owner, (nx, ny, nz) in zip(zone_owners(mz, ranks), mz.sizes(), strict=True):
+        load[owner] += nx * ny * nz
+    return load
+
+
 def load_imbalance(mz: ZoneMesh, ranks: int) -> float:
     """The busiest rank's points over the mean (1.0: perfect balance)."""
-    owner = zone_owners(mz, ranks)
-    load = [0.0] * ranks
-    for z, (nx, ny, nz) in enumerate(mz.sizes()):
-        load[owner[z]] += nx * ny * nz
+    load = rank_points(mz, ranks)
     return max(load) / (sum(load) / ranks)
+
+
+def rank_threads(mz: ZoneMesh, threads: Sequence[int], *, balance: bool) -> list[int]:
+    """Every rank's OpenMP threads, `threads` being each rank's as launched: unchanged
+    (NPB-MZ's default), or with `balance` NPB-MZ's load balancing with threads (map_zones,
+    one process group, no NPB_MAX_THREADS limit): the same total spread in proportion to
+    the ranks' points, floor(points / (all points / total)) and at least 1 each; threads
+    left over go one at a time to the rank with the most points per thread, an excess is
+    taken one at a time from the rank (with more than one) left with the fewest points per
+    thread."""
+    total = sum(threads)
+    if not balance or total <= len(threads):
+        return list(threads)
+    size = rank_points(mz, len(threads))
+    per_thread = sum(size) / total
+    given = [max(1, int(s / per_thread)) for s in size]
+    while (left := total - sum(given)) != 0:
+        if left > 0:
+            loads = [s / t for s, t in zip(size, given, strict=True)]
+            pick = loads.index(max(loads))
+            given[pick] += 1
+        else:
+            fewer = [(s / (t - 1), r) for r, (s, t) in enumerate(zip(size, given, strict=True))
+                     if t > 1]  # fmt: skip
+            given[min(fewer)[1]] -= 1
+    return given
 
 
 def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
     (bt.c 46 per point with two ghost layers per side; sp.c about 26 with its padding, its
-    lhs being per line)."""
+    lhs being per line; lu.c 15, u, rsd and frct with two ghost layers in i and j, plus one
+    flux array of the largest zone)."""
     owner = zone_owners(mz, ranks)
-    per_point = 46 if program == "bt-mz" else 26
+    per_point = {"bt-mz": 46, "sp-mz": 26, "lu-mz": 15}[program]
+    ghosts_z = 0 if program == "lu-mz" else 4
     load = [0.0] * ranks
     for z, (nx, ny, nz) in enumerate(mz.sizes()):
-        load[owner[z]] += (nx + 4) * (ny + 4) * (nz + 4)
-    return int(max(load) * per_point * 8 * 1.05 + (8 << 20))
+        load[owner[z]] += (nx + 4) * (ny + 4) * (nz + ghosts_z)
+    scratch = 0.0
+    if program == "lu-mz":
+        scratch = 5.0 * max((nx + 4) * (ny + 4) * nz for nx, ny, nz in mz.sizes())
+    return int((max(load) * per_point + scratch) * 8 * 1.05 + (8 << 20))

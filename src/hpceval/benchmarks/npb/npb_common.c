@@ -100,6 +100,8 @@ void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_option
     current_kernel = kernel;
     opt->class_name = 0;
     opt->iterations = 0;
+    opt->balance_threads = 0;
+    (void)npb_threads(); /* the launch's count, before any program changes it */
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) {
             const char *c = argv[++i];
@@ -120,6 +122,10 @@ void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_option
             npb_fail("--iterations %s: only SMPI builds (simulations) may time fewer "
                      "iterations; a measurement runs all of them", text);
 #endif
+        } else if (strcmp(argv[i], "--balance-threads") == 0) {
+            if (strstr(kernel, "-mz") == NULL)
+                npb_fail("--balance-threads: only the multi-zone programs balance threads");
+            opt->balance_threads = 1;
         } else {
             npb_fail("unknown argument '%s' (usage: npb-%s --class S|W|A|B|C|D)", argv[i], kernel);
         }
@@ -193,10 +199,15 @@ int npb_is_power_of_two(int n)
     return n > 0 && (n & (n - 1)) == 0;
 }
 
+/* The count as launched, read once: a multi-zone program may give its rank another one
+ * (NPB-MZ's thread balancing), the header and result records keep the launch's. */
+static int launch_threads;
+
 int npb_threads(void)
 {
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    if (launch_threads == 0) launch_threads = omp_get_max_threads();
+    return launch_threads;
 #else
     return 1;
 #endif
@@ -347,6 +358,7 @@ void npb_print_result(struct npb_result *result)
         printf(",\"note\":");
         json_string(stdout, result->note);
     }
+    if (result->extra) printf(",%s", result->extra);
     printf("}\n{\"record\":\"end\",\"status\":\"%s\"}\n",
            !checked ? "not_checked" : passed ? "ok" : "verification_failed");
     fflush(stdout);

@@ -75,6 +75,7 @@ void *npb_shared_alloc(size_t bytes, const char *what);
 struct npb_options {
     char class_name; /* S, W, A, B, C or D */
     int iterations;  /* SMPI builds, CG: timed iterations to simulate (0: all of them) */
+    int balance_threads; /* multi-zone programs: NPB-MZ's load balancing with threads */
 };
 
 /* One verified quantity: what the kernel computed, the official reference and the
@@ -98,10 +99,11 @@ struct npb_result {
     int nquantities;
     struct npb_quantity quantities[NPB_MAX_QUANTITIES];
     const char *note;   /* optional: why verification failed beyond the quantities */
+    const char *extra;  /* optional: more members of the record ("name":value,...) */
 };
 
-/* Parses --class X (and, in SMPI builds of CG, --iterations K); every rank calls it and
- * fails identically. */
+/* Parses --class X (in SMPI builds of CG, --iterations K; in the multi-zone programs,
+ * --balance-threads); every rank calls it and fails identically. */
 void npb_parse_args(int argc, char **argv, const char *kernel, struct npb_options *opt);
 
 /* Aborts every rank with a one-line message: {"record":"error",...} on stdout from the
@@ -128,7 +130,7 @@ void vranlc(int n, double *x, double a, double *y);
 double npb_jump_multiplier(double a, long long exponent);
 
 int npb_is_power_of_two(int n);
-int npb_threads(void); /* OpenMP threads per rank (1 without OpenMP) */
+int npb_threads(void); /* OpenMP threads per rank as launched (1 without OpenMP) */
 
 /* Rank 0 prints the header record (kernel, class, ranks, threads, MPI library, hosts and
  * the problem size as a JSON object given by `problem_json`, e.g. "{\"na\":1400}"). */

@@ -6,6 +6,9 @@
 #include "npb_common.h"
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,8 +106,31 @@ static int shared_boundary(const struct npb_mz_mesh *M, int z, int rank)
 /* Values of the face of zone z on side d that its neighbour on that side needs. */
 static size_t face_values(const struct npb_mz_mesh *M, int z, int d, int components)
 {
-    int across = d == MZ_WEST || d == MZ_EAST ? M->ny[z] : M->nx[z];
-    return (size_t)(across - 2) * (size_t)(M->nz[z] - 2) * (size_t)components;
+    const int along_x = d == MZ_WEST || d == MZ_EAST;
+    const int across = along_x ? M->ny[z] - 2 : M->y_faces_whole ? M->nx[z] : M->nx[z] - 2;
+    return (size_t)across * (size_t)(M->nz[z] - 2) * (size_t)components;
+}
+
+/* NPB-MZ's block distribution (SP-MZ, LU-MZ): the ranks as an n1 x n2 grid with n1 | x_zones
+ * and n2 | y_zones, each rank a rectangle of zones. Returns 0 (nothing assigned) when no
+ * factorisation divides both. */
+static int block_owners(struct npb_mz_mesh *M, int nranks)
+{
+    int best = M->y_zones % nranks, np1 = 1, np2 = nranks;
+    for (int n1 = 1, n2 = nranks; n1 <= n2; ++n1, n2 = nranks / n1) {
+        if (n1 * n2 != nranks) continue;
+        const int remainder = M->x_zones % n1 + M->y_zones % n2;
+        if (remainder <= best) {
+            best = remainder;
+            np1 = n1;
+            np2 = n2;
+        }
+    }
+    if (best != 0) return 0;
+    const int wx = M->x_zones / np1, wy = M->y_zones / np2;
+    for (int z = 0; z < M->nzones; ++z)
+        M->owner[z] = (z % M->x_zones) / wx + (z / M->x_zones) / wy * np1;
+    return 1;
 }
 
 void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
@@ -120,6 +146,8 @@ void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
         M->owner[z] = -1;
     }
     for (int r = 0; r < nranks; ++r) load[r] = 0.0;
+    const int blocks = M->try_blocks && block_owners(M, nranks);
+    M->blocks_used = blocks;
     /* Selection sort by decreasing size, keeping the first of equal zones first. */
     for (int a = 0; a < n - 1; ++a) {
         int best = a;
@@ -129,7 +157,7 @@ void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
         order[a] = order[best];
         order[best] = t;
     }
-    int next = 0;
+    int next = blocks ? n : 0;
     while (next < n) {
         int rank = 0;
         for (int r = 1; r < nranks; ++r)
@@ -199,11 +227,12 @@ static size_t copy_face(const struct npb_mz_mesh *M, int z, const struct npb_mz_
 {
     const int nx = M->nx[z], ny = M->ny[z], nz = M->nz[z];
     const int along_x = d == MZ_WEST || d == MZ_EAST;
-    const int across = along_x ? ny : nx;
+    const int whole = !along_x && M->y_faces_whole;
+    const int first = whole ? 0 : 1, last = whole ? nx - 1 : along_x ? ny - 2 : nx - 2;
     const ptrdiff_t s_across = along_x ? F->sj : F->si, s_at = along_x ? F->si : F->sj;
     size_t pos = 0;
     for (int k = 1; k < nz - 1; ++k)
-        for (int a = 1; a < across - 1; ++a) {
+        for (int a = first; a <= last; ++a) {
             double *p = F->base + q * s_at + a * s_across + k * F->sk;
             for (int m = 0; m < components; ++m) {
                 if (into_zone) p[m * F->sm] = buf[pos];
@@ -265,26 +294,31 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
                                 (int)(out - (M->send_buf + M->send_offset[r])), MPI_DOUBLE, r,
                                 TAG_EXCHANGE, MPI_COMM_WORLD, &M->requests[nreq++]));
     }
-    /* Zones of this rank next to each other: straight copies (the faces read are interior
-     * points, the ones written boundary points, so the order does not matter). */
-    size_t scratch_size = 0;
+    /* Zones of this rank next to each other: every face read first, then written (as
+     * NPB-MZ's exch_qbc: with LU-MZ's whole y faces, a face read holds x-boundary points
+     * that the same exchange writes). */
+    size_t local_size = 0;
     for (int z = 0; z < n; ++z)
         for (int d = 0; d < 4; ++d)
-            if (face_values(M, z, d, components) > scratch_size)
-                scratch_size = face_values(M, z, d, components);
-    double *scratch = npb_alloc(scratch_size * sizeof(double), "exchange scratch");
-    for (int z = 0; z < n; ++z) {
-        if (M->owner[z] != me) continue;
-        for (int d = 0; d < 4; ++d) {
-            int other = M->neighbour[d][z];
-            if (M->owner[other] != me) continue;
-            copy_face(M, z, &fields[z], d, out_position(M, z, d), components, scratch, 0);
-            int side = in_side(d);
-            copy_face(M, other, &fields[other], side, in_position(M, other, side), components,
-                      scratch, 1);
+            if (M->owner[z] == me && M->owner[M->neighbour[d][z]] == me)
+                local_size += face_values(M, z, d, components);
+    double *local = npb_alloc((local_size > 0 ? local_size : 1) * sizeof(double),
+                              "exchange between local zones");
+    double *at = local;
+    for (int pass = 0; pass < 2; ++pass, at = local)
+        for (int z = 0; z < n; ++z) {
+            if (M->owner[z] != me) continue;
+            for (int d = 0; d < 4; ++d) {
+                int other = M->neighbour[d][z], side = in_side(d);
+                if (M->owner[other] != me) continue;
+                if (pass == 0)
+                    at += copy_face(M, z, &fields[z], d, out_position(M, z, d), components, at, 0);
+                else
+                    at += copy_face(M, other, &fields[other], side, in_position(M, other, side),
+                                    components, at, 1);
+            }
         }
-    }
-    free(scratch);
+    free(local);
     NPB_CHECK_MPI(MPI_Waitall(nreq, M->requests, MPI_STATUSES_IGNORE));
     for (int r = 0; r < M->nranks; ++r) {
         if (M->recv_count[r] == 0) continue;
@@ -300,6 +334,72 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
             }
         }
     }
+}
+
+void npb_mz_assign_threads(struct npb_mz_mesh *M, int balance)
+{
+    const int np = M->nranks;
+    int mine = npb_threads();
+    M->rank_threads = int_array(np, "rank threads");
+    NPB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, M->rank_threads, 1, MPI_INT, MPI_COMM_WORLD));
+    int total = 0;
+    for (int r = 0; r < np; ++r) total += M->rank_threads[r];
+    M->threads_balanced = balance && total > np;
+    if (!M->threads_balanced) return;
+    double *size = npb_alloc((size_t)np * sizeof(double), "rank sizes"), all = 0.0;
+    for (int r = 0; r < np; ++r) size[r] = 0.0;
+    for (int z = 0; z < M->nzones; ++z) size[M->owner[z]] += zone_points(M, z);
+    for (int r = 0; r < np; ++r) all += size[r];
+    const double per_thread = all / total;
+    int given = 0;
+    for (int r = 0; r < np; ++r) {
+        int t = (int)(size[r] / per_thread);
+        M->rank_threads[r] = t < 1 ? 1 : t;
+        given += M->rank_threads[r];
+    }
+    for (int left = total - given; left != 0;) {
+        int pick = -1;
+        double best = 0.0;
+        for (int r = 0; r < np; ++r) {
+            if (left > 0) {
+                const double load = size[r] / M->rank_threads[r];
+                if (load > best) {
+                    best = load;
+                    pick = r;
+                }
+            } else if (M->rank_threads[r] > 1) {
+                const double load = size[r] / (M->rank_threads[r] - 1);
+                if (best == 0.0 || load < best) {
+                    best = load;
+                    pick = r;
+                }
+            }
+        }
+        if (pick < 0) break; /* cannot happen: total >= np threads fit one per rank */
+        M->rank_threads[pick] += left > 0 ? 1 : -1;
+        left += left > 0 ? -1 : 1;
+    }
+    free(size);
+}
+
+void npb_mz_use_threads(const struct npb_mz_mesh *M)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(M->rank_threads[M->my_rank]);
+#else
+    (void)M;
+#endif
+}
+
+static char *threads_json(const struct npb_mz_mesh *M)
+{
+    const size_t size = 32 + 12 * (size_t)M->nranks;
+    char *out = npb_alloc(size, "rank threads record");
+    size_t at = (size_t)snprintf(out, size, "\"rank_threads\":[");
+    for (int r = 0; r < M->nranks; ++r)
+        at += (size_t)snprintf(out + at, size - at, "%s%d", r ? "," : "", M->rank_threads[r]);
+    snprintf(out + at, size - at, "]");
+    return out;
 }
 
 void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char *out,
@@ -321,10 +421,11 @@ void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char
     snprintf(out, size,
              "{\"gx\":%d,\"gy\":%d,\"gz\":%d,\"x_zones\":%d,\"y_zones\":%d,\"niter\":%d,"
              "\"dt\":%.17g,\"smallest_zone\":[%d,%d,%d],\"largest_zone\":[%d,%d,%d],"
-             "\"load_imbalance\":%.6g}",
+             "\"load_imbalance\":%.6g,\"block_distribution\":%s,\"thread_balance\":%s}",
              M->gx, M->gy, M->gz, M->x_zones, M->y_zones, niter, dt, M->nx[smallest],
              M->ny[smallest], M->nz[smallest], M->nx[largest], M->ny[largest], M->nz[largest],
-             busiest / (total / M->nranks));
+             busiest / (total / M->nranks), M->blocks_used ? "true" : "false",
+             M->threads_balanced ? "true" : "false");
 }
 
 void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3])
@@ -376,6 +477,36 @@ double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], do
     return mops / seconds;
 }
 
+void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char *program,
+                   char class_name, int niter, const double ops[4], double seconds)
+{
+    memset(result, 0, sizeof *result);
+    result->kernel = program;
+    result->class_name = class_name;
+    result->time_s = seconds;
+    result->mops_total = npb_mz_mops(M, niter, ops, seconds);
+    result->iterations = niter;
+    result->verified = 1;
+    if (M->threads_json == NULL) M->threads_json = threads_json(M);
+    result->extra = M->threads_json;
+}
+
+void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
+                  double dt, int balance_threads)
+{
+    int nranks, my_rank;
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
+    const char *why = npb_mz_rank_error(M, nranks);
+    if (why != NULL) npb_fail("%s class %c %s", program, class_name, why);
+    npb_mz_map_zones(M, nranks, my_rank);
+    npb_mz_assign_threads(M, balance_threads);
+    char problem[512];
+    npb_mz_problem_json(M, niter, dt, problem, sizeof problem);
+    npb_print_header(program, class_name, problem);
+    npb_mz_use_threads(M);
+}
+
 void npb_mz_release(struct npb_mz_mesh *M)
 {
     free(M->nx);
@@ -383,6 +514,8 @@ void npb_mz_release(struct npb_mz_mesh *M)
     free(M->nz);
     for (int d = 0; d < 4; ++d) free(M->neighbour[d]);
     free(M->owner);
+    free(M->rank_threads);
+    free(M->threads_json);
     free(M->my_zones);
     free(M->send_offset);
     free(M->recv_offset);

@@ -9,15 +9,23 @@
  * the west boundary i = 0 gets the west neighbour's i = nx - 2, the east boundary
  * i = nx - 1 the east neighbour's i = 1, the same in y; j, k over the interior only).
  *
- * Zones are dealt to the MPI ranks by NPB-MZ's bin packing (map_zones): zones sorted by
- * size, largest first; each goes to the rank with the least work so far, preferring among
- * the zones within 5 % of the largest left the one sharing the most boundary with that
- * rank. Each zone is then solved by its rank's OpenMP threads. */
+ * Zones are dealt to the MPI ranks by NPB-MZ's map_zones. SP-MZ and LU-MZ first try its
+ * block distribution: the ranks as an n1 x n2 grid whose sides divide x_zones and y_zones
+ * (the pair with the least remainder, the last such factorisation found), each rank a
+ * rectangle of zones. Otherwise (always for BT-MZ), bin packing: zones sorted by size,
+ * largest first; each goes to the rank with the least work so far, preferring among the
+ * zones within 5 % of the largest left the one sharing the most boundary with that rank.
+ * Each zone is then solved by its rank's OpenMP threads: every rank its own OMP_NUM_THREADS
+ * (NPB-MZ's default), or, with NPB-MZ's load balancing with threads (its load data file with
+ * one process group), the ranks' total spread in proportion to their points
+ * (npb_mz_assign_threads). */
 #ifndef HPCEVAL_NPB_MZ_H
 #define HPCEVAL_NPB_MZ_H
 
 #include <mpi.h>
 #include <stddef.h>
+
+struct npb_result; /* npb_common.h */
 
 enum { MZ_WEST, MZ_EAST, MZ_SOUTH, MZ_NORTH };
 
@@ -27,7 +35,14 @@ struct npb_mz_mesh {
     int *nx, *ny, *nz;       /* points per axis, per zone (zone = i + j * x_zones) */
     int *neighbour[4];       /* per direction (MZ_WEST ...), per zone */
     int *owner;              /* rank solving each zone */
+    int try_blocks;          /* map_zones tries the block distribution first (SP-MZ, LU-MZ) */
+    int y_faces_whole;       /* y faces exchanged over all nx points, not the interior
+                              * (LU-MZ's copy_y_face) */
+    int blocks_used;         /* the map is the block distribution */
     int nranks, my_rank;
+    int *rank_threads;       /* OpenMP threads of every rank (npb_mz_assign_threads) */
+    int threads_balanced;    /* 1 when NPB-MZ's thread balancing set rank_threads */
+    char *threads_json;      /* "rank_threads":[...] of the result record (npb_mz_result) */
     int my_nzones;
     int *my_zones;           /* this rank's zones in increasing order */
     /* exchange buffers (one segment per peer rank) */
@@ -54,6 +69,22 @@ const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks);
  * exchange buffers. Every rank computes the same map. */
 void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank);
 
+/* Every rank's OpenMP thread count: each rank's own (omp_get_max_threads, as launched), or
+ * with `balance` and more threads than ranks, NPB-MZ's thread balancing (map_zones, one
+ * process group, no NPB_MAX_THREADS limit): rank r gets floor(points_r / (total points /
+ * total threads)), at least 1; while threads are left over, one more to the rank with the
+ * most points per thread (the first such); while too many are given, one less from the
+ * rank with more than one whose points per remaining thread would be the smallest. Call
+ * after npb_mz_map_zones; npb_mz_use_threads applies this rank's count. */
+void npb_mz_assign_threads(struct npb_mz_mesh *M, int balance);
+void npb_mz_use_threads(const struct npb_mz_mesh *M);
+
+/* The result record's common part: program, class, timed seconds, NPB-MZ's Mop/s count
+ * (npb_mz_mops with the program's fit `ops`), iterations, and every rank's threads
+ * ("rank_threads", kept in the mesh); the caller adds its verified quantities. */
+void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char *program,
+                   char class_name, int niter, const double ops[4], double seconds);
+
 /* The boundary exchange between zones; fields[z] locates zone z (this rank's zones only). */
 void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components);
 
@@ -79,6 +110,12 @@ void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5]);
  * c[2] navg + c[3]), n3 = nx ny nz, nsur = (nx ny + nx nz + ny nz) / 3,
  * navg = (nx + ny + nz) / 3; divided by seconds. */
 double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds);
+
+/* What every multi-zone program does once its mesh is set up: the rank rule (a one-line
+ * error), NPB-MZ's zone map (npb_mz_map_zones) and thread counts (npb_mz_assign_threads), the
+ * header record with the mesh's "problem" object, then this rank's thread count in force. */
+void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
+                  double dt, int balance_threads);
 
 void npb_mz_release(struct npb_mz_mesh *M);
 

@@ -7,8 +7,9 @@
  * and y boundary values (npb_mz.h), then runs SP's step on each zone: compute_rhs, txinvr,
  * the x, y and z pentadiagonal solves with ninvr, pinvr, tzetar, and the update, all from
  * sp.c (compiled in with SP_ZONE_SOLVER, one "cell" per zone with the grid boundary on all
- * six sides). Zones go to the ranks by NPB-MZ's bin packing, a rank's OpenMP threads share
- * each zone. Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt
+ * six sides). Zones go to the ranks by NPB-MZ's map_zones (block distribution where the
+ * rank count allows, else bin packing), a rank's OpenMP threads share each zone
+ * (npb_mz.h). Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt
  * and of the error, summed over the zones, against the SP-MZ reference values, relative
  * tolerance 1e-8. */
 #define SP_ZONE_SOLVER
@@ -347,16 +348,11 @@ int main(int argc, char **argv)
     const double scale = reference_scale();
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, 1.0);
-    const char *why = npb_mz_rank_error(&mesh, no_nodes);
-    if (why != NULL) npb_fail("sp-mz class %c %s", cls->name, why);
-    npb_mz_map_zones(&mesh, no_nodes, node);
+    mesh.try_blocks = 1; /* NPB-MZ tries the block distribution first for SP-MZ */
+    npb_mz_start(&mesh, "sp-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
     niter = cls->niter;
     dt = cls->dt;
     make_zones();
-
-    char problem[512];
-    npb_mz_problem_json(&mesh, cls->niter, cls->dt, problem, sizeof problem);
-    npb_print_header("sp-mz", cls->name, problem);
 
     alloc_space();
     double spacing[3];
@@ -376,14 +372,8 @@ int main(int argc, char **argv)
     zone_norms(xce, xcr);
 
     struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "sp-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double sp_ops[4] = {881.174, -4683.91, 11484.5, -19272.4}; /* NPB3.4-MZ sp.f */
-    result.mops_total = npb_mz_mops(&mesh, niter, sp_ops, t);
-    result.iterations = niter;
-    result.verified = 1;
+    npb_mz_result(&result, &mesh, "sp-mz", cls->name, niter, sp_ops, t);
     npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, scale, NPB_SP_EPSILON);
     npb_add_quantities(&result, "xce", 5, xce, cls->xce, scale, NPB_SP_EPSILON);
     npb_print_result(&result);
