@@ -150,15 +150,9 @@ static void zone_norms(double xce[5], double xcr[5])
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "bt-mz", &opt);
-    const struct bt_mz_class *cls = NULL;
-    for (size_t i = 0; i < sizeof mz_classes / sizeof mz_classes[0]; ++i)
-        if (mz_classes[i].name == opt.class_name) cls = &mz_classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
+    npb_start(&argc, &argv, "bt-mz", &opt, &my_rank, &nranks);
+    const struct bt_mz_class *cls = NPB_CLASS_ENTRY(mz_classes, opt.class_name);
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, cls->ratio);
     const char *why = npb_mz_rank_error(&mesh, nranks);
@@ -188,19 +182,10 @@ int main(int argc, char **argv)
     double xce[5], xcr[5];
     zone_norms(xce, xcr);
 
-    struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "bt-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double bt_ops[4] = {3478.8, -17655.7, 28023.7, 0.0}; /* NPB3.4-MZ bt.f */
-    result.mops_total = npb_mz_mops(&mesh, cls->niter, bt_ops, t);
-    result.iterations = cls->niter;
-    result.verified = 1;
-    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_print_result(&result);
-    int status = result.verified ? 0 : 3;
+    const int status = npb_report_norms(
+        "bt-mz", cls->name, t, npb_mz_mops(&mesh, cls->niter, bt_ops, t), cls->niter, xcr,
+        cls->xcr, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     release();
     free(fields);
     npb_mz_release(&mesh);

@@ -94,16 +94,6 @@ static const struct sp_class sp_classes[] = {
 static int grid_points[3], niter;
 static double dt;
 
-/* Coefficients of the exact solution: component m = ce[m][0] + polynomials of degree 4 in
- * xi (ce 1, 4, 7, 10), eta (2, 5, 8, 11) and zeta (3, 6, 9, 12). */
-static const double ce[5][13] = {
-    {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
-    {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
-    {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
-};
-
 /* Constants of the discretization (NPB's names: t* metric terms, d* dissipation, c* gas
  * constants, *con* viscous terms, comz* the fourth-order dissipation of the lhs). */
 static double c1, c2, c3, c4, c5, bt, c1c2, c1c5, c3c4, c1345, conz1, c2iv, con43, con16;
@@ -398,16 +388,6 @@ static void free_space(void)
 
 /* ---------------------------------------------------- exact solution, setup -- */
 
-static void exact_solution(double xi, double eta, double zeta, double out[5])
-{
-    for (int m = 0; m < 5; ++m) {
-        const double *e = ce[m];
-        out[m] = e[0] + xi * (e[1] + xi * (e[4] + xi * (e[7] + xi * e[10]))) +
-                 eta * (e[2] + eta * (e[5] + eta * (e[8] + eta * e[11]))) +
-                 zeta * (e[3] + zeta * (e[6] + zeta * (e[9] + zeta * e[12])));
-    }
-}
-
 /* u: the transfinite (tri-linear) interpolation of the exact boundary values inside (the
  * boundary faces: set_boundary_face). */
 static void interpolate_cells(void)
@@ -438,9 +418,9 @@ static void interpolate_cells(void)
                     const double xi = (double)(ii + cl->low[0]) * dnxm1;
                     double face[3][2][5];
                     for (int s = 0; s < 2; ++s) {
-                        exact_solution((double)s, eta, zeta, face[0][s]);
-                        exact_solution(xi, (double)s, zeta, face[1][s]);
-                        exact_solution(xi, eta, (double)s, face[2][s]);
+                        npb_adi_exact_solution((double)s, eta, zeta, face[0][s]);
+                        npb_adi_exact_solution(xi, (double)s, zeta, face[1][s]);
+                        npb_adi_exact_solution(xi, eta, (double)s, face[2][s]);
                     }
                     for (int m = 0; m < 5; ++m) {
                         const double pxi = xi * face[0][1][m] + (1.0 - xi) * face[0][0][m];
@@ -474,7 +454,7 @@ static void set_boundary_face(int c, int d, int side)
                                          (double)(k + cl->low[2]) * dnzm1};
                         xyz[d] = (double)side;
                         double value[5];
-                        exact_solution(xyz[0], xyz[1], xyz[2], value);
+                        npb_adi_exact_solution(xyz[0], xyz[1], xyz[2], value);
                         for (int m = 0; m < 5; ++m) uc[m * u_sm + UIX(i, j, k)] = value[m];
                     }
         }
@@ -542,7 +522,7 @@ static void exact_rhs(void)
                     for (int s = s_lo; s <= s_hi; ++s) {
                         pt[d] = s;
                         double dtemp[5];
-                        exact_solution((double)(pt[0] + cl->low[0]) * spacing[0],
+                        npb_adi_exact_solution((double)(pt[0] + cl->low[0]) * spacing[0],
                                        (double)(pt[1] + cl->low[1]) * spacing[1],
                                        (double)(pt[2] + cl->low[2]) * spacing[2], dtemp);
                         for (int m = 0; m < 5; ++m) UE(s, m) = dtemp[m];
@@ -1533,7 +1513,7 @@ static void error_sums(int c, double work[5])
             for (int j = 0; j < cl->size[1]; ++j)
                 for (int i = 0; i < cl->size[0]; ++i) {
                     double exact[5];
-                    exact_solution((double)(i + cl->low[0]) * dnxm1,
+                    npb_adi_exact_solution((double)(i + cl->low[0]) * dnxm1,
                                    (double)(j + cl->low[1]) * dnym1,
                                    (double)(k + cl->low[2]) * dnzm1, exact);
                     for (int m = 0; m < 5; ++m) {
@@ -1578,22 +1558,14 @@ static void error_norm(double rms[5])
 {
     double work[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) error_sums(c, work);
-    NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
-    for (int m = 0; m < 5; ++m) {
-        for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(work, grid_points, comm_setup, rms);
 }
 
 static void rhs_norm(double rms[5])
 {
     double work[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) rhs_sums(c, work);
-    NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
-    for (int m = 0; m < 5; ++m) {
-        for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(work, grid_points, comm_setup, rms);
 }
 
 /* -------------------------------------------------------------------- main -- */
@@ -1608,24 +1580,11 @@ static double sp_mops(double seconds)
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &node));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &no_nodes));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "sp", &opt);
-    const struct sp_class *cls = NULL;
-    for (size_t i = 0; i < sizeof sp_classes / sizeof sp_classes[0]; ++i)
-        if (sp_classes[i].name == opt.class_name) cls = &sp_classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
+    npb_start(&argc, &argv, "sp", &opt, &node, &no_nodes);
+    const struct sp_class *cls = NPB_CLASS_ENTRY(sp_classes, opt.class_name);
     const double scale = reference_scale();
-
-    ncells = (int)(sqrt((double)no_nodes) + 0.00001);
-    while ((ncells + 1) * (ncells + 1) <= no_nodes) ++ncells;
-    while (ncells * ncells > no_nodes) --ncells;
-    if (ncells * ncells != no_nodes)
-        npb_fail("sp needs a square number of ranks (1, 4, 9, 16, ...), got %d", no_nodes);
-    if (ncells > MAX_CELLS)
-        npb_fail("sp runs on at most %d ranks, got %d", MAX_CELLS * MAX_CELLS, no_nodes);
+    ncells = npb_square_cells("sp", no_nodes, MAX_CELLS);
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_setup));
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_solve));
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_rhs));
@@ -1667,25 +1626,8 @@ int main(int argc, char **argv)
     rhs_norm(xcr);
     for (int m = 0; m < 5; ++m) xcr[m] /= dt;
 
-    struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "sp";
-    result.class_name = cls->name;
-    result.time_s = t;
-    result.mops_total = t > 0.0 ? sp_mops(t) : 0.0;
-    result.iterations = niter;
-    result.verified = 1;
-    char name[16];
-    for (int m = 0; m < 5; ++m) {
-        snprintf(name, sizeof name, "xcr%d", m + 1);
-        npb_add_quantity(&result, name, xcr[m], cls->xcr[m] * scale, NPB_SP_EPSILON);
-    }
-    for (int m = 0; m < 5; ++m) {
-        snprintf(name, sizeof name, "xce%d", m + 1);
-        npb_add_quantity(&result, name, xce[m], cls->xce[m] * scale, NPB_SP_EPSILON);
-    }
-    npb_print_result(&result);
-    const int status = result.verified ? 0 : 3;
+    const int status = npb_report_norms("sp", cls->name, t, t > 0.0 ? sp_mops(t) : 0.0, niter, xcr,
+                                        cls->xcr, xce, cls->xce, scale, NPB_SP_EPSILON);
     free_space();
     NPB_CHECK_MPI(MPI_Comm_free(&comm_rhs));
     NPB_CHECK_MPI(MPI_Comm_free(&comm_solve));

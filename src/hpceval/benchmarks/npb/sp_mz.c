@@ -335,15 +335,9 @@ static void zone_norms(double xce[5], double xcr[5])
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &node));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &no_nodes));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "sp-mz", &opt);
-    const struct sp_mz_class *cls = NULL;
-    for (size_t i = 0; i < sizeof mz_classes / sizeof mz_classes[0]; ++i)
-        if (mz_classes[i].name == opt.class_name) cls = &mz_classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
+    npb_start(&argc, &argv, "sp-mz", &opt, &node, &no_nodes);
+    const struct sp_mz_class *cls = NPB_CLASS_ENTRY(mz_classes, opt.class_name);
     const double scale = reference_scale();
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, 1.0);
@@ -375,19 +369,10 @@ int main(int argc, char **argv)
     double xce[5], xcr[5];
     zone_norms(xce, xcr);
 
-    struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "sp-mz";
-    result.class_name = cls->name;
-    result.time_s = t;
     static const double sp_ops[4] = {881.174, -4683.91, 11484.5, -19272.4}; /* NPB3.4-MZ sp.f */
-    result.mops_total = npb_mz_mops(&mesh, niter, sp_ops, t);
-    result.iterations = niter;
-    result.verified = 1;
-    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, scale, NPB_SP_EPSILON);
-    npb_add_quantities(&result, "xce", 5, xce, cls->xce, scale, NPB_SP_EPSILON);
-    npb_print_result(&result);
-    const int status = result.verified ? 0 : 3;
+    const int status =
+        npb_report_norms("sp-mz", cls->name, t, npb_mz_mops(&mesh, niter, sp_ops, t), niter, xcr,
+                         cls->xcr, xce, cls->xce, scale, NPB_SP_EPSILON);
     free_space();
     free(fields);
     npb_mz_release(&mesh);
