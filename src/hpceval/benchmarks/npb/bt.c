@@ -179,39 +179,20 @@ static inline ptrdiff_t at(const struct cell *c, int i, int j, int k)
 static void make_set(void)
 {
     const int p = ncells;
-    const int i0 = my_rank % p, j0 = my_rank / p;
-    for (int c = 0; c < p; ++c) {
-        cells[c].coord[0] = (i0 + c) % p;
-        cells[c].coord[1] = (j0 - c + p * p) % p;
-        cells[c].coord[2] = c;
-        for (int a = 0; a < 3; ++a) slice[a][cells[c].coord[a]] = c;
-    }
-    /* Neighbour ranks: the rank owning the +axis neighbour of each of this rank's cells
-     * (the neighbour of cell c is that rank's cell c, in z its cell c + 1). */
-    predecessor[0] = (i0 - 1 + p) % p + p * j0;
-    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
-    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
-    successor[0] = (i0 + 1) % p + p * j0;
-    successor[1] = i0 + p * ((j0 + 1) % p);
-    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+    int coord[sizeof slice[0] / sizeof slice[0][0]][3];
+    npb_multipartition(my_rank, p, coord, predecessor, successor);
+    for (int c = 0; c < p; ++c)
+        for (int a = 0; a < 3; ++a) {
+            cells[c].coord[a] = coord[c][a];
+            slice[a][coord[c][a]] = c;
+        }
 
     size_t max_face = 0, max_line = 0;
     for (int c = 0; c < p; ++c) {
         struct cell *C = &cells[c];
         for (int a = 0; a < 3; ++a) {
-            /* The first (grid % p) cells of an axis get one point more. */
-            int size = grid[a] / p, excess = grid[a] % p, q = C->coord[a];
-            if (q < excess) {
-                C->size[a] = size + 1;
-                C->low[a] = q * (size + 1);
-            } else {
-                C->size[a] = size;
-                C->low[a] = excess * (size + 1) + (q - excess) * size;
-            }
-            if (C->size[a] < 3)
-                npb_fail("bt: %d ranks cut the %d-point axis into cells of %d points; the "
-                         "minimum is 3 (use fewer ranks)",
-                         nranks, grid[a], C->size[a]);
+            const int q = C->coord[a];
+            npb_cell_extent("bt", nranks, grid[a], p, q, &C->size[a], &C->low[a]);
             C->start[a] = q == 0;
             C->end[a] = q == p - 1;
             C->dim[a] = C->size[a] + 2 * GHOST;

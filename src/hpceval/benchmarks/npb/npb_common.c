@@ -382,6 +382,33 @@ int npb_square_cells(const char *kernel, int nranks, int max_cells)
     return p;
 }
 
+void npb_multipartition(int rank, int p, int (*coord)[3], int predecessor[3], int successor[3])
+{
+    const int i0 = rank % p, j0 = rank / p;
+    for (int c = 0; c < p; ++c) {
+        coord[c][0] = (i0 + c) % p;
+        coord[c][1] = ((j0 - c) % p + p) % p;
+        coord[c][2] = c;
+    }
+    predecessor[0] = (i0 - 1 + p) % p + p * j0;
+    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
+    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
+    successor[0] = (i0 + 1) % p + p * j0;
+    successor[1] = i0 + p * ((j0 + 1) % p);
+    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+}
+
+void npb_cell_extent(const char *kernel, int nranks, int n, int p, int q, int *size, int *low)
+{
+    const int base = n / p, excess = n % p;
+    *size = q < excess ? base + 1 : base;
+    *low = q < excess ? q * (base + 1) : excess * (base + 1) + (q - excess) * base;
+    if (*size < 3)
+        npb_fail("%s: %d ranks cut the %d-point axis into cells of %d points; the minimum is 3 "
+                 "(use fewer ranks)",
+                 kernel, nranks, n, *size);
+}
+
 void npb_adi_exact_solution(double xi, double eta, double zeta, double out[5])
 {
     static const double ce[5][13] = {

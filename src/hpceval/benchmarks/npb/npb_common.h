@@ -166,6 +166,16 @@ const void *npb_class_entry(const void *table, size_t count, size_t size, char c
  * nranks is not a square or p is above max_cells. */
 int npb_square_cells(const char *kernel, int nranks, int max_cells);
 
+/* NPB's multi-partition of BT and SP (p^2 ranks, p^3 cells): rank (i0, j0) = (rank % p,
+ * rank / p) owns the p cells coord[c] = ((i0 + c) % p, (j0 - c) % p, c), one in every slab
+ * of cells along each axis; predecessor[a] / successor[a]: the ranks whose cells continue
+ * this rank's cells towards -a / +a (along z, the neighbour's next cell). */
+void npb_multipartition(int rank, int p, int (*coord)[3], int predecessor[3], int successor[3]);
+
+/* The q-th of p cells along an axis of n points: *size points from global index *low (the
+ * first n % p cells get one point more); npb_fail below 3 points (too many ranks). */
+void npb_cell_extent(const char *kernel, int nranks, int n, int p, int q, int *size, int *low);
+
 /* The manufactured exact solution of BT and SP (NPB's exact_solution with its ce(5,13)):
  * component m is a constant plus a quartic in each of xi, eta and zeta. */
 void npb_adi_exact_solution(double xi, double eta, double zeta, double out[5]);

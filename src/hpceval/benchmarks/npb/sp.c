@@ -265,37 +265,18 @@ static void set_constants(const double spacing[3])
 static void make_set(void)
 {
     const int p = ncells;
-    const int i0 = node % p, j0 = node / p;
-    for (int c = 0; c < p; ++c) {
-        cells[c].coord[0] = (i0 + c) % p;
-        cells[c].coord[1] = ((j0 - c) % p + p) % p;
-        cells[c].coord[2] = c;
-        for (int d = 0; d < 3; ++d) slice_cell[d][cells[c].coord[d]] = c;
-    }
-    /* Ranks of the neighbours whose cells continue this rank's cells along +x, +y, +z
-     * (successor) and -x, -y, -z (predecessor); along z the neighbour's next cell. */
-    predecessor[0] = (i0 - 1 + p) % p + p * j0;
-    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
-    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
-    successor[0] = (i0 + 1) % p + p * j0;
-    successor[1] = i0 + p * ((j0 + 1) % p);
-    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+    int coord[MAX_CELLS][3];
+    npb_multipartition(node, p, coord, predecessor, successor);
+    for (int c = 0; c < p; ++c)
+        for (int d = 0; d < 3; ++d) {
+            cells[c].coord[d] = coord[c][d];
+            slice_cell[d][coord[c][d]] = c;
+        }
     for (int d = 0; d < 3; ++d) {
-        const int size = grid_points[d] / p, excess = grid_points[d] % p;
         for (int c = 0; c < p; ++c) {
             struct cell *cl = &cells[c];
             const int x = cl->coord[d];
-            if (x < excess) {
-                cl->size[d] = size + 1;
-                cl->low[d] = x * (size + 1);
-            } else {
-                cl->size[d] = size;
-                cl->low[d] = excess * (size + 1) + (x - excess) * size;
-            }
-            if (cl->size[d] <= 2)
-                npb_fail("sp: %d ranks cut the %d-point axis into cells of %d points; at least 3 "
-                         "are needed (fewer ranks for this class)",
-                         no_nodes, grid_points[d], cl->size[d]);
+            npb_cell_extent("sp", no_nodes, grid_points[d], p, x, &cl->size[d], &cl->low[d]);
             cl->start[d] = x == 0;
             cl->end[d] = x == p - 1;
         }
@@ -913,8 +894,9 @@ static void txinvr(void)
     }
 }
 
-/* ninvr: the block-diagonal step between the x and y solves (NPB's N^-1 product). */
-static void ninvr(int c)
+/* ninvr (d = 0) and pinvr (d = 1): the block-diagonal steps after the x and the y solve
+ * (NPB's N^-1 and P^-1 products); they differ in the first three components only. */
+static void ninvr_pinvr(int d, int c)
 {
     const struct cell *cl = &cells[c];
     double *restrict rc = rhs_cell(rhs, c);
@@ -927,33 +909,11 @@ static void ninvr(int c)
                 const ptrdiff_t r = RIX(i, j, k);
                 const double r1 = rc[r], r2 = rc[r + r_sm], r3 = rc[r + 2 * r_sm],
                              r4 = rc[r + 3 * r_sm], r5 = rc[r + 4 * r_sm];
-                const double t1 = bt * r3, t2 = 0.5 * (r4 + r5);
-                rc[r] = -r2;
-                rc[r + r_sm] = r1;
-                rc[r + 2 * r_sm] = bt * (r4 - r5);
-                rc[r + 3 * r_sm] = -t1 + t2;
-                rc[r + 4 * r_sm] = t1 + t2;
-            }
-}
-
-/* pinvr: the block-diagonal step between the y and z solves (NPB's P^-1 product). */
-static void pinvr(int c)
-{
-    const struct cell *cl = &cells[c];
-    double *restrict rc = rhs_cell(rhs, c);
-    int lo[3], hi[3];
-    interior(cl, lo, hi);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = lo[2]; k <= hi[2]; ++k)
-        for (int j = lo[1]; j <= hi[1]; ++j)
-            for (int i = lo[0]; i <= hi[0]; ++i) {
-                const ptrdiff_t r = RIX(i, j, k);
-                const double r1 = rc[r], r2 = rc[r + r_sm], r3 = rc[r + 2 * r_sm],
-                             r4 = rc[r + 3 * r_sm], r5 = rc[r + 4 * r_sm];
-                const double t1 = bt * r1, t2 = 0.5 * (r4 + r5);
-                rc[r] = bt * (r4 - r5);
-                rc[r + r_sm] = -r3;
-                rc[r + 2 * r_sm] = r2;
+                const double t1 = bt * (d == 0 ? r3 : r1), t2 = 0.5 * (r4 + r5);
+                const double t3 = bt * (r4 - r5);
+                rc[r] = d == 0 ? -r2 : t3;
+                rc[r + r_sm] = d == 0 ? r1 : -r3;
+                rc[r + 2 * r_sm] = d == 0 ? t3 : r2;
                 rc[r + 3 * r_sm] = -t1 + t2;
                 rc[r + 4 * r_sm] = t1 + t2;
             }
@@ -1400,8 +1360,7 @@ static void unpack_backward(int d, int c, int have_message)
 
 static void invert_block(int d, int c)
 {
-    if (d == 0) ninvr(c);
-    else if (d == 1) pinvr(c);
+    if (d < 2) ninvr_pinvr(d, c);
     else tzetar(c);
 }
 
