@@ -149,6 +149,10 @@ python_ok() {
     "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1
 }
 
+# Debian's own interpreter first: CI builds .venv from it (3.11.2 on Debian 12), and a newer
+# python3 earlier on PATH would hide what 3.11.2 lacks (tarfile's extraction filter came in
+# 3.11.4). mypy (python_version 3.11) and ruff (target py311) catch newer minor versions' APIs
+# and syntax; only the tests under this interpreter catch patch-level ones.
 pick_python() {
     local candidate
     for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do

@@ -52,7 +52,7 @@ def suite_text(args: argparse.Namespace) -> str:
         ]  # fmt: skip
     if args.milc_source and "milc" in only:
         parts += [
-            "[[benchmark]]", 'name = "milc"', f'source = "{args.milc_source}"',
+            "[[benchmark]]", 'name = "milc"',
             f'lattice = ["{args.milc_lattice}"]', "ranks = [1, 2]", "trajectories = 1",
         ]  # fmt: skip
     return "\n".join(parts) + "\n"
@@ -84,9 +84,10 @@ def main() -> int:
     for r in range(args.rounds):
         for platform in platforms:
             loads.append(os.getloadavg()[0])
+            milc = ["--source", f"milc={args.milc_source}"] if args.milc_source else []
             proc = subprocess.run(
                 [sys.executable, "-m", "hpceval", "run", "--suite", str(suite), "--db", str(db),
-                 "--platform", platform],
+                 "--platform", platform, *milc],
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
             print(f"# round {r + 1} on {platform}: exit {proc.returncode}, load avg "

@@ -9,7 +9,11 @@ apart), with the planted size inside the reported 95 % CI counted too. Stationar
 noise, no step; a false alarm is any reported change. The documented level is alpha (0.01):
 the false-alarm rate should be near it, with a binomial 95 % interval (Wilson) printed.
 
-    python perf/changepoints.py [--trials 200] [--trials-long 40]
+With --stationary N, N stationary series per length (default: as many as planted ones),
+for a false-alarm rate with a narrow interval (--lengths picks the lengths):
+
+    python perf/changepoints.py [--trials 200] [--trials-long 40] [--stationary 5000]
+        [--lengths 30,100,1000]
 """
 
 from __future__ import annotations
@@ -41,13 +45,17 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=0.10)
     parser.add_argument("--tolerance", type=int, default=2)
     parser.add_argument("--heavy", action="store_true")
+    parser.add_argument("--stationary", type=int, default=0,
+                        help="stationary series per length (default: as many as planted)")
+    parser.add_argument("--lengths", default="30,100,1000", help="series lengths, runs")
     args = parser.parse_args()
     rng = np.random.default_rng(2026)
     noise_kind = "Student-t(3)" if args.heavy else "lognormal"
     print(f"alpha {DEFAULT_ALPHA}, min size {DEFAULT_MIN_SIZE}, noise {noise_kind} CV "
           f"{args.cv:.0%}, step {args.step:+.0%}, hit within ±{args.tolerance} runs")  # fmt: skip
-    for n in (30, 100, 1000):
+    for n in (int(length) for length in args.lengths.split(",")):
         trials = args.trials if n < 1000 else args.trials_long
+        flat_trials = args.stationary or trials
         hits = exact = covered = extra = alarms = 0
         planted_s: list[float] = []
         stationary_s: list[float] = []
@@ -63,16 +71,18 @@ def main() -> None:
             exact += any(c.index == at for c in found)
             covered += any(c.ratio_low <= 1 + args.step <= c.ratio_high for c in near)
             extra += len(found) - min(1, len(near))
+        for t in range(flat_trials):
             flat = 100 * noise(rng, n, args.cv, args.heavy)
             start = time.perf_counter()
             alarms += bool(detect(flat, seed=10_000 + t))
             stationary_s.append(time.perf_counter() - start)
-        print(f"\n{n} runs, {trials} planted + {trials} stationary series")
+        print(f"\n{n} runs, {trials} planted + {flat_trials} stationary series")
         print(f"  hit rate            {rate(hits, trials)}")
         print(f"  exact position      {rate(exact, trials)}")
         print(f"  step inside 95% CI  {rate(covered, trials)}")
         print(f"  extra changes       {extra} in {trials} planted series")
-        print(f"  false-alarm rate    {rate(alarms, trials)}   (documented: {DEFAULT_ALPHA:.0%})")
+        print(f"  false-alarm rate    {rate(alarms, flat_trials)}   (documented: "
+              f"{DEFAULT_ALPHA:.0%})")  # fmt: skip
         print(f"  time per series     median {np.median(planted_s) * 1e3:.1f} ms planted, "
               f"{np.median(stationary_s) * 1e3:.1f} ms stationary, max "
               f"{max(planted_s + stationary_s) * 1e3:.0f} ms")  # fmt: skip

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import bootstrap
 
+from hpceval.analysis.paired import median_interval, paired_ratios
 from hpceval.history import Series, load_history
 from hpceval.store import open_store
 
@@ -41,14 +41,6 @@ def hpceval_run(platform: str, db: str) -> float:
     if proc.returncode != 0:
         sys.exit(f"{platform}: hpceval run failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return time.perf_counter() - start
-
-
-def interval(ratios: np.ndarray) -> tuple[float, float]:
-    if len(ratios) < 3 or np.ptp(ratios) == 0:
-        return float(ratios.min()), float(ratios.max())
-    ci = bootstrap((ratios,), np.median, confidence_level=0.95, n_resamples=4999,
-                   method="percentile", random_state=1).confidence_interval  # fmt: skip
-    return float(ci.low), float(ci.high)
 
 
 def short_label(series: Series, all_series: list[Series]) -> str:
@@ -94,10 +86,9 @@ def main() -> None:
     print(f"\n{'point':<72} {'host':>10} {'container':>10} {'ratio':>7} {'95% CI':>17} "
           f"{'overhead':>9} pairs")  # fmt: skip
     for label, h, c in paired(host, container):
-        n = min(len(h.points), len(c.points))
-        ratios = c.values[:n] / h.values[:n]
-        ratio = float(np.median(ratios))
-        low, high = interval(ratios)
+        ratios = paired_ratios(c.values, h.values)
+        n = len(ratios)
+        ratio, low, high = median_interval(ratios)
         overhead = (1 / ratio - 1) if h.higher_is_better else (ratio - 1)
         print(f"{label[:72]:<72} {np.median(h.values):>10.4g} {np.median(c.values):>10.4g} "
               f"{ratio:>7.3f} [{low:>6.3f}, {high:>6.3f}] {overhead:>+8.1%} {n:>5}")  # fmt: skip

@@ -21,6 +21,11 @@ What each figure is:
 Ratios are mpibench / reference per size and round, then the median over rounds and a
 bootstrap 95 % interval (scipy.stats.bootstrap). Wall and CPU seconds of each tool's runs
 are printed: the machine is shared, CPU time shows how much of the wall time the tools got.
+
+--rt (as root): every run (`hpceval run` of mpibench, osu_latency, osu_bw, IMB) is started
+under `chrt -f 10` (SCHED_FIFO priority 10, inherited by mpirun and the ranks, which are
+bound to cores): the kernel's RT throttling leaves the other tenants 5 % of each second,
+so each short burst sees an almost quiet machine; a pause between runs gives the CPUs back.
 """
 
 from __future__ import annotations
@@ -62,7 +67,15 @@ _ROW = re.compile(r"^\s*(\d+)\s+([0-9.eE+-]+)\s*$")
 _IMB_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.eE+-]+)\s+([0-9.eE+-]+)\s*$")
 
 
+RT_PREFIX = ["chrt", "-f", "10"]
+RT_PAUSE_S = 2.0
+rt = False
+
+
 def timed(argv: list[str]) -> tuple[str, float, float]:
+    if rt:
+        time.sleep(RT_PAUSE_S)
+        argv = [*RT_PREFIX, *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -118,11 +131,16 @@ def ci(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rt", action="store_true", help="runs under chrt -f 10 (root)")
     args = parser.parse_args()
+    global rt
+    rt = args.rt
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     ratios: dict[tuple[str, str, int], list[float]] = {}
     cost: dict[str, list[tuple[float, float]]] = {}
     print(f"# load average at start: {os.getloadavg()}")
+    print(f"# {'every run under ' + ' '.join(RT_PREFIX) + ' (SCHED_FIFO), ' if rt else ''}"
+          f"ranks bound to cores ({' '.join(MPIRUN)}); OSU {OSU}; IMB {IMB}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         suite = tmp / "suite.toml"

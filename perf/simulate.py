@@ -24,9 +24,16 @@ figures, on which the contention model is fitted: two fitted, two checks) and at
 (the prediction), each projection's wall time printed; --magellan-table DB prints the table
 of a database those projections are in.
 
+With --netns-flows (issue 21, flows) the calibration input is PingPong + mpibench's
+concurrent pairs (multi_pingpong, 1 and 2 pairs) measured across netns-2x2-1gbe (2 nodes
+x 2 ranks, 1 GbE-shaped links); the rings, the collectives and NPB class A at 4 ranks (2 x 2)
+are measured beside them and projected: every figure's error. Four ranks on this 2-core
+machine are oversubscribed (stated in the table): the rings and collectives are never
+calibration input, the pairs are (they need 2 pairs).
+
 Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
                                 [--skip-512] [--tolerance 0.1] [--magellan]
-                                [--magellan-table DB]
+                                [--magellan-table DB] [--netns-flows]
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ COLLECTIVE_SIZES = [8, 65536, 1048576]
 RINGS = ("natural_ring", "random_ring")
 RING_SIZES = [8, 1048576]
 NETNS = "netns-4x1-1gbe"
+NETNS_FLOWS = "netns-2x2-1gbe"
+PAIRS = "multi_pingpong"
 
 
 def hpceval(*args: str) -> float:
@@ -113,8 +122,8 @@ def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], floa
                 key = ("npb", str(p["kernel"]), str(p["class"]), str(p["ranks"]))
             elif m.benchmark == "mpibench" and m.metric == "time":
                 key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]))
-            elif m.benchmark == "mpibench" and p.get("pattern") in RINGS and m.metric in (
-                "latency", "bandwidth"):  # fmt: skip
+            elif m.benchmark == "mpibench" and p.get("pattern") in (*RINGS, PAIRS) and (
+                m.metric in ("latency", "bandwidth")):  # fmt: skip
                 key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]), m.metric)
             else:
                 continue
@@ -172,6 +181,41 @@ def accuracy(db: str, work: Path, platform: str, classes: list[str], ranks: str,
         hpceval("simulate", "--platform", platform, "--bench", "mpibench", "--pattern", pattern,
                 "--sizes", ",".join(str(s) for s in RING_SIZES), "--ranks", ring_ranks,
                 *placement, "--tolerance", tolerance, "--validate", "--db", db)  # fmt: skip
+
+
+def flows_suite(path: Path) -> Path:
+    """What --netns-flows measures: the calibration input and the figures it projects."""
+    blocks = [("pingpong", "sizes = \"0..4MiB\"", "[2]", "", "0.3"),
+              (PAIRS, "sizes = [8, 1024, 65536, 1048576]", "[2, 4]", "", "0.5"),
+              ("natural_ring\", \"random_ring", f"sizes = {RING_SIZES}", "[4]",
+               "ranks_per_node = [2]", "0.3"),
+              ("allreduce\", \"alltoall\", \"bcast", f"sizes = {COLLECTIVE_SIZES}", "[4]",
+               "ranks_per_node = [2]", "0.3")]  # fmt: skip
+    text = 'name = "flows-netns"\n'
+    for patterns, sizes, ranks, ppn, budget in blocks:
+        text += (f'[[benchmark]]\nname = "mpibench"\npatterns = ["{patterns}"]\n{sizes}\n'
+                 f"ranks = {ranks}\n{ppn}\nbudget_s = {budget}\n")  # fmt: skip
+    text += ('[[benchmark]]\nname = "npb"\nkernels = ["cg", "ft", "is", "mg"]\n'
+             'classes = ["A"]\nranks = [1, 4]\nranks_per_node = [1, 2]\n')  # fmt: skip
+    path.write_text(text)
+    return path
+
+
+def netns_flows(db: str, work: Path) -> None:
+    """Measure on netns-2x2-1gbe, then project every figure from PingPong + pairs."""
+    hpceval("run", "--platform", NETNS_FLOWS, "--suite", str(flows_suite(work / "flows.toml")),
+            "--db", db)  # fmt: skip
+    common = ["--platform", NETNS_FLOWS, "--accept-curve", "--validate", "--db", db]
+    for ranks, ppn in (("2", "1"), ("4", "2")):
+        hpceval("simulate", "--bench", "mpibench", "--pattern", PAIRS, "--ranks", ranks,
+                "--ppn", ppn, "--sizes", "8,1024,65536,1048576", *common)  # fmt: skip
+    for pattern, sizes in [*((r, RING_SIZES) for r in RINGS),
+                           *((c, COLLECTIVE_SIZES) for c in COLLECTIVES)]:  # fmt: skip
+        hpceval("simulate", "--bench", "mpibench", "--pattern", pattern, "--ranks", "4",
+                "--ppn", "2", "--sizes", ",".join(map(str, sizes)), *common)  # fmt: skip
+    for kernel in NETNS_KERNELS:
+        hpceval("simulate", "--bench", f"npb.{kernel}", "--class", "A", "--ranks", "1,4",
+                "--ppn", "2", *common)  # fmt: skip
 
 
 MAGELLAN = ("magellan-ib", "magellan-tcpoib", "magellan-10gbe", "magellan-amazon-cc",
@@ -243,6 +287,9 @@ def main() -> None:
     parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
     parser.add_argument("--magellan", action="store_true",
                         help="project the Magellan profiles' rings at 32 and 256 ranks")
+    parser.add_argument("--netns-flows", action="store_true",
+                        help="calibrate on PingPong + concurrent pairs across netns-2x2-1gbe "
+                        "(root) and project its rings, collectives and NPB class A")
     parser.add_argument("--magellan-table", metavar="DB",
                         help="print the Magellan table of a database and stop")
     args = parser.parse_args()
@@ -264,6 +311,9 @@ def main() -> None:
         table(db, "local", Origin.MEASURED)
     if args.netns:
         table(db, NETNS, Origin.EMULATED)
+    if args.netns_flows:
+        netns_flows(db, work)
+        table(db, NETNS_FLOWS, Origin.EMULATED)
     if args.magellan:
         walls = magellan(db)
         magellan_table(db)

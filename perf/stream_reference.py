@@ -9,6 +9,10 @@ benchmark itself (its cached build) and run under mpirun on one rank, as `hpceva
 Both leave the first trial out; the figures compared are the same statistic on both sides:
 STREAM's "Best Rate" (bytes / min time) and bytes / mean time ("Avg time"), per kernel.
 
+--rt (as root): both run under `chrt -f 10` (SCHED_FIFO, pinned to one core), so that the
+other tenants get only the 5 % RT throttling leaves them of that core (memory bandwidth is
+still shared with what runs on the other core and on the host).
+
 Runs alternate (reference, hpceval, reference, ...) for --rounds rounds; per kernel the
 median ratio hpceval / reference over the rounds, with a bootstrap 95 % interval
 (scipy.stats.bootstrap), and each run's wall and CPU seconds (the machine is shared: CPU time
@@ -54,8 +58,17 @@ def build_reference(build_dir: Path, elements: int) -> Path:
     return exe
 
 
+RT_PREFIX = ["chrt", "-f", "10"]
+RT_PAUSE_S = 2.0
+rt = False
+
+
 def timed(argv: list[str], env: dict[str, str]) -> tuple[str, float, float]:
-    """Output, wall seconds and CPU seconds (user + system of the process tree)."""
+    """Output, wall seconds and CPU seconds (user + system of the process tree); with --rt
+    under SCHED_FIFO priority 10 (inherited by mpirun and the rank), after a pause."""
+    if rt:
+        time.sleep(RT_PAUSE_S)
+        argv = [*RT_PREFIX, *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, env=env, check=False)
@@ -100,7 +113,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build-dir", type=Path, default=Path("/work/ref/build-stream"))
+    parser.add_argument("--rt", action="store_true", help="runs under chrt -f 10 (root)")
     args = parser.parse_args()
+    global rt
+    rt = args.rt
     found = last_level_cache(SystemHost())
     if found is None:
         raise SystemExit("no last-level cache size in the provenance")
@@ -120,6 +136,8 @@ def main() -> None:
     print(f"# last-level cache {llc} B ({source}); arrays {elements} doubles "
           f"({gib:.2f} GiB each, {CACHE_FACTOR}x the LLC); {TRIALS} trials")  # fmt: skip
     print(f"# load average at start: {os.getloadavg()}")
+    print(f"# stream.c: {' '.join(theirs)}; hpceval: {' '.join(ours)}"
+          + (f"; both under {' '.join(RT_PREFIX)} (SCHED_FIFO)" if rt else ""))  # fmt: skip
     ratios: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):
         out_ref, wall_ref, cpu_ref = timed(theirs, env)

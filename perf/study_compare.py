@@ -67,7 +67,7 @@ def by_hand(db: Path, cluster: str) -> dict[str, tuple[float, float, float, int]
     a bootstrap interval over runs (resampling each platform's runs)."""
     import pandas as pd
 
-    from hpceval.analysis.compare import Category, categorize
+    from hpceval.analysis.categories import Category, categorize
     from hpceval.campaign import load_platform
     from hpceval.catalog import SUMMARY_METRICS
     from hpceval.store import open_store

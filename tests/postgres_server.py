@@ -5,6 +5,12 @@ pg_ctl on a free port of 127.0.0.1 (its unix socket inside that directory, so it
 a system cluster), and stops it and removes everything at the end of the session.
 `postgres_url` (function scope) gives each test a database of its own on that server.
 
+The server dies with the session even when pytest is killed (SIGKILL included), which no
+fixture teardown survives: a watchdog process (`python tests/postgres_server.py watch ...`,
+in a session of its own) reads a pipe whose only writer is the pytest process. The pipe ends
+when that process ends, however it ends; the watchdog then stops the server (immediate mode)
+and removes its directory. After a normal teardown it finds nothing left to do.
+
 PostgreSQL refuses to run as root: as root the server runs as the `postgres` system user that
 the Debian package creates; as anyone else it runs as that user. A test module that needs it
 declares (a plugin, so that the whole session shares one server):
@@ -24,6 +30,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -196,6 +203,34 @@ def _why_not() -> str | None:
     return None
 
 
+def start_watchdog(server: PostgresServer) -> tuple[subprocess.Popen[bytes], int]:
+    """The watchdog of `server` and the write end of its pipe (close it to release it)."""
+    read_end, write_end = os.pipe()  # not inheritable: no other process holds the write end
+    try:
+        argv = [sys.executable, __file__, "watch", str(server.bindir), str(server.root)]
+        watchdog = subprocess.Popen(
+            [*argv, server.os_user or ""],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to pytest's process group does not reach it
+        )
+    finally:
+        os.close(read_end)
+    return watchdog, write_end
+
+
+def watch(bindir: Path, root: Path, os_user: str | None) -> None:
+    """Wait for the end of stdin (the test session has ended), then stop the server and remove
+    its files."""
+    while os.read(0, 4096):
+        pass
+    server = PostgresServer(bindir, root, os_user)
+    if (server.data / "postmaster.pid").exists():
+        server.stop("immediate")
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     reason = _why_not()
@@ -206,6 +241,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     # Not pytest's tmp_path: its parents are private to root, and the server runs as postgres.
     root = Path(tempfile.mkdtemp(prefix="hpceval-pg-"))
     server = PostgresServer(bindir, root, "postgres" if os.geteuid() == 0 else None)
+    watchdog, lifeline = start_watchdog(server)
     try:
         server.init()
         started = time.monotonic()
@@ -218,6 +254,9 @@ def postgres_server() -> Iterator[PostgresServer]:
             if server.running():
                 server.stop("immediate")
         shutil.rmtree(root, ignore_errors=True)
+        os.close(lifeline)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=START_TIMEOUT_S)
 
 
 @pytest.fixture
@@ -235,3 +274,9 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "results.db")
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+if __name__ == "__main__":  # the watchdog: postgres_server.py watch BINDIR ROOT [OS_USER]
+    if len(sys.argv) != 5 or sys.argv[1] != "watch":
+        sys.exit("usage: postgres_server.py watch BINDIR ROOT OS_USER")
+    watch(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] or None)

@@ -8,15 +8,11 @@ import pytest
 
 from hpceval.analysis import compare as compare_module
 from hpceval.analysis import ratios as ratios_module
-from hpceval.analysis.compare import (
-    Category,
-    CrossOriginError,
-    Verdict,
-    categorize,
-    compare,
-)
+from hpceval.analysis.categories import Category, categorize
+from hpceval.analysis.compare import CrossOriginError, compare
 from hpceval.analysis.frame import Entry, build_frame
 from hpceval.analysis.policy import StatisticPolicy
+from hpceval.analysis.ratios import Verdict
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 

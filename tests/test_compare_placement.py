@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hpceval.analysis.compare import Category, compare
+from hpceval.analysis.categories import Category
+from hpceval.analysis.compare import compare
 from hpceval.analysis.frame import build_frame
 from hpceval.analysis.matching import PlacementMode
 from hpceval.campaign import load_platform

@@ -88,6 +88,7 @@ def measurement(
     *,
     statistic: str = "mean",
     origin: Origin = Origin.MEASURED,
+    implementation: str = "hpceval",
     **parameters: int | float | str | bool,
 ) -> Measurement:
     # As a database holds it: one written before hpceval refused non-finite samples may hold
@@ -101,16 +102,19 @@ def measurement(
         samples=samples,
         statistic=statistic,
         origin=origin,
+        implementation=implementation,
     )
 
 
 CASES = [("p2p", "mpibench", {}), ("npb", "npb", {}), ("io", "fio", {})]
 
 
-def fill_mixed(store: Store) -> dict[str, int]:
+def fill_mixed(store: Store, *, official: bool = True) -> dict[str, int]:
     """Three platforms (one simulated, one with an odd name), three benchmarks, parameters
     of every type (and mixed types, a missing one, one named like a core column, a NaN),
-    samples with non-finite values or none, and runs whose measurements interleave."""
+    samples with non-finite values or none, and runs whose measurements interleave; with
+    `official`, two runs of an official code (schema 4 on: databases of older schemas,
+    which had no implementation, are compared without them)."""
     env = store.add_environment(Environment(facts={"cpu": {"model": "x"}}, fingerprint="e1"))
     runs: dict[str, int] = {}
     for name, origin in (("bare", Origin.MEASURED), ("vm é\x1f|", Origin.MEASURED),
@@ -162,6 +166,12 @@ def fill_mixed(store: Store) -> dict[str, int]:
     add("sim", "npb", measurement("npb", "time", 11.0, "s", (), statistic="single run",
                                   origin=Origin.SIMULATED, kernel="cg", **{"class": "A"},
                                   ranks=2))  # fmt: skip
+    # Official codes: the implementation of each row read by (run, series).
+    for run, version in (("bare", "3.4.2"), ("vm-again", "3.4.3")) if official else ():
+        official = f"official/NPB {version}"
+        add(run, "npb", measurement("npb-official", "mops_total", 140.0, "Mop/s", (140.0,),
+                                    statistic="single run", implementation=official,
+                                    kernel="cg", **{"class": "A"}, ranks=2))  # fmt: skip
     add("vm-again", "io", measurement("fio", "bandwidth", 512.0, "MiB/s", (500.0, 524.0),
                                       rw="read", bs=4096, direct=True))  # fmt: skip
     add("vm é\x1f|", "io", measurement("fio", "iops", 1.0e5, "IOPS", (1.0e5,), rw="randread",
@@ -176,7 +186,7 @@ def test_bulk_frame_is_the_frame_of_the_measurements(
     frame = load_frame(store)
     assert_same_frame(frame, one_by_one(store))
     # What the mixed store was made to exercise is there.
-    assert len(frame) == 17
+    assert len(frame) == 19
     assert frame["run"].tolist() == sorted(frame["run"].tolist())
     assert str(frame["size"].dtype) == "float64"  # 8.5 among the integers
     assert frame["ranks"].dtype == object  # 2 and "two"
@@ -190,6 +200,11 @@ def test_bulk_frame_is_the_frame_of_the_measurements(
     assert math.isinf(sim["samples"].iloc[0][1])
     assert math.isnan(sim["threshold"].iloc[0])
     assert set(frame["origin"].astype(str)) == {"measured", "simulated"}
+    official = frame.loc[frame["benchmark"] == "npb-official"]
+    assert official["implementation"].astype(str).tolist() == [
+        "official/NPB 3.4.2", "official/NPB 3.4.3"
+    ]
+    assert set(frame.loc[frame["benchmark"] != "npb-official", "implementation"]) == {"hpceval"}
 
 
 def test_filters_are_those_of_the_measurement_path(mixed: tuple[Store, dict[str, int]]) -> None:
@@ -210,7 +225,7 @@ def test_filters_are_those_of_the_measurement_path(mixed: tuple[Store, dict[str,
     for selection in selections:
         bulk = load_frame(store, **selection)
         assert_same_frame(bulk, one_by_one(store, **selection))
-    assert len(load_frame(store, platforms=["vm é\x1f|"])) == 7
+    assert len(load_frame(store, platforms=["vm é\x1f|"])) == 8
     assert set(load_frame(store, metric="time")["benchmark"].astype(str)) == {"mpibench", "npb"}
 
 
@@ -462,4 +477,4 @@ def test_an_in_memory_database_is_read_here(monkeypatch: pytest.MonkeyPatch) -> 
     with open_store("sqlite://") as store:  # workers would see an empty database of their own
         fill_mixed(store)
         assert not store._reopenable()
-        assert len(load_frame(store)) == 17
+        assert len(load_frame(store)) == 19

@@ -1,17 +1,19 @@
 """milc: MILC's su3_rmd output parsed and checked (real captured outputs of MILC 7.8.1 built
 from its sources by the recipe, 8^4 on 1 and 2 ranks), corrupted outputs refused, bad
-source trees refused with a one-line error, and (long) the recipe itself: su3_rmd built
-from a MILC tree and run through `hpceval run` at 1 and 2 ranks, the plaquettes equal."""
+sources refused with a one-line error, the build in a private copy of a tree or an archive
+(`[sources] milc`, `--source milc=PATH`), and (long) the recipe itself: su3_rmd built from a
+MILC tree and run through `hpceval run` at 1 and 2 ranks, the plaquettes equal."""
 
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from hpceval.benchmarks import get_benchmark
-from hpceval.benchmarks.milc import input_file, milc_layout, milc_point
+from hpceval.benchmarks.milc import build_su3_rmd, input_file, milc_layout, milc_point
 from hpceval.benchmarks.milc.output import check_milc_output, parse_milc_output
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
@@ -36,9 +38,13 @@ def fake_tree(root: Path) -> Path:
     return root
 
 
+def platform_with(tree: Path) -> PlatformConfig:
+    return PlatformConfig(name="l", cores_per_node=2, sources={"milc": str(tree)})
+
+
 def case_of(tmp_path: Path, ranks: int):
-    options = {"source": str(fake_tree(tmp_path / "milc")), "lattice": ["8"], "ranks": [ranks]}
-    (case,) = entry_cases(get_benchmark("milc"), options, PLATFORM)
+    platform = platform_with(fake_tree(tmp_path / "milc"))
+    (case,) = entry_cases(get_benchmark("milc"), {"lattice": ["8"], "ranks": [ranks]}, platform)
     return case
 
 
@@ -96,24 +102,75 @@ def test_layout_is_milcs_and_impossible_ones_are_refused(tmp_path: Path) -> None
     assert milc_layout((8, 8, 8, 8), 1) == parse_milc_output(ONE).local
     assert milc_layout((8, 8, 8, 8), 2) == parse_milc_output(TWO).local
     assert milc_layout((8, 8, 8, 8), 4) == (4, 4, 8, 8)
-    options = {"source": str(fake_tree(tmp_path / "milc")), "lattice": ["4"], "ranks": [2]}
+    platform = platform_with(fake_tree(tmp_path / "milc"))
     with pytest.raises(UserError, match="Naik hop needs every local extent >= 4"):
-        entry_cases(get_benchmark("milc"), options, PLATFORM)
+        entry_cases(get_benchmark("milc"), {"lattice": ["4"], "ranks": [2]}, platform)
     with pytest.raises(UserError, match="not enough factors of 3"):
         milc_layout((8, 8, 8, 8), 3)
 
 
 def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
     bench = get_benchmark("milc")
-    with pytest.raises(ValueError, match="not a directory"):
-        bench.parse_options({"source": str(tmp_path / "nowhere")})
+    with pytest.raises(UserError, match=r"MILC sources not given: set \[sources\] milc"):
+        entry_cases(bench, {"lattice": ["8"], "ranks": [1]}, PLATFORM)
+    with pytest.raises(UserError, match="does not exist"):
+        entry_cases(bench, {"ranks": [1]}, platform_with(tmp_path / "nowhere"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="not a MILC tree"):
-        bench.parse_options({"source": str(tmp_path / "empty")})
+    with pytest.raises(UserError, match=r"is not a milc_qcd \(version 7\) tree \(no Makefile\)"):
+        entry_cases(bench, {"ranks": [1]}, platform_with(tmp_path / "empty"))
+    db = str(tmp_path / "r.db")
     suite = write(tmp_path / "s.toml", 'name = "s"\ndescription = "d"\n[[benchmark]]\n'
-                  f'name = "milc"\nsource = "{tmp_path / "empty"}"\n')  # fmt: skip
-    one_line_error(invoke("run", "--suite", str(suite), "--db", str(tmp_path / "r.db")),
-                   "not a MILC tree")  # fmt: skip
+                  'name = "milc"\nranks = [1]\n')  # fmt: skip
+    one_line_error(invoke("run", "--suite", str(suite), "--source",
+                          f"milc={tmp_path / 'empty'}", "--db", db),
+                   "not a milc_qcd (version 7) tree")  # fmt: skip
+    # The suite option of earlier versions: refused, naming where the sources go now.
+    old = write(tmp_path / "old.toml", 'name = "s"\ndescription = "d"\n[[benchmark]]\n'
+                f'name = "milc"\nsource = "{tmp_path / "empty"}"\n')  # fmt: skip
+    one_line_error(invoke("run", "--suite", str(old), "--db", db),
+                   "[sources] table, or `hpceval run --source milc=PATH`")  # fmt: skip
+
+
+FAKE_MAKE = """#!/bin/sh
+# Stands in for make in ks_imp_dyn: records its arguments, makes an executable su3_rmd.
+echo "$@" > make-args
+printf '#!/bin/sh\\necho su3_rmd\\n' > su3_rmd
+chmod +x su3_rmd
+"""
+
+
+def test_the_sources_are_built_in_a_private_copy_of_a_tree_or_an_archive(tmp_path: Path) -> None:
+    tree = fake_tree(tmp_path / "milc_qcd-7.8.1")
+    make = write(tmp_path / "fake-make", FAKE_MAKE)
+    make.chmod(0o755)
+    archive = tmp_path / "milc.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tree, arcname=tree.name)
+    built = []
+    for source in (tree, archive):
+        exe = build_su3_rmd(source, compiler="mpicc", compiler_identity="mpi x; gcc y",
+                            make=str(make))  # fmt: skip
+        assert exe.name == "su3_rmd" and os.access(exe, os.X_OK)
+        assert not exe.is_relative_to(tmp_path)  # in the build cache, not the user's files
+        args = (exe.parent / "make-args").read_text().split()
+        assert args[:3] == ["su3_rmd", "CC=mpicc", "MY_CC=mpicc"] and "MPP=true" in args
+        built.append(exe)
+    assert built[0] != built[1]  # two sources (their hashes differ): two copies
+    assert sorted(p.name for p in tree.rglob("*")) == sorted(
+        ["ks_imp_dyn", "generic_ks", "libraries", "Makefile", "Make_template"]
+    )  # the user's tree is left as it was
+    # The same sources again: the cached build, not a new one.
+    (built[0].parent / "make-args").unlink()
+    assert build_su3_rmd(tree, compiler="mpicc", compiler_identity="mpi x; gcc y",
+                         make=str(make)) == built[0]  # fmt: skip
+    assert not (built[0].parent / "make-args").exists()
+    # An archive with a member outside its tree is refused, nothing unpacked.
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(tree, arcname=tree.name)
+        tar.add(make, arcname="../escaped")
+    with pytest.raises(UserError, match="outside the archive's tree"):
+        build_su3_rmd(evil, compiler="mpicc", compiler_identity="mpi x; gcc y", make=str(make))
 
 
 @pytest.mark.long
@@ -124,10 +181,10 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path) -> None:
 )
 def test_recipe_builds_and_runs_su3_rmd(tmp_path: Path) -> None:
     suite = write(tmp_path / "s.toml", 'name = "s"\ndescription = "d"\n[[benchmark]]\n'
-                  f'name = "milc"\nsource = "{MILC_SOURCE}"\nlattice = ["8"]\n'
+                  'name = "milc"\nlattice = ["8"]\n'
                   "ranks = [1, 2]\ntrajectories = 1\nsteps = 2\ntime_limit_s = 900\n")  # fmt: skip
     db = str(tmp_path / "r.db")
-    result = invoke("run", "--suite", str(suite), "--db", db)
+    result = invoke("run", "--suite", str(suite), "--source", f"milc={MILC_SOURCE}", "--db", db)
     assert result.exit_code == 0, result.output
     ms = [s.measurement for s in open_store(db).measurements(metric="cg_rate")]
     assert sorted(int(m.parameters["ranks"]) for m in ms) == [1, 2]

@@ -59,6 +59,26 @@ def test_larger_pair_runs_label_both_pairs() -> None:
     }
 
 
+def test_concurrent_pairs_span_two_nodes() -> None:
+    """multi_pingpong on a cluster: ranks/2 pairs, each from node A to node B."""
+    cases = entry_cases(
+        BENCH, {"patterns": ["multi_pingpong"], "ranks": [2, 4, 8]}, platform(nodes=4, cores=4)
+    )
+    shapes = {c.parameters["pairs"]: (c.placement.nodes, c.placement.ranks_per_node)
+              for c in cases}  # fmt: skip
+    assert shapes == {1: (2, 1), 2: (2, 2), 4: (2, 4)}
+    assert cases[1].key == "mpibench:multi_pingpong:np=4:2x2x1:pairs=2:bind=core"
+    # On one node the pairs share memory (the placement says so).
+    (single,) = entry_cases(BENCH, {"patterns": ["multi_pingpong"], "ranks": [4]},
+                            platform(nodes=1, cores=4))  # fmt: skip
+    assert (single.placement.nodes, single.parameters["pairs"]) == (1, 2)
+
+
+def test_concurrent_pairs_need_an_even_rank_count() -> None:
+    with pytest.raises(ValueError, match="ranks: 3 is odd"):
+        BENCH.parse_options({"patterns": ["multi_pingpong"], "ranks": [3]})
+
+
 def test_ranks_per_node_sweep() -> None:
     cases = entry_cases(
         BENCH,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,7 @@ def test_captures_exist_for_every_pattern() -> None:
     patterns = {records(p)[0]["pattern"] for p in CAPTURES}
     assert patterns == {
         "pingpong", "pingping", "sendrecv", "exchange", "bcast", "reduce", "allreduce",
-        "alltoall", "allgather", "barrier", "natural_ring", "random_ring",
+        "alltoall", "allgather", "barrier", "natural_ring", "random_ring", "multi_pingpong",
     }  # fmt: skip
 
 
@@ -70,10 +71,14 @@ def test_parse_capture(path: Path) -> None:
         assert isinstance(raw_samples, list)
         # Rings report time per message (HPCC): half the printed per-iteration time.
         samples = [s / TIME_DIVISOR.get(pattern, 1) for s in raw_samples]
-        # The value is the mean of the raw per-sample t_max, in µs, with every sample kept.
+        # The value is the median of the raw per-sample t_max, in µs, with every sample kept;
+        # the mean (IMB/OSU's convention) and the minimum are in the details.
         assert t.unit == MICROSECOND
         assert t.samples == pytest.approx(tuple(samples))
-        assert t.value == pytest.approx(sum(samples) / len(samples))
+        assert t.statistic == "median"
+        assert t.value == pytest.approx(statistics.median(samples))
+        assert t.details["mean_us"] == pytest.approx(sum(samples) / len(samples))
+        assert t.details["min_us"] == pytest.approx(min(samples))
         assert t.statistics is not None and t.statistics.count == raw["samples"]
         assert t.statistics.minimum == pytest.approx(min(samples))
         assert t.parameters["size"] == size
@@ -81,12 +86,17 @@ def test_parse_capture(path: Path) -> None:
         assert t.parameters["ranks"] == case.placement.ranks
         assert t.details["loops"] == raw["loops"]
         assert t.details["stop"] in ("ci", "budget", "max_samples")
-        assert t.statistics.extra["t_min"] <= t.statistics.extra["t_avg"] <= t.value * (1 + 1e-12)
+        mean = t.details["mean_us"]
+        assert t.statistics.extra["t_min"] <= t.statistics.extra["t_avg"] <= mean * (1 + 1e-12)
         if pattern in BYTES_FACTOR and size > 0:
             bw = by_metric["bandwidth"]
             assert bw.unit == MEGABYTE_PER_SECOND
             # MB/s with 1 MB = 10^6 B: bytes per µs.
             assert bw.value == pytest.approx(BYTES_FACTOR[pattern] * size / t.value)
+            assert bw.statistic == "bytes/median(t)"
+            assert bw.details["bytes_per_mean_time"] == pytest.approx(
+                BYTES_FACTOR[pattern] * size / mean
+            )
             assert bw.statistics is not None
             assert bw.statistics.ci_low is None or bw.statistics.ci_low <= bw.value
         else:
@@ -112,6 +122,7 @@ def test_pingpong_physics_in_capture() -> None:
         ("error_unknown_pattern", "unknown pattern"),
         ("error_np1_pingpong", "at least 2"),
         ("error_reduce_size", "multiple of 4"),
+        ("error_multi_pingpong_odd", "even number of ranks"),
     ],
 )
 def test_error_records_fail_with_the_cause(stem: str, cause: str) -> None:
@@ -123,6 +134,26 @@ def test_error_records_fail_with_the_cause(stem: str, cause: str) -> None:
         BENCH.verify(out, case, case.points)
     with pytest.raises(BenchmarkFailure, match=cause):
         BENCH.parse(out, case)
+
+
+def test_concurrent_pairs_capture_times_the_first_rank_of_every_pair() -> None:
+    """Two pairs at once: t_min/t_avg/t_max are over the two timing ranks (they differ,
+    unlike a PingPong's), and the bandwidth is per pair (n / t_max)."""
+    path = DATA / "mpibench" / "multi_pingpong_np4.jsonl"
+    points = BENCH.parse(path.read_text(), case_for(path))
+    raw = [r for r in records(path) if r["record"] == "point"]
+    assert any(r["t_min_us"] != r["t_max_us"] for r in raw)
+    for parsed, r in zip(points, raw, strict=True):
+        lat = next(m for m in parsed.measurements if m.metric == "latency")
+        assert lat.samples == pytest.approx(tuple(r["t_max_us"]))  # type: ignore[arg-type]
+    single = BENCH.parse(
+        (DATA / "mpibench" / "multi_pingpong_np2.jsonl").read_text(),
+        case_for(DATA / "mpibench" / "multi_pingpong_np2.jsonl"),
+    )
+    for p in single:  # one pair is a PingPong: only one rank times
+        (lat,) = [m for m in p.measurements if m.metric == "latency"]
+        assert lat.statistics is not None
+        assert lat.statistics.extra["t_min"] == pytest.approx(lat.statistics.mean)
 
 
 def _pingpong_case() -> Case:

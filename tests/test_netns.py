@@ -496,6 +496,41 @@ def test_a_shaped_link_limits_the_bandwidth(tmp_path: Path) -> None:
     assert 0.5 * limit < bw.value < limit, bw.value
 
 
+CONCURRENT_PAIRS_SUITE = """
+name = "netns-concurrent-pairs"
+[[benchmark]]
+name = "mpibench"
+patterns = ["multi_pingpong"]
+sizes = [8, 1048576]
+ranks = [2, 4]
+budget_s = 0.5
+warmup_s = 0.0
+min_samples = 2
+max_samples = 40  # the header stays within the stored stdout tail
+"""
+
+
+@requires_mpi
+@requires_netns
+def test_concurrent_pairs_share_a_shaped_link(tmp_path: Path) -> None:
+    """multi_pingpong across two emulated nodes: every pair crosses the shaped link, so two
+    pairs at once get about half a lone pair's bandwidth each (the wire bounds the sum)."""
+    platform = write(tmp_path / "shaped.toml", SHAPED_PLATFORM)
+    suite = write(tmp_path / "pairs.toml", CONCURRENT_PAIRS_SUITE)
+    proc = hpceval("run", "--platform", str(platform), "--suite", str(suite), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    store = open_store(str(tmp_path / "hpceval.db"))
+    (run,) = store.runs()
+    bw = {sm.measurement.parameters["pairs"]: sm.measurement.value
+          for sm in store.measurements(run.id) if sm.measurement.metric == "bandwidth"}  # fmt: skip
+    limit = 100e6 / 8 / 1e6  # 100 Mbit/s in MB/s
+    assert 0.5 * limit < bw[1] < limit * 1.3, bw
+    assert bw[2] < 0.75 * bw[1] and 2 * bw[2] < limit * 1.3, bw
+    hosts = {e.case_key: header(e.stdout_tail)["hosts"] for e in store.executions(run.id)}
+    n0, _, n1, _ = hosts["mpibench:multi_pingpong:np=4:2x2x1:pairs=2:bind=core"]
+    assert n0 != n1  # rank 0 pairs with rank 2: across the link
+
+
 @requires_mpi
 @requires_netns
 def test_sigterm_during_a_campaign_removes_the_cluster(tmp_path: Path) -> None:

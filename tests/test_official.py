@@ -199,7 +199,10 @@ def test_validate_interleaves_both_programs_and_stores_the_ratio(tmp_path: Path)
     hpceval("report", "--out", "rep", "--db", "v.db", cwd=tmp_path, check=True)
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "hpceval CG class S on 1 ranks = " in page and "3 interleaved pairs" in page
-    assert (tmp_path / "rep" / "tables" / "npb_official.csv").is_file()
+    official_table = (tmp_path / "rep" / "tables" / "npb_official.csv").read_text()
+    # The official code's table names the implementation and the version it printed.
+    assert "implementation" in official_table.splitlines()[0]
+    assert "official/NPB 3.4.2" in official_table
 
 
 def test_validate_without_sources_is_a_one_line_error(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ import pytest
 from hpceval.benchmarks.imb.parse import parse_imb_output
 from hpceval.benchmarks.osu.parse import parse_osu_output
 from hpceval.errors import BenchmarkFailure
+from hpceval.model import Measurement
+from hpceval.store import open_store
 
 from .conftest import DATA, requires_mpi, requires_tool, write
 from .test_cli import hpceval
@@ -156,3 +158,69 @@ def test_imb_fails_when_a_benchmark_block_is_missing(tmp_path: Path) -> None:
     _, output, status = _run_imb(tmp_path, ("b < nnames; ++b", "b < 1; ++b"))
     assert status == 1
     assert "IMB ran without the Allreduce block" in output
+
+
+def _ratios(db: Path) -> list[Measurement]:
+    with open_store(str(db), create=False) as store:
+        return [
+            s.measurement
+            for s in store.measurements(1)
+            if s.measurement.metric == "ratio_to_official"
+        ]
+
+
+@requires_mpi
+def test_validate_holds_mpibench_against_osu_latency(tmp_path: Path) -> None:
+    tree = tmp_path / "osu-micro-benchmarks-7.2"
+    shutil.copytree(OSU_MIMIC, tree)
+    proc = hpceval("validate", "--code", "osu", "--db", "v.db", "--sizes", "0,3,8,1KiB",
+                   "--rounds", "2", "--source", f"osu={tree}", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "latency (median) on intra-node = " in proc.stdout
+    # OSU prints powers of two only (7.x from 1 B): a size it lacks is named, not compared.
+    assert "not compared: latency at 3 B: official/OSU 7.2 printed no such row" in proc.stderr
+    ratios = _ratios(tmp_path / "v.db")
+    assert sorted(int(m.parameters["size"]) for m in ratios) == [0, 8, 1024]
+    for m in ratios:
+        assert m.parameters["compared"] == "latency"
+        assert m.parameters["reference"] == m.details["reference"] == "official/OSU 7.2"
+        assert len(m.samples) == 2 and m.details["own_statistic"] == "median"
+        # Each pair's ratio is mpibench's median over OSU's printed mean of the same round.
+        own, official = m.details["own"], m.details["official"]
+        assert m.samples == pytest.approx([a / b for a, b in zip(own, official, strict=True)])
+    with open_store(str(tmp_path / "v.db"), create=False) as store:
+        executions = sorted(store.executions(1), key=lambda e: e.started)
+    assert [e.benchmark for e in executions] == ["mpibench", "osu"] * 2  # interleaved
+    shown = hpceval("show", "--run", "1", "--db", "v.db", cwd=tmp_path, check=True).stdout
+    assert "latency vs official" in shown and "x OSU 7.2 [" in shown
+    hpceval("report", "--out", "rep", "--db", "v.db", cwd=tmp_path, check=True)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "mpibench ping-pong latency at 8 B (intra-node) = " in page
+    assert "x official/OSU 7.2 on local" in page
+    assert (tmp_path / "rep" / "tables" / "mpibench_validation.csv").is_file()
+
+
+@requires_mpi
+@requires_tool("make")
+def test_validate_holds_mpibench_against_imb_pingpong_bandwidth_too(tmp_path: Path) -> None:
+    tree = tmp_path / "mpi-benchmarks"
+    shutil.copytree(IMB_MIMIC, tree)
+    proc = hpceval("validate", "--code", "imb", "--metrics", "latency,bandwidth", "--db",
+                   "v.db", "--sizes", "0,64", "--rounds", "2", "--source", f"imb={tree}",
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    found = {(m.parameters["compared"], m.parameters["size"]) for m in _ratios(tmp_path / "v.db")}
+    # No bandwidth at 0 B on either side.
+    assert found == {("latency", 0), ("latency", 64), ("bandwidth", 64)}
+    assert {m.details["reference"] for m in _ratios(tmp_path / "v.db")} == {"official/IMB 2021.7"}
+
+
+def test_validate_refuses_osu_bandwidth_naming_why(tmp_path: Path) -> None:
+    tree = tmp_path / "osu-micro-benchmarks-7.2"
+    shutil.copytree(OSU_MIMIC, tree)
+    proc = hpceval("validate", "--code", "osu", "--metrics", "bandwidth", "--db", "v.db",
+                   "--source", f"osu={tree}", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2
+    assert "osu_bw streams a window of messages" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "v.db").exists()

@@ -69,3 +69,34 @@ def test_every_real_output_is_plausible() -> None:
     assert len(complete) >= 10
     for path in complete:
         parse_npb_output(path.read_text(errors="replace"), path.name)
+
+
+IS_S = DATA / "npb-official" / "npb3.3.1-omp-is.S.t1.txt"
+
+
+def _is_s(time: str, mops: str) -> str:
+    text = IS_S.read_text()
+    for printed, new in ((" Time in seconds =                     0.07", time),
+                         (" Mop/s total     =                    10.04", mops)):  # fmt: skip
+        assert printed in text
+        text = text.replace(printed, printed.rsplit("=", 1)[0] + "= " + new)
+    return text
+
+
+def test_a_time_below_the_print_resolution_is_taken_from_the_mops() -> None:
+    """Time = 0.00 (under 0.005 s) with a positive Mop/s: a real, fast run. Its time is IS
+    class S's official operation count (10 x 2^16 keys) over the printed Mop/s."""
+    report = parse_npb_output(_is_s("0.00", "200.00"), "is.S.txt")
+    assert report.time_from_mops
+    assert report.time_s == pytest.approx(10 * 2**16 / 200e6)
+    assert report.time_s < 0.005
+    printed = parse_npb_output(IS_S.read_text(), "is.S.txt")
+    assert not printed.time_from_mops and printed.time_s == 0.07
+
+
+def test_a_zero_time_that_the_mops_contradicts_is_refused() -> None:
+    # 10 x 2^16 keys at 10.04 Mop/s take 0.065 s: it would have printed 0.07, not 0.00.
+    with pytest.raises(NpbOutputError, match="'Time in seconds' is 0"):
+        parse_npb_output(_is_s("0.00", "10.04"), "is.S.txt")
+    with pytest.raises(NpbOutputError, match="'Time in seconds' is 0"):
+        parse_npb_output(_is_s("0.00", "0.00"), "is.S.txt")

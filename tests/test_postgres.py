@@ -301,3 +301,58 @@ def test_merging_between_sqlite_files_and_postgresql_databases(
     assert [item.action for item in merge([second], str(back))] == ["imported"] * 6
     assert bundles(str(back)) == central_bundles
     assert [item.action for item in merge([str(site), second], str(back))] == ["skipped"] * 9
+
+
+# --------------------------------------------------------------------------- the test server
+
+HOLD_A_SERVER = """
+import time
+from pathlib import Path
+
+
+def test_hold(postgres_server):
+    Path(OUT).write_text(str(postgres_server.root))
+    time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"  # a zombie has ended
+
+
+def test_a_killed_session_leaves_no_server_behind(tmp_path: Path) -> None:
+    """kill -9 of a pytest session that started the test server: its watchdog stops the
+    server and removes its files (no fixture teardown runs)."""
+    out = tmp_path / "root.txt"
+    module = write(tmp_path / "test_hold.py", HOLD_A_SERVER.replace("OUT", repr(str(out))))
+    plugins = ["-p", "no:cacheprovider", "-p", "tests.postgres_server"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", *plugins, str(module)],
+        cwd=Path(__file__).parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not out.exists():
+            assert child.poll() is None, "the child session ended before starting its server"
+            assert time.monotonic() < deadline, "the child session started no server"
+            time.sleep(0.2)
+        root = Path(out.read_text())
+        postmaster = int((root / "data" / "postmaster.pid").read_text().split()[0])
+        assert _running(postmaster)
+        child.kill()
+        child.wait()
+        deadline = time.monotonic() + 30
+        while (_running(postmaster) or root.exists()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(postmaster), "the server outlived its session"
+        assert not root.exists(), "the server's files were left behind"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

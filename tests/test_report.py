@@ -85,9 +85,10 @@ def add_run(
     *,
     config: Mapping[str, Any] | None = None,
     note: str | None = None,
+    facts: Mapping[str, Any] | None = None,
 ) -> None:
     env = store.add_environment(
-        Environment(facts=FACTS.get(platform, {}), fingerprint=f"env-{platform}")
+        Environment(facts=dict(facts or FACTS.get(platform, {})), fingerprint=f"env-{platform}")
     )
     cases = sorted({case for case, _ in measurements})
     run_id = store.create_run(
@@ -314,6 +315,41 @@ def test_report_errors(report: tuple[Path, Path, Result], tmp_path: Path) -> Non
                    "not an hpceval report")
     assert (tmp_path / "busy" / "thesis.tex").read_text() == "keep me"
     assert not (tmp_path / "r").exists() and not (tmp_path / "missing.db").exists()
+
+
+def test_container_overhead_is_paired_run_by_run(tmp_path: Path) -> None:
+    """Host and container runs alternated under a load that changes from round to round:
+    the paired ratio is the container's own 1.1, the load divides out of every pair."""
+    db = str(tmp_path / "r.db")
+    podman = {"container": {"kind": "podman"}}
+    load = [1.0, 3.0, 1.5, 2.5]
+
+    def latency(value: float) -> list[tuple[str, Measurement]]:
+        params = {"pattern": "pingpong", "pair": "intra-node", "size": 8, "ranks": 2}
+        return [("mpibench-p2p", Measurement("mpibench", "latency", value, "us", params,
+                                             spread(value)))]  # fmt: skip
+
+    with open_store(db) as store:
+        for factor in load:  # host, container, host, container, ...
+            add_run(store, "local", Origin.MEASURED, latency(10.0 * factor))
+            add_run(store, "podman-local", Origin.MEASURED, latency(11.0 * factor), facts=podman)
+        for factor in load:  # all after: not alternated with the host's runs
+            add_run(store, "podman-late", Origin.MEASURED, latency(12.0 * factor), facts=podman)
+    out = tmp_path / "out"
+    result = invoke("report", "--out", str(out), "--db", db, "--baseline", "local")
+    assert result.exit_code == 0, result.output
+    rows = {r["container"]: r for r in read_csv(out / "tables" / "container_overhead.csv")}
+    paired = rows["podman-local"]
+    assert int(paired["pairs"]) == 4
+    assert float(paired["ratio"]) == pytest.approx(1.1)
+    assert float(paired["ci_low"]) == pytest.approx(1.1)
+    assert float(paired["ci_high"]) == pytest.approx(1.1)
+    assert float(paired["overhead"]) == pytest.approx(0.1)  # latency: 10 % worse
+    assert float(rows["podman-late"]["ratio"]) == pytest.approx(1.2)
+    page = (out / "index.html").read_text()
+    assert "Container overhead (paired runs)" in page
+    assert "The runs of podman-late and local were not alternated" in page
+    assert "The runs of podman-local" not in page
 
 
 def test_report_of_one_platform_says_what_is_missing(

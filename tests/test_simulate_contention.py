@@ -154,10 +154,11 @@ def test_overheads_keep_both_pingpongs_and_recover_a_known_share() -> None:
                         1.0, 1.0, 1.0, "synthetic")  # fmt: skip
     contention, config, spec, residuals = fit_contention(
         rings, {**BASE_CONFIG, **network.config()}, alpha, cap,
-        lambda o: overhead_settings(target, network, o), ring, lambda p, k: p,
+        lambda o, g: overhead_settings(target, network, o, g), ring, lambda p, k: p,
     )  # fmt: skip
     assert contention.overhead_share == pytest.approx(known_share, abs=0.03)
-    assert [r["fitted"] for r in residuals] == [True, False, False, True]
+    # natural latency (overhead), random latency (NIC gap) and bandwidth (NIC) are fitted.
+    assert [r["fitted"] for r in residuals] == [True, False, True, True]
     for path, curve in target.curves.items():
         simulated = fake_pingpong(spec, config, path, curve.sizes)
         worst = max(abs(s - m) / m for s, m in zip(simulated, curve.times_us, strict=True))
@@ -165,7 +166,7 @@ def test_overheads_keep_both_pingpongs_and_recover_a_known_share() -> None:
     # A target beyond the intra-node cap stops at the cap, and says so.
     rings = RingFigures(32, 8, 8, 2000000, 100.0, 1.0, 1.0, 1.0, "synthetic")
     capped, *_ = fit_contention(rings, {**BASE_CONFIG, **network.config()}, alpha, cap,
-                                lambda o: overhead_settings(target, network, o), ring,
+                                lambda o, g: overhead_settings(target, network, o, g), ring,
                                 lambda p, k: p)  # fmt: skip
     assert capped.overhead_s == pytest.approx(cap) and "capped" in capped.flags[0]
 
@@ -234,7 +235,7 @@ def test_nic_scale_is_fitted_on_the_random_ring_and_follows_the_ranks_per_node()
         return (1.0, 800.0 * platform)
 
     contention, _, platform, residuals = fit_contention(
-        rings, {}, 10.0, 5e-6, lambda o: ({}, 1.0), ring, lambda p, k: p * k)  # fmt: skip
+        rings, {}, 10.0, 5e-6, lambda o, g: ({}, 1.0), ring, lambda p, k: p * k)  # fmt: skip
     assert platform == 1.0  # the calibrated platform stays at scale 1 (one rank per node)
     assert contention.nic_scale == pytest.approx(0.25, rel=0.03) and contention.nic_ppn == 8
     assert contention.nic_scale_at(1) == 1.0
@@ -245,7 +246,7 @@ def test_nic_scale_is_fitted_on_the_random_ring_and_follows_the_ranks_per_node()
     assert random_bw["fitted"] and abs(random_bw["residual"]) <= 0.03
     # Faster than a lone flow's links allow: scale 1, flagged.
     fast = RingFigures(32, 8, 8, 2000000, 1.0, 1.0, 1.0, 5000.0, "synthetic")
-    c, *_ = fit_contention(fast, {}, 10.0, 5e-6, lambda o: ({}, 1.0), ring, lambda p, k: p * k)
+    c, *_ = fit_contention(fast, {}, 10.0, 5e-6, lambda o, g: ({}, 1.0), ring, lambda p, k: p * k)
     assert c.nic_scale == 1.0 and any("not modelled" in f for f in c.flags)
 
 

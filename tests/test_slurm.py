@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import hpceval as hpceval_package
 from hpceval.campaign import load_platform
 from hpceval.config import PlatformConfig
 from hpceval.errors import ConfigError, UserError
@@ -350,6 +351,49 @@ def test_campaign_through_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> 
     assert slurm_cluster.queue() == []
     # Good jobs leave nothing behind in the job directory.
     assert not list((Path(os.environ["HPCEVAL_CACHE"]) / "slurm-jobs").glob("job-*"))
+
+
+@requires_mpi
+def test_kill_9_of_hpceval_cancels_its_jobs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """hpceval killed by SIGKILL while its batch job runs: its guard scancels the job (a
+    job left in the queue would hold the nodes until Slurm's own time limit)."""
+    # Points that cannot reach their CI target: each samples for its whole 30 s budget.
+    long_points = SMALL_SUITE.replace("budget_s = 0.03", "budget_s = 30").replace(
+        "min_samples = 3", "min_samples = 3\nmax_samples = 100000000\ntarget_rci = 0.00001"
+    )
+    suite = write(tmp_path / "long.toml", long_points)
+    # Without the transport probe (a job of its own, a second long): the first job is the case.
+    shipped = (Path(hpceval_package.__file__).parent / "data/platforms/slurm-local.toml")
+    platform = write(tmp_path / "p.toml", "transport_probe = false\n" + shipped.read_text())
+    before = set(slurm_cluster.queue())
+    argv = ["run", "--platform", str(platform), "--suite", str(suite)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hpceval", *argv],
+        cwd=tmp_path,
+        env=slurm_cluster.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not set(slurm_cluster.queue()) - before:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "hpceval submitted no job"
+            time.sleep(0.2)
+        jobs = set(slurm_cluster.queue()) - before
+        time.sleep(2)  # running, not only queued
+        assert jobs <= set(slurm_cluster.queue()), "the job ended by itself"
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while jobs & set(slurm_cluster.queue()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not jobs & set(slurm_cluster.queue()), "the job outlived hpceval"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_jobs_through_the_executor(

@@ -72,7 +72,7 @@ def test_daemon_command_lines() -> None:
     d = Path("/run/hpceval-slurm/x")
     argvs = cluster_mod.daemon_argvs(d, LAYOUT)
     assert list(argvs) == ["munged", "slurmctld", "slurmd-hpce3-n0", "slurmd-hpce3-n1"]
-    uts = ["unshare", "--uts", "/bin/sh", "-c",
+    uts = ["unshare", "--uts", "--ipc", "/bin/sh", "-c",
            'echo "$1" > /proc/sys/kernel/hostname && shift && exec "$@"', "sh"]  # fmt: skip
     assert argvs["slurmctld"] == [
         *uts, "hpce3-ctl", "/usr/sbin/slurmctld", "-D", "-i", "-f", f"{d}/slurm.conf",
@@ -132,7 +132,7 @@ def test_mpich_jobs_on_the_emulated_cluster_keep_to_the_links() -> None:
     launcher = get_launcher_class("slurm-netns")(platform, MpiRuntime("MPICH", "mpiexec"))
     command = launcher.command(Placement(2, 2), ["prog"])
     assert command.argv[:2] == ("srun", "--mpi=pmi2")
-    assert command.env["UCX_TLS"] == "self,tcp" and command.env["UCX_NET_DEVICES"] == "eth0"
+    assert command.env["UCX_TLS"] == "self,sm,tcp" and command.env["UCX_NET_DEVICES"] == "eth0"
     assert launcher.origin is Origin.EMULATED
 
 
@@ -145,7 +145,7 @@ def test_netns_starts_mpich_through_the_rsh_agent() -> None:
         "-hosts", "hpce0-n0:2,hpce0-n1:2", "-ppn", "2", "-launcher", "rsh",
         "-launcher-exec", "/run/hpceval-netns/hpce0.rsh", "-bind-to", "none", "-iface", "eth0",
         "-genv", "HYDRA_IFACE", "eth0", "-genv", "OMP_NUM_THREADS", "1",
-        "-genv", "UCX_NET_DEVICES", "eth0", "-genv", "UCX_TLS", "self,tcp", "prog", "--x",
+        "-genv", "UCX_NET_DEVICES", "eth0", "-genv", "UCX_TLS", "self,sm,tcp", "prog", "--x",
     )  # fmt: skip
     assert command.placement.binding == "none"
     one_node = launcher.command(Placement(1, 2), ["prog"])

@@ -142,7 +142,7 @@ def test_a_schema_2_file_is_migrated_and_reads_as_written_today(tmp_path: Path) 
         (text,) = conn.execute("SELECT samples FROM measurements ORDER BY id LIMIT 1").fetchone()
         assert isinstance(text, str) and text.startswith("[")  # JSON, as version 2 wrote it
     with open_store(str(tmp_path / "today.db")) as today:
-        fill_mixed(today)
+        fill_mixed(today, official=False)
         expected_frame = load_frame(today)
         expected = today.measurements()
     with open_store(str(old)) as migrated:
@@ -193,7 +193,7 @@ def test_a_schema_2_postgresql_database_is_migrated(postgres_url: str) -> None:
     # this way: the SQLite migration is tested on a file version 2 wrote, above.)
     empty_database = postgres_url
     with open_store(empty_database) as store:
-        fill_mixed(store)
+        fill_mixed(store, official=False)
         expected_frame = load_frame(store)
         expected = store.measurements()
     back_to_schema_2(empty_database)

@@ -148,7 +148,7 @@ def test_netns_captures_inter_node_tcp_over_the_veth() -> None:
     assert intra.kind == "shared-memory" and intra.hosts == ("hpce0-n0", "hpce0-n0")
     assert inter.components == ("tcp",) and inter.interfaces == ("eth0",)
     assert inter.hosts == ("hpce0-n0", "hpce0-n1")
-    # MPICH (ch4:ucx held to self,tcp for the veths) also takes TCP within a node.
+    # MPICH (ch4:ucx) held to self,tcp, as netns-2x2-mpich once was, takes TCP within a node.
     mpich_intra = parse_ucx(read("mpich-netns-2x2-mpich-intra-node.txt"))
     assert mpich_intra.kind == "tcp" and mpich_intra.interfaces == ("eth0",)
 
@@ -165,6 +165,23 @@ def test_probe_on_the_netns_cluster() -> None:
     assert inter["kind"] == "tcp" and inter["interfaces"] == ["eth0"], inter
     assert inter["hosts"][0] != inter["hosts"][1]
     assert expected_fabric_warning(facts, "rdma", nodes=2) is not None
+
+
+@requires_netns
+def test_mpich_on_the_netns_cluster_shares_memory_within_a_node_only() -> None:
+    """Each emulated node has its own IPC namespace: UCX takes shared memory between the
+    ranks of one node and TCP over the veth between nodes (never memory across nodes)."""
+    if shutil.which("mpiexec.mpich") is None or shutil.which("mpicc.mpich") is None:
+        pytest.skip("MPICH is not installed (Debian: mpich libmpich-dev)")
+    config = load_platform("netns-2x2-mpich").config
+    toolchain, launcher = toolchain_and_launcher(config)
+    with launcher.session():
+        facts = probe_transports(launcher, toolchain, config)
+    intra, inter = facts["intra-node"], facts["inter-node"]
+    assert intra["kind"] == "shared-memory", intra
+    assert intra["hosts"][0] == intra["hosts"][1]
+    assert inter["kind"] == "tcp" and inter["components"] == ["tcp/eth0"], inter
+    assert inter["hosts"][0] != inter["hosts"][1]
 
 
 @needs_mpirun

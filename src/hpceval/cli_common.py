@@ -4,11 +4,13 @@ wrapper that turns bad input into one line on stderr and exit status 2."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import inspect
 import math
 import typing
 from collections.abc import Callable
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -100,4 +102,43 @@ def user_errors(fn: Callable[P, R]) -> Callable[P, R]:
             err.print(Text.assemble(("hpceval: error:", "bold red"), f" {e}"), highlight=False)
             raise typer.Exit(e.exit_code) from None
 
+    return wrapper
+
+
+class OptionGroup:
+    """Base of a frozen dataclass whose fields are options several commands take (each field
+    annotated with a typer Annotated alias, with its default). A command names the group
+    once, as one parameter; `expand_option_groups` gives typer the fields in its place."""
+
+
+def expand_option_groups(fn: Callable[..., R]) -> Callable[..., R]:
+    """`fn` as typer should see it: each parameter annotated with an OptionGroup subclass is
+    replaced, at its position, by the group's fields (so --help lists them in that order),
+    and the wrapper gathers their values back into the group before calling `fn`."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    parameters: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type[OptionGroup], list[str]]] = {}
+    for parameter in inspect.signature(fn).parameters.values():
+        hint = hints.get(parameter.name, parameter.annotation)
+        if not (isinstance(hint, type) and issubclass(hint, OptionGroup)):
+            parameters.append(parameter.replace(annotation=hint))
+            continue
+        field_hints = typing.get_type_hints(hint, include_extras=True)
+        fields = dataclasses.fields(typing.cast(Any, hint))  # an OptionGroup is a dataclass
+        groups[parameter.name] = (hint, [f.name for f in fields])
+        parameters += [
+            inspect.Parameter(
+                f.name, parameter.kind, default=f.default, annotation=field_hints[f.name]
+            )
+            for f in fields
+        ]
+
+    @functools.wraps(fn)
+    def wrapper(**options: Any) -> R:
+        for name, (group, fields) in groups.items():
+            options[name] = group(**{f: options.pop(f) for f in fields})
+        return fn(**options)
+
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
     return wrapper

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pandas as pd
@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from hpceval.cli_analysis import CsvOption, JsonOption, _Consoles, _export, _load, _num, _value
-from hpceval.cli_common import DbOption, user_errors
+from hpceval.cli_common import DbOption, OptionGroup, expand_option_groups, user_errors
 from hpceval.cli_policy import (
     AllowMixedOriginsOption,
     MinRepetitionsOption,
@@ -66,30 +66,44 @@ NodeTflopsOption = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class PricingOptions(OptionGroup):
+    """The options cost and recommend share: where prices come from, which results are
+    priced, and in what currency."""
+
+    catalog: CatalogOption = None
+    instance: InstanceOption = None
+    node_tflops: NodeTflopsOption = None
+    db: DbOption = None
+    currency: CurrencyOption = None
+    origin: OriginOption = None
+    allow_mixed_origins: AllowMixedOriginsOption = False
+
+    @property
+    def wanted_currency(self) -> str | None:
+        return self.currency.upper() if self.currency else None
+
+
 def register_cost_commands(app: typer.Typer) -> None:
     """Add cost and recommend to `app` (after `register_analysis_commands`: they print on
     its console)."""
-    app.command("cost")(user_errors(cost_command))
-    app.command("recommend")(user_errors(recommend_command))
+    app.command("cost")(user_errors(expand_option_groups(cost_command)))
+    app.command("recommend")(user_errors(expand_option_groups(recommend_command)))
 
 
-def _prices(
-    db: str | None,
-    catalog_name: str | None,
-    instances: Sequence[str] | None,
-    node_tflops: Sequence[str] | None = None,
-) -> Any:
+def _prices(pricing: PricingOptions) -> Any:
     """(prices per platform, the catalog or None): platform files' prices, overridden by the
     catalog entries named with --instance or named like a platform; an entry priced per
     normalized node-hour is turned into an hourly price with --node-tflops."""
     from hpceval.analysis.cost import HourlyPrice, load_catalog, prices_from_store
     from hpceval.store import open_store
 
-    mapping = platform_pairs(instances, "--instance", "ENTRY")
-    peaks = node_peaks(node_tflops)
+    catalog_name = pricing.catalog
+    mapping = platform_pairs(pricing.instance, "--instance", "ENTRY")
+    peaks = node_peaks(pricing.node_tflops)
     if mapping and catalog_name is None:
         raise UserError("--instance needs a --catalog to take the entries from")
-    with open_store(db, create=False, read_only=True) as store:
+    with open_store(pricing.db, create=False, read_only=True) as store:
         prices: dict[str, list[HourlyPrice]] = {
             p: [hp] for p, hp in prices_from_store(store).items()
         }
@@ -132,13 +146,7 @@ CostBenchmarkOption = Annotated[
 
 
 def cost_command(
-    catalog: CatalogOption = None,
-    instance: InstanceOption = None,
-    node_tflops: NodeTflopsOption = None,
-    db: DbOption = None,
-    currency: CurrencyOption = None,
-    origin: OriginOption = None,
-    allow_mixed_origins: AllowMixedOriginsOption = False,
+    pricing: PricingOptions,
     statistic: StatisticOption = None,
     min_repetitions: MinRepetitionsOption = None,
     csv: CsvOption = None,
@@ -155,8 +163,10 @@ def cost_command(
     time_metric, shown = COSTED[benchmark]
     label = "NPB" if benchmark == "npb" else benchmark
     policy = policy_option(statistic, min_repetitions)
-    frame = origin_rows(_load(db, benchmark=benchmark), origin, allow_mixed_origins)
-    prices, loaded = _prices(db, catalog, instance, node_tflops)
+    frame = origin_rows(
+        _load(pricing.db, benchmark=benchmark), pricing.origin, pricing.allow_mixed_origins
+    )
+    prices, loaded = _prices(pricing)
     measured = sorted(str(p) for p in frame["platform"].unique())
     for platform in measured:
         if platform not in prices:
@@ -167,11 +177,10 @@ def cost_command(
                 else "give a --catalog, or a `price` table in its platform file"
             )
             raise UserError(f"platform {platform!r} has no price ({how})")
-    wanted = currency.upper() if currency else None
     result = cost_table(
         frame,
         {p: prices[p] for p in measured},
-        currency=wanted,
+        currency=pricing.wanted_currency,
         rates=loaded.rates if loaded is not None else None,
         policy=policy,
         benchmark=benchmark,
@@ -247,13 +256,7 @@ def recommend_command(
         float | None,
         typer.Option("--deadline", help="Seconds: the cheapest configuration meeting it."),
     ] = None,
-    catalog: CatalogOption = None,
-    instance: InstanceOption = None,
-    node_tflops: NodeTflopsOption = None,
-    db: DbOption = None,
-    currency: CurrencyOption = None,
-    origin: OriginOption = None,
-    allow_mixed_origins: AllowMixedOriginsOption = False,
+    pricing: PricingOptions = PricingOptions(),
     allow_oversubscribed: Annotated[
         bool,
         typer.Option(
@@ -276,17 +279,17 @@ def recommend_command(
     if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
         raise UserError(f"--deadline {deadline:g}: not a positive number of seconds")
     policy = policy_option(statistic, min_repetitions)
-    frame = origin_rows(_load(db, benchmark="npb", metric="time"), origin, True)
-    prices, loaded = _prices(db, catalog, instance, node_tflops)
+    frame = origin_rows(_load(pricing.db, benchmark="npb", metric="time"), pricing.origin, True)
+    prices, loaded = _prices(pricing)
     result = recommend(
         frame,
         wanted,
         prices=prices,
-        currency=currency.upper() if currency else None,
+        currency=pricing.wanted_currency,
         rates=loaded.rates if loaded is not None else None,
         deadline_s=deadline,
-        origin=origin,
-        allow_mixed_origins=allow_mixed_origins,
+        origin=pricing.origin,
+        allow_mixed_origins=pricing.allow_mixed_origins,
         allow_oversubscribed=allow_oversubscribed,
         policy=policy,
     )

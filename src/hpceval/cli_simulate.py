@@ -135,10 +135,17 @@ def contention_lines(row: Any) -> list[str]:
     else:
         lines.append("contention: no rings measured, no per-message overhead (assumed); "
                      "measure natural_ring and random_ring across nodes to fit it")  # fmt: skip
-    for r in [r for r in row.residuals if str(r.get("path", "")).endswith("_ring")]:
+    if c.get("gap_s") or c.get("flow_scales"):
+        from hpceval.simulate.flows import FlowModel
+
+        lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
+            (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
+    for r in [r for r in row.residuals
+              if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
         lines.append(
-            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks: measured "
+            f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks"
+            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "") + ": measured "
             f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
             f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
         )
@@ -181,6 +188,18 @@ def _speed_line(row: Any) -> str:
                 f"simulated {r['simulated_s']:.4g} s ({_pct(float(r['residual']))})"
             )
     return line
+
+
+def _memory_line(row: Any) -> str:
+    from hpceval.simulate.memory import NOT_MODELLED, NodeMemory
+
+    node = row.parameters.get("memory")
+    if not node:
+        return NOT_MODELLED
+    return (
+        f"memory: {NodeMemory.from_dict(node).describe()}; each NPB projection stretches its "
+        "computation by max(1, ranks per node x the kernel's bytes/s per rank / this figure)"
+    )
 
 
 def simulate_command(
@@ -349,12 +368,15 @@ def simulate_command(
             + _speed_line(calibration),
             highlight=False,
         )
+        out.print(_memory_line(calibration), highlight=False)
         if sim.build is not None:
             out.print(f"NPB build: {sim.build.describe()}; {sim.build.reason}", highlight=False)
         from hpceval.cli_run import RichReporter
 
         run_id, result = execute(store, sim, calibration, RichReporter(err))
         out.print(_results_table(store, run_id, result))
+        for line in sim.memory_lines:
+            out.print(line, highlight=False)
         ok = len(result.outcomes) - len(result.failed)
         out.print(
             f"run {run_id} (simulated): {ok} of {len(result.outcomes)} cases ok; "
@@ -433,6 +455,7 @@ def calibrations_command(
             for line in contention_lines(row):
                 _Consoles.out.print(line, highlight=False)
             _Consoles.out.print(_speed_line(row), highlight=False)
+            _Consoles.out.print(_memory_line(row), highlight=False)
             _Consoles.out.print(
                 f"source: {row.source}; runs {list(row.source_run_ids)}; "
                 f"lat-factor {row.parameters['smpi_config']['smpi/lat-factor']}; "

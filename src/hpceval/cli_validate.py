@@ -1,11 +1,10 @@
 """`hpceval validate`: hpceval's own NPB kernels held against the official NPB built from
 the user's sources, on one platform, interleaved and repeated (hpceval.analysis.validation
-says how the figures are made)."""
+says how the figures are made); `--code osu|imb`: mpibench's ping-pong against osu_latency
+or IMB PingPong (cli_validate_network)."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import time
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpceval.cli_common import DbOption, SourceOption, err, user_errors
+from hpceval.cli_policy import StatisticOption
 
 KernelsOption = Annotated[
     str, typer.Option("--kernels", help="Comma-separated NPB kernels (ep,is,cg,mg,ft,bt,sp,lu).")
@@ -65,22 +65,9 @@ def _plan(
     entry: dict[str, Any], official_entry: dict[str, Any], platform: Any
 ) -> tuple[list[Any], list[Any]]:
     """Both sides' cases (each with one point per round), from the same suite options."""
-    from pydantic import ValidationError
+    from hpceval.cli_validate_common import entry_cases
 
-    from hpceval.benchmarks import get_benchmark
-    from hpceval.config import validation_message
-    from hpceval.errors import UserError
-
-    sides = []
-    for name, options in ((_own(), entry), (OFFICIAL, official_entry)):
-        bench = get_benchmark(name)
-        try:
-            parsed = bench.parse_options(options)
-        except ValidationError as e:
-            field, message = validation_message(e)
-            raise UserError(f"validate: {field}: {message}") from None
-        sides.append(bench.cases(parsed, platform, 0))
-    return sides[0], sides[1]
+    return entry_cases(_own(), entry, platform), entry_cases(OFFICIAL, official_entry, platform)
 
 
 def validate_command(
@@ -98,20 +85,51 @@ def validate_command(
     ] = "mpi",
     source: SourceOption = None,
     db: DbOption = None,
+    code: Annotated[
+        str,
+        typer.Option(
+            "--code",
+            help="Official code: npb (NPB kernels), osu (osu_latency) or imb (IMB PingPong) "
+            "against mpibench's ping-pong.",
+        ),
+    ] = "npb",
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="osu/imb: message sizes (list or MIN..MAX).")
+    ] = "0,8,1KiB,64KiB,1MiB,4MiB",
+    metrics: Annotated[
+        str, typer.Option("--metrics", help="osu/imb: latency (and bandwidth, imb only).")
+    ] = "latency",
+    statistic: StatisticOption = None,
 ) -> None:
-    """Run hpceval's NPB kernels and the official NPB side by side (own, official, own, …),
-    store each kernel's ratio own/official with its confidence interval."""
+    """Run hpceval's benchmark and the official code side by side (own, official, own, …),
+    store each point's ratio own/official with its confidence interval: NPB kernels against
+    NPB, or mpibench's ping-pong against osu_latency / IMB PingPong (--code)."""
     from hpceval.analysis.validation import describe_figure, figure_measurement, paired_figures
     from hpceval.benchmarks import Case
     from hpceval.campaign import Campaign, load_platform, prepare_run, with_sources
-    from hpceval.campaign.prepare import record_run
     from hpceval.cli_run import RichReporter, case_label
-    from hpceval.execute import is_alive
-    from hpceval.model import ExecutionStatus, Status
+    from hpceval.cli_validate_common import run_interleaved, start_run
+    from hpceval.model import Status
     from hpceval.sources import SOURCE_KINDS, parse_source_options, resolve_source
     from hpceval.store import open_store
 
     loaded = with_sources(load_platform(platform), parse_source_options(source or []))
+    if code in ("osu", "imb"):
+        from hpceval.cli_policy import policy_option
+        from hpceval.cli_validate_network import validate_point_to_point
+
+        ok = validate_point_to_point(
+            code=code, loaded=loaded, sizes=sizes, metrics=_split(metrics, "metrics"),
+            rounds=rounds, statistic=policy_option(statistic).statistic, db=db,
+            out=_Consoles.out,
+        )  # fmt: skip
+        if not ok:
+            raise typer.Exit(1)
+        return
+    if code != "npb":
+        from hpceval.errors import UserError
+
+        raise UserError(f"--code {code!r}: npb, osu or imb")
     kind = {"mpi": "npb-mpi", "omp": "npb-omp"}.get(variant)
     if kind is None:
         from hpceval.errors import UserError
@@ -142,35 +160,20 @@ def validate_command(
     campaign = Campaign(store, prepared.launcher, prepared.programs, RichReporter(err))
     own_name = _own()
     suite = {"name": "validate", own_name: entry, OFFICIAL: {**entry, "variant": variant}}
-    failed: set[str] = set()
     with prepared.launcher.session():
-        store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
-        run_id = record_run(
-            store, prepared.launcher, prepared.environment,
-            [*own_cases, *official_cases, *figure_cases],
-            suite_name="validate", suite_config=suite, platform_name=loaded.config.name,
-            platform_raw=loaded.raw, note=f"hpceval validate against {SOURCE_KINDS[kind].label}",
+        label = SOURCE_KINDS[kind].label
+        run_id = start_run(
+            store, prepared, loaded, [*own_cases, *official_cases, *figure_cases], suite,
+            note=f"hpceval validate against {label}",
+            plan=f"{len(own_cases)} kernel placements x {rounds} rounds against {label}",
         )  # fmt: skip
-        err.print(
-            f"run {run_id}: validate {len(own_cases)} kernel placements x {rounds} rounds "
-            f"against {SOURCE_KINDS[kind].label} → {store.url}",
-            highlight=False,
-        )
-        try:
-            for index in range(rounds):
-                for own, official in zip(own_cases, official_cases, strict=True):
-                    for case in (own, official):
-                        if case.key in failed:
-                            continue
-                        result = campaign.execute(run_id, [(case, [case.points[index]])])
-                        if any(o.status is not ExecutionStatus.OK for o in result.outcomes):
-                            failed.add(case.key)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                for c in figure_cases:
-                    store.set_case_status(run_id, c.key, "failed")
-                store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
-            raise
+        steps = [
+            (case, [case.points[index]])
+            for index in range(rounds)
+            for own, official in zip(own_cases, official_cases, strict=True)
+            for case in (own, official)
+        ]
+        failed = run_interleaved(store, campaign, run_id, steps, figure_cases)
         stored = store.measurements(run_id)
         own_side = [
             (s.point_key, s.measurement) for s in stored if s.measurement.benchmark == own_name

@@ -19,6 +19,7 @@ Pattern = Literal[
     "barrier",
     "natural_ring",
     "random_ring",
+    "multi_pingpong",
 ]
 # The order of IMB's and HPCC's reports, used for display.
 PATTERNS: tuple[str, ...] = get_args(Pattern)
@@ -27,3 +28,5 @@ POINT_TO_POINT = frozenset({"pingpong", "pingping", "sendrecv", "exchange"})
 RINGS = frozenset({"natural_ring", "random_ring"})
 COLLECTIVES = frozenset({"bcast", "reduce", "allreduce", "alltoall", "allgather", "barrier"})
 REDUCTIONS = frozenset({"reduce", "allreduce"})
+# Concurrent flows: rank i plays PingPong with rank i + ranks/2, every pair at once.
+CONCURRENT_PAIRS = frozenset({"multi_pingpong"})

@@ -1,11 +1,12 @@
-"""The official benchmark codes a user points hpceval at (NPB, NPB-MZ, OSU, IMB): where their
+"""The official codes a user points hpceval at (NPB, NPB-MZ, OSU, IMB, MILC): where their
 sources are, what they are (a directory or a .tar.gz of the right layout), and a private
 copy of them in hpceval's build cache, keyed by the hash of the sources, where they are
 built. hpceval never writes into the user's tree, and never downloads anything: a source
 that is not given is a one-line error naming what to provide.
 
 A source is named by its kind (`npb-mpi`, `npb-omp`, `npb-mz-mpi`, `npb-mz-omp`, `osu`,
-`imb`) in the platform file's `[sources]` table or with `hpceval run --source KIND=PATH`.
+`imb`, `milc`) in the platform file's `[sources]` table or with `hpceval run --source
+KIND=PATH`.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ SOURCE_KINDS: Final[Mapping[str, SourceKind]] = {
         ),
         SourceKind(
             "imb", "Intel MPI Benchmarks", "mpi-benchmarks-IMB-v2021.X", ("Makefile", "src_c")
+        ),
+        SourceKind(
+            "milc",
+            "MILC",
+            "milc_qcd (version 7)",
+            ("Makefile", "ks_imp_dyn/Make_template", "generic_ks", "libraries"),
         ),
     )
 }

@@ -3,7 +3,9 @@
 Columns (in this order):
 
 - ``run`` (Int64, may be missing), ``platform``, ``origin`` (measured | emulated | simulated),
-  ``benchmark``, ``metric``, ``unit``, ``statistic`` (categorical strings);
+  ``benchmark``, ``metric``, ``unit``, ``statistic``, ``implementation`` (categorical
+  strings; implementation: whose program measured it, "hpceval" or "official/NPB 3.4.2",
+  model.Measurement.implementation);
 - ``value`` (float64): the Measurement's value (the statistic named by ``statistic``);
 - ``samples`` (`hpceval.analysis.samples.SamplesDtype`): the raw samples, each row's a
   float64 numpy array, never empty (a Measurement stored without samples contributes its
@@ -49,6 +51,7 @@ CORE_COLUMNS: Final[tuple[str, ...]] = (
     "metric",
     "unit",
     "statistic",
+    "implementation",
     "value",
     "samples",
 )
@@ -59,6 +62,7 @@ CATEGORICAL_COLUMNS: Final[tuple[str, ...]] = (
     "metric",
     "unit",
     "statistic",
+    "implementation",
 )
 # Parameters that name where a measurement came from, not the point it measures
 # (the NPB importer records the output file's name): never part of a point's identity.
@@ -112,6 +116,7 @@ def build_frame(entries: Iterable[Entry]) -> pd.DataFrame:
         "metric": pd.Categorical([m.metric for m in measurements]),
         "unit": pd.Categorical([m.unit for m in measurements]),
         "statistic": pd.Categorical([m.statistic for m in measurements]),
+        "implementation": pd.Categorical([m.implementation for m in measurements]),
         "value": np.fromiter((m.value for m in measurements), dtype=np.float64, count=n),
         "samples": sample_column,
     }
@@ -140,7 +145,7 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
         return build_frame(())
     kind = columns.kind
     fields = list(zip(*columns.kinds, strict=True))
-    platform, origin, benchmark, metric, unit, statistic, parameters = (
+    platform, origin, benchmark, metric, unit, statistic, parameters, implementation = (
         list(field) for field in fields
     )
     data: dict[str, Any] = {
@@ -151,6 +156,7 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
         "metric": _categorical(metric, kind),
         "unit": _categorical(unit, kind, check=check_unit),
         "statistic": _categorical(statistic, kind),
+        "implementation": _categorical(implementation, kind),
     }
     values = columns.value
     bad = np.flatnonzero(~np.isfinite(values))

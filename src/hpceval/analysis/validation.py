@@ -11,6 +11,13 @@ ratios (exponentiated back: asymmetric around the geometric mean); one pair has 
 The figure is stored as a measurement of the own benchmark (metric RATIO_METRIC, unit
 "ratio", the pairs' ratios as samples), so that `show` and the report find it beside the
 own results it qualifies.
+
+Point-to-point (mpibench against osu_latency or IMB PingPong): a pair is one run of
+mpibench's ping-pong over the message sizes and one run of the official program, per size
+own / official of the latency (or the bandwidth, IMB's n / half round trip: osu_bw streams
+a window of messages, another quantity). The own side is the chosen statistic of its
+samples (default the median; "mean" is IMB's and OSU's convention: their tables print the
+mean over the iterations, the only figure they give).
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ from scipy.special import stdtrit
 
 from hpceval.benchmarks.npb.tables import RATIO_TO_OFFICIAL
 from hpceval.model import Measurement, ParamValue, Statistics
-from hpceval.statistics import describe
-from hpceval.units import RATIO
+from hpceval.statistics import describe, summary_value
+from hpceval.units import RATIO, format_bytes
 
 RATIO_METRIC = RATIO_TO_OFFICIAL
 CI_METHOD = "Student t on the log ratios"
@@ -110,8 +117,69 @@ def paired_figures(
     return figures
 
 
+# A point-to-point pair's identity: the message size, the compared metric and the placement.
+POINT_PAIR_PARAMETERS = ("compared", "size", "ranks", "nodes", "ranks_per_node", "threads_per_rank")
+
+
+def paired_point_figures(
+    own: Sequence[tuple[int, Measurement]],
+    official: Sequence[tuple[int, Measurement]],
+    *,
+    statistic: str,
+    metrics: Sequence[str],
+) -> list[PairedFigure]:
+    """Figures per message size, compared metric and placement from the (round,
+    measurement) of both sides: mpibench's point of round i against the official table's
+    row of round i. The own value is `statistic` of its samples (a bandwidth through its
+    times: bytes / statistic(time)); the official value is its printed mean."""
+
+    def by_pair(
+        side: Sequence[tuple[int, Measurement]], of_samples: bool
+    ) -> dict[tuple[ParamValue, ...], dict[int, tuple[float, Measurement]]]:
+        out: dict[tuple[ParamValue, ...], dict[int, tuple[float, Measurement]]] = {}
+        for round_index, m in side:
+            if m.metric not in metrics:
+                continue
+            value = summary_value(m.samples or (m.value,), m.unit, statistic) if of_samples \
+                else m.value  # fmt: skip
+            key = pair_key_of(m)
+            out.setdefault(key, {})[round_index] = (value, m)
+        return out
+
+    own_by, official_by = by_pair(own, True), by_pair(official, False)
+    figures = []
+    by_metric_and_size = lambda k: (str(k[0]), int(str(k[1]) or 0), str(k[2:]))  # noqa: E731
+    for key in sorted(own_by.keys() & official_by.keys(), key=by_metric_and_size):
+        rounds = sorted(own_by[key].keys() & official_by[key].keys())
+        if not rounds:
+            continue
+        mine = tuple(own_by[key][r][0] for r in rounds)
+        theirs = tuple(official_by[key][r][0] for r in rounds)
+        figures.append(
+            PairedFigure(
+                parameters=dict(zip(POINT_PAIR_PARAMETERS, key, strict=True)),
+                ratios=tuple(a / b for a, b in zip(mine, theirs, strict=True)),
+                official_implementation=official_by[key][rounds[0]][1].implementation,
+                own=mine,
+                official=theirs,
+            )
+        )
+    return figures
+
+
+def pair_key_of(m: Measurement) -> tuple[ParamValue, ...]:
+    p = {**m.parameters, "compared": m.metric}
+    return tuple(p.get(name, "") for name in POINT_PAIR_PARAMETERS)
+
+
 def figure_measurement(
-    figure: PairedFigure, benchmark: str, confidence: float = 0.95
+    figure: PairedFigure,
+    benchmark: str,
+    confidence: float = 0.95,
+    *,
+    compared_metric: str = COMPARED_METRIC,
+    own_statistic: str | None = None,
+    extra_parameters: Mapping[str, ParamValue] | None = None,
 ) -> Measurement:
     """The figure as a measurement of the own benchmark (value: the geometric mean ratio;
     statistics: those of the ratios, with the interval of the geometric mean)."""
@@ -127,14 +195,15 @@ def figure_measurement(
         metric=RATIO_METRIC,
         value=figure.geometric_mean,
         unit=RATIO,
-        parameters=dict(figure.parameters),
+        parameters={**figure.parameters, **(extra_parameters or {})},
         samples=figure.ratios,
         statistics=stats,
         statistic="geometric mean",
         details={
             "reference": figure.official_implementation,
-            "compared_metric": COMPARED_METRIC,
+            "compared_metric": compared_metric,
             "ci_method": CI_METHOD,
+            **({"own_statistic": own_statistic} if own_statistic else {}),
             "own": list(figure.own),
             "official": list(figure.official),
         },
@@ -148,6 +217,13 @@ def describe_figure(m: Measurement) -> str:
     ci = ""
     if m.statistics is not None and m.statistics.ci_low is not None:
         ci = f", 95 % CI {m.statistics.ci_low:.2f}-{m.statistics.ci_high:.2f}"
+    if "compared" in p:
+        own = m.details.get("own_statistic", "median")
+        return (
+            f"hpceval mpibench {p.get('pattern', 'pingpong')} {format_bytes(int(p['size']))} "
+            f"{p['compared']} ({own}) on {p.get('pair') or str(p.get('ranks', '?')) + ' ranks'}"
+            f" = {m.value:.2f}x {reference} ({len(m.samples)} pairs{ci})"
+        )
     return (
         f"hpceval {str(p.get('kernel', '?')).upper()} class {p.get('class', '?')} on "
         f"{p.get('ranks', '?')} ranks = {m.value:.2f}x {reference} "

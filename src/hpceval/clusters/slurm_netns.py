@@ -188,10 +188,12 @@ PartitionName={PARTITION} Nodes={",".join(nodes)} Default=YES MaxTime=INFINITE S
 """
 
 
-def in_uts(hostname: str, argv: Sequence[str]) -> list[str]:
-    """argv under its own host name (a UTS namespace of its own), exec'd: same pid."""
+def as_host(hostname: str, argv: Sequence[str]) -> list[str]:
+    """argv as on a host of its own, exec'd (same pid): its own host name (a UTS namespace)
+    and its own System V IPC (an IPC namespace), so that MPI libraries see the nodes as
+    separate machines (UCX's shared-memory transports reach only the same IPC namespace)."""
     script = 'echo "$1" > /proc/sys/kernel/hostname && shift && exec "$@"'
-    return ["unshare", "--uts", "/bin/sh", "-c", script, "sh", hostname, *argv]
+    return ["unshare", "--uts", "--ipc", "/bin/sh", "-c", script, "sh", hostname, *argv]
 
 
 def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list[str]]:
@@ -203,7 +205,7 @@ def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list
             f"--key-file={d}/munge.key", f"--pid-file={d}/munged.pid",
             f"--log-file={d}/munged.log", f"--seed-file={d}/munged.seed",
         ],
-        "slurmctld": in_uts(
+        "slurmctld": as_host(
             controller_host(layout), [DAEMONS["slurmctld"], "-D", "-i", "-f", conf]
         ),
     }  # fmt: skip
@@ -212,7 +214,7 @@ def daemon_argvs(directory: Path, layout: netns.ClusterLayout) -> dict[str, list
         slurmd = [DAEMONS["slurmd"], "-D", "-N", node, "-f", conf]
         # nsenter, not `ip netns exec`: that one remounts /sys in a mount namespace of its
         # own, without /sys/fs/cgroup, and slurmd 22.05 will not start without it.
-        argvs[f"slurmd-{node}"] = ["nsenter", f"--net={NETNS_DIR}/{node}", *in_uts(node, slurmd)]
+        argvs[f"slurmd-{node}"] = ["nsenter", f"--net={NETNS_DIR}/{node}", *as_host(node, slurmd)]
     return argvs
 
 

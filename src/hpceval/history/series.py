@@ -17,6 +17,7 @@ import numpy.typing as npt
 from hpceval.analysis.frame import NON_POINT_PARAMETERS
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Status
+from hpceval.statistics import measurement_value
 from hpceval.store import Store
 from hpceval.units import HIGHER_IS_BETTER
 
@@ -93,12 +94,15 @@ def _point_key(m: Measurement) -> tuple[str, str, str, str]:
 
 
 def _run_point(run_id: int, started: float, ms: Sequence[Measurement], prov: Any) -> RunPoint:
-    value = float(np.mean([m.value for m in ms]))
+    # Each measurement by the display statistic of its samples, not its stored value: the
+    # stored value's statistic changed (mpibench: mean until 2026-11-25, then the median),
+    # and a series must not step where only the statistic did.
+    value = float(np.mean([measurement_value(m) for m in ms]))
     low = high = None
     if len(ms) == 1 and ms[0].statistics is not None:
         low, high = ms[0].statistics.ci_low, ms[0].statistics.ci_high
     elif len(ms) > 1:
-        values = [m.value for m in ms]
+        values = [measurement_value(m) for m in ms]
         low, high = float(min(values)), float(max(values))
     return RunPoint(run_id, started, value, low, high, prov)
 

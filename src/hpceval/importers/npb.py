@@ -177,6 +177,8 @@ def _details(report: NpbReport) -> dict[str, Any]:
         "verification": report.verification,
         "verification_values": dict(report.verification_values),
     }
+    if report.time_from_mops:
+        details["time"] = "printed 0.00 s (below its resolution): the operation count over Mop/s"
     optional = {
         "active_processes": report.active_processes,
         "compiled_processes": report.compiled_processes,

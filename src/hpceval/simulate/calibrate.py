@@ -49,14 +49,16 @@ from scipy.optimize import nnls
 from hpceval.analysis.network import fit_hockney
 from hpceval.errors import UserError
 from hpceval.simulate.contention import overhead_config
+from hpceval.simulate.flows import gap_bandwidth_factors
 from hpceval.simulate.platform import LinkSpec, PlatformSpec
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 
 # 2: PingPong simulated without host computation, segments fitted with SMPI's 16-byte
 # envelope, one-size segments of large messages as bandwidth. Bump when the procedure
 # changes: old calibrations are not reused. 3: 10 ms samples (plan.MPIBENCH_SIM_OPTIONS),
-# per-message overheads, collective selector, contention fit, input checks.
-CALIBRATION_VERSION: Final = 3
+# per-message overheads, collective selector, contention fit, input checks. 4: NIC gap and
+# flow-dependent NIC scale (hpceval.simulate.flows).
+CALIBRATION_VERSION: Final = 4
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are
@@ -254,7 +256,8 @@ class SpeedCalibration:
                 "assumed: the simulating machine's core (no single-rank NPB time of the target)"
             )
         r = self.reference
-        return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, run {r.run_id}"
+        where = f"run {r.run_id}" if r.run_id is not None else r.source
+        return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, {where}"
 
 
 @dataclass(frozen=True)
@@ -430,14 +433,25 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- contention
 
 def overhead_settings(
-    target: Target, network: NetworkCalibration, overhead_s: float
+    target: Target, network: NetworkCalibration, overhead_s: float, gap_s: float = 0.0
 ) -> tuple[dict[str, str], PlatformSpec]:
     """Latency factors with 2 x `overhead_s` (send + receive side) taken off every segment's
     start-up, SMPI's per-message overheads, and the platform whose loopback is refitted on
-    the intra-node curve less 2 x `overhead_s`: both PingPongs keep their times."""
+    the intra-node curve less 2 x `overhead_s`: both PingPongs keep their times.
+    A NIC gap `gap_s` (hpceval.simulate.flows) moves that much more of every segment's
+    start-up into per-size bandwidth factors, which a node's concurrent messages share."""
     two_o_us = 2 * overhead_s * 1e6
     segments = [replace(s, alpha_us=max(s.alpha_us - two_o_us, 0.0)) for s in network.segments]
     spec = network.spec
+    bw = list(network.bw_factor)
+    if gap_s > 0:
+        alphas, gapped = gap_bandwidth_factors(
+            target.curves[target.primary_path].sizes,
+            [(s.first_size, s.alpha_us, s.beta_mb_s) for s in segments], gap_s,
+            _route(spec, target.primary_path)[1],
+        )  # fmt: skip
+        segments = [replace(s, alpha_us=a) for s, a in zip(segments, alphas, strict=True)]
+        bw = [(n, _clamp(f)) for n, f in gapped]
     lat, _ = factors(segments, spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps)
     intra = target.curves.get("intra-node")
     if target.primary_path == "inter-node" and intra is not None:
@@ -448,8 +462,11 @@ def overhead_settings(
                 if t - two_o_us >= t / 2]  # fmt: skip
         if len(kept) >= 2:
             sizes, less = zip(*kept, strict=True)
-            spec = _with_loopback(spec, fit_loopback(sizes, less, lat, network.bw_factor))
-    return {"smpi/lat-factor": factor_string(lat), **overhead_config(overhead_s)}, spec
+            spec = _with_loopback(spec, fit_loopback(sizes, less, lat, bw))
+    settings = {"smpi/lat-factor": factor_string(lat), **overhead_config(overhead_s)}
+    if gap_s > 0:
+        settings["smpi/bw-factor"] = factor_string(bw)
+    return settings, spec
 
 
 def scale_nic(spec: PlatformSpec, scale: float) -> PlatformSpec:

@@ -36,8 +36,15 @@ rings' placement) k x that, k fitted on the random ring's bandwidth at its large
 random ring faster than scale 1 gives (many flows filling a NIC a lone flow cannot) is
 flagged, not fitted.
 
-The other two ring figures are not fitted: they are the checks, reported with their
-residuals.
+A node's NIC also handles messages one after the other (hpceval.simulate.flows): a
+per-message **gap** g on the node link, which concurrent messages share. With mpibench's
+concurrent pairs measured, g and the NIC scale per flow count come from them (closed forms,
+hpceval.simulate.flows) and both random-ring figures are checks; without them (a published
+profile), g is fitted on the random ring's latency at its small size (bisection on g in
+[0, the start-up left after the overheads]; it grows with g), last: after the NIC scale,
+because the gap is a bandwidth term and a node link k x as wide makes it 1/k x as long.
+
+The ring figures not fitted are the checks, reported with their residuals.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
+
+from hpceval.simulate.flows import FlowModel, scale_at
 
 RingPattern = Literal["natural_ring", "random_ring"]
 
@@ -101,15 +110,26 @@ class Contention:
     flags: tuple[str, ...] = ()
     nic_scale: float = 1.0
     nic_ppn: int = 1
+    gap_s: float = 0.0  # NIC serialisation per message (hpceval.simulate.flows)
+    flow_scales: tuple[tuple[int, float], ...] = ()  # measured k(p): replaces the log-linear k
 
     def nic_scale_at(self, ppn: int) -> float:
         """The node link's bandwidth scale with `ppn` ranks per node (1 at one rank)."""
+        if self.flow_scales:
+            return scale_at(self.flow_scales, ppn)
         if ppn <= 1 or self.nic_ppn <= 1:
             return 1.0
         return float(self.nic_scale ** (math.log(ppn) / math.log(self.nic_ppn)))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Contention:
+        """A stored contention (older ones lack the later fields: their defaults)."""
+        merged = {**asdict(NONE), **d}
+        return cls(**{**merged, "flags": tuple(merged["flags"]),
+                      "flow_scales": tuple(tuple(x) for x in merged["flow_scales"])})  # fmt: skip
 
 
 NONE: Final = Contention(0.0, 0.0, "")
@@ -200,22 +220,28 @@ def fit_contention(
     base_config: Mapping[str, str],
     first_alpha_us: float,
     max_overhead_s: float,
-    with_overhead: Callable[[float], tuple[dict[str, str], Any]],
+    with_overhead: Callable[[float, float], tuple[dict[str, str], Any]],
     simulate: RingSimulator,
     scale_nic: Callable[[Any, float], Any],
+    flows: FlowModel | None = None,
 ) -> tuple[Contention, dict[str, str], Any, list[dict[str, Any]]]:
-    """Fit the overhead share on the natural ring's latency; the ring residuals.
+    """Fit the overhead share on the natural ring's latency, the NIC gap on the random
+    ring's latency and the NIC scale on its bandwidth (gap and scale measured instead when
+    `flows` holds concurrent pairs); the ring residuals.
 
-    `with_overhead(o)` gives the SMPI settings (latency factors reduced by 2o, the
-    overheads set) and the platform (its loopback latency reduced to match) of a
-    per-message overhead o; o stays below `max_overhead_s`; `scale_nic(platform, k)` the
-    platform with node links k x as wide. Returns the contention, its settings and
-    platform (at scale 1), and the ring residuals (fitted and checks), one dict each."""
+    `with_overhead(o, g)` gives the SMPI settings (latency factors reduced by 2o + g, the
+    overheads set, the gap in the per-size bandwidth factors) and the platform (its
+    loopback refitted to match) of a per-message overhead o and NIC gap g; o stays below
+    `max_overhead_s`; `scale_nic(platform, k)` the platform with node links k x as wide.
+    Returns the contention, its settings and platform (at scale 1), and the ring residuals
+    (fitted and checks), one dict each."""
     flags: list[str] = []
     cap = min(MAX_SHARE, 2 * max_overhead_s / (first_alpha_us * 1e-6))
+    from_pairs = flows is not None and bool(flows.fitted_on)
+    gap = flows.gap_s if flows is not None and from_pairs else 0.0
 
     def natural_latency(share: float) -> float:
-        settings, platform = with_overhead(share * first_alpha_us * 1e-6 / 2)
+        settings, platform = with_overhead(share * first_alpha_us * 1e-6 / 2, gap)
         return simulate({**base_config, **settings}, platform, "natural_ring", LATENCY)[0]
 
     share, _, _ = bisect(natural_latency, rings.natural_latency_us, MIN_SHARE, cap)
@@ -231,10 +257,19 @@ def fit_contention(
             "polling) are not modelled"
         )
     overhead_s = share * first_alpha_us * 1e-6 / 2
-    settings, platform = with_overhead(overhead_s)
+    left_s = max(0.0, first_alpha_us * 1e-6 - 2 * overhead_s)
+    if gap > left_s:
+        flags.append(f"NIC gap {gap * 1e6:.3g} us measured is more than the start-up left "
+                     f"after the overheads ({left_s * 1e6:.3g} us): bounded")  # fmt: skip
+        gap = left_s
+    # The NIC scale before the gap: a 2 MB ring hardly feels a gap of microseconds, while
+    # the gap's share of a narrower link grows as 1/k (it is a bandwidth term).
+    settings, platform = with_overhead(overhead_s, gap)
     config = {**base_config, **settings}
     nic = 1.0
-    if rings.ppn >= 2:
+    if from_pairs and flows is not None and flows.scales:
+        nic = scale_at(flows.scales, rings.ppn)
+    elif rings.ppn >= 2:
         nic, _, _ = bisect(
             lambda k: simulate(config, scale_nic(platform, k), "random_ring", BANDWIDTH)[1],
             rings.random_bandwidth_mb_s, MIN_NIC_SCALE, 1.0, log=True,
@@ -250,15 +285,29 @@ def fit_contention(
     else:
         flags.append("rings at 1 rank per node: the NIC's sharing by a node's ranks is not "
                      "fitted (scale 1 at every placement)")  # fmt: skip
+    if not from_pairs and rings.ppn >= 2:
+
+        def random_latency(g: float) -> float:
+            settings, platform = with_overhead(overhead_s, g)
+            return simulate({**base_config, **settings}, scale_nic(platform, nic),
+                            "random_ring", LATENCY)[0]  # fmt: skip
+
+        gap, reached, _ = bisect(random_latency, rings.random_latency_us, 0.0,
+                                 MAX_SHARE * left_s)  # fmt: skip
+        if reached < rings.random_latency_us * (1 - FIT_TOLERANCE):
+            flags.append(f"random-ring latency {rings.random_latency_us:g} us not reached with "
+                         f"the whole wire start-up as NIC gap ({gap * 1e6:.3g} us)")  # fmt: skip
+        settings, platform = with_overhead(overhead_s, gap)
+        config = {**base_config, **settings}
     residuals: list[dict[str, Any]] = []
     for pattern in ("natural_ring", "random_ring"):
         lat, bw = simulate(config, scale_nic(platform, nic), pattern, BOTH)
         name = pattern.split("_")[0]
         for metric, size, simulated, measured, fitted in (
             ("latency", rings.small, lat, getattr(rings, f"{name}_latency_us"),
-             pattern == "natural_ring"),
+             pattern == "natural_ring" or (not from_pairs and rings.ppn >= 2)),
             ("bandwidth", rings.large, bw, getattr(rings, f"{name}_bandwidth_mb_s"),
-             pattern == "random_ring" and rings.ppn >= 2),
+             pattern == "random_ring" and rings.ppn >= 2 and not from_pairs),
         ):  # fmt: skip
             residuals.append({
                 "path": pattern, "metric": metric, "size": size, "ranks": rings.ranks,
@@ -266,10 +315,14 @@ def fit_contention(
                 "residual": (simulated - measured) / measured, "calibrated": False,
                 "fitted": fitted,
             })  # fmt: skip
+    what = (f"{flows.fitted_on if flows else ''}; natural-ring latency at {rings.small} B "
+            "(overhead)" if from_pairs else
+            f"natural-ring latency at {rings.small} B (overhead), random-ring latency at "
+            f"{rings.small} B (NIC gap) and bandwidth at {rings.large} B (NIC)")  # fmt: skip
     contention = Contention(
         share, overhead_s,
-        f"{rings.origin}: natural-ring latency at {rings.small} B (overhead), random-ring "
-        f"bandwidth at {rings.large} B (NIC), {rings.ranks} ranks at {rings.ppn} per node",
-        tuple(flags), nic, rings.ppn,
+        f"{rings.origin}: {what}, {rings.ranks} ranks at {rings.ppn} per node",
+        tuple(flags), nic, rings.ppn, gap,
+        flows.scales if from_pairs and flows is not None else (),
     )  # fmt: skip
     return contention, config, platform, residuals

@@ -21,7 +21,8 @@ from pydantic import Field, ValidationError, model_validator
 from hpceval.config import StrictModel, read_toml, validation_message
 from hpceval.errors import ConfigError, UserError
 from hpceval.simulate.contention import RingFigures
-from hpceval.simulate.sources import Curve, NetworkPath, Target
+from hpceval.simulate.memory import NodeMemory
+from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 
 # PingPong sizes of a profile's curve: 0 and the powers of two up to 4 MiB (methodology §3).
 PROFILE_SIZES: tuple[int, ...] = (0, *(2**k for k in range(23)))
@@ -106,6 +107,51 @@ class TopologyFigures(StrictModel):
                 "torus_dims": tuple(self.torus_dims), "topology_source": self.source}  # fmt: skip
 
 
+class MemoryFigures(StrictModel):
+    """The node's sustained memory bandwidth (STREAM Triad, all cores), the one-process
+    figure if given, and where they come from (`assumed = true`: not the source's own)."""
+
+    stream_triad: Figure
+    single_process: Figure | None = None
+    unit: Literal["GB/s", "MB/s"]
+    llc_mib: float | None = Field(None, gt=0)  # the node's last-level cache, all sockets
+    source: str = Field(min_length=1)
+    assumed: bool = False
+
+    @model_validator(mode="after")
+    def _positive(self) -> MemoryFigures:
+        for name in ("stream_triad", "single_process"):
+            value = getattr(self, name)
+            values = value if isinstance(value, tuple) else (value,)
+            if any(v is not None and v <= 0 for v in values):
+                raise ValueError(f"{name}: {value!r} is not a positive figure")
+        return self
+
+    def node_memory(self) -> NodeMemory:
+        unit = _BYTES_PER_S[self.unit]
+        single = _mid(self.single_process) * unit if self.single_process is not None else None
+        llc = int(self.llc_mib * 2**20) if self.llc_mib else None
+        return NodeMemory(_mid(self.stream_triad) * unit, single, self.source, self.assumed, llc)
+
+
+class ComputeFigures(StrictModel):
+    """A published single-process NPB figure of the target's core: the simulated core is
+    fitted to it (hpceval.simulate.calibrate.calibrate_speed)."""
+
+    kernel: Literal["ep", "is", "cg", "mg", "ft"]
+    class_name: Literal["S", "W", "A", "B", "C"] = Field(alias="class")
+    mops: float = Field(gt=0)  # Mop/s of one process, NPB's official count
+    source: str = Field(min_length=1)
+
+    def reference(self) -> SpeedReference:
+        from hpceval.benchmarks.npb import mops_formula
+
+        # Mop/s is the official operation count over the time: the time it stands for.
+        seconds = mops_formula(self.kernel, self.class_name, 1.0) / self.mops
+        return SpeedReference(self.kernel, self.class_name, seconds, None,
+                              f"published: {self.source}")  # fmt: skip
+
+
 class Profile(StrictModel):
     name: str
     description: str
@@ -122,6 +168,8 @@ class Profile(StrictModel):
     # The MPI library the figures were measured with (SMPI's collective selector).
     mpi: Literal["openmpi", "mpich"] | None = None
     mpi_source: str = ""
+    memory: MemoryFigures | None = None
+    compute: ComputeFigures | None = None
 
 
 def _profiles_dir() -> Path:
@@ -205,11 +253,16 @@ def profile_target(name_or_file: str) -> Target:
         backbone=profile.backbone,
         backbone_Bps=profile.backbone_gbps * 1e9 / 8 if profile.backbone_gbps else None,
         curves=curves,
-        speeds={},
+        speeds=(
+            {(profile.compute.kernel, profile.compute.class_name): profile.compute.reference()}
+            if profile.compute is not None
+            else {}
+        ),
         assumed=tuple(profile.assumed),
         run_ids=(),
         rings=rings,
         topology=topology,
         mpi_family=profile.mpi,
         mpi_source=profile.mpi_source or ("" if profile.mpi else "not given: SMPI's defaults"),
+        memory=profile.memory.node_memory() if profile.memory is not None else None,
     )

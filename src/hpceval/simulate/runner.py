@@ -10,6 +10,7 @@ through the `smpi` launcher, every point committed as it completes.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import subprocess
@@ -43,6 +44,13 @@ from hpceval.simulate.calibrate import (
 )
 from hpceval.simulate.contention import NONE as NO_CONTENTION
 from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
+from hpceval.simulate.flows import FLOW_PATTERN, flow_model
+from hpceval.simulate.memory import (
+    MemoryDemand,
+    NodeMemory,
+    memory_stretches,
+    stretched_config,
+)
 from hpceval.simulate.plan import (
     MPIBENCH_SIM_CONFIG,
     MPIBENCH_SIM_OPTIONS,
@@ -224,8 +232,19 @@ def fit_rings(
     """The contention fit on the target's rings (nothing without rings), and the PingPongs
     simulated with it (residuals "with contention", not calibrated: the rings moved them)."""
     rings = target.rings
-    if rings is None:
+    flows = flow_model(target.flows) if target.flows is not None else None
+    if rings is None and flows is None:
         return NO_CONTENTION, config, spec, []
+    if rings is None:
+        assert flows is not None
+        settings, fitted = overhead_settings(target, network, 0.0, flows.gap_s)
+        config = {**config, **settings}
+        spec = replace(fitted, speed_flops=spec.speed_flops)
+        contention = Contention(
+            0.0, 0.0, flows.fitted_on, ("no rings measured: no per-message overhead",),
+            1.0, 1, flows.gap_s, flows.scales,
+        )  # fmt: skip
+        return contention, config, spec, flow_residuals(target, contention, config, spec, runner)
 
     def ring(
         cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern,
@@ -249,8 +268,8 @@ def fit_rings(
     else:
         cap = intra.times_us[0] * 1e-6 / 4
     contention, config, fitted, residuals = fit_contention(
-        rings, config, alpha, cap, lambda o: overhead_settings(target, network, o), ring,
-        scale_nic,
+        rings, config, alpha, cap, lambda o, g: overhead_settings(target, network, o, g), ring,
+        scale_nic, flows,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
     if intra is not None and 2 * contention.overhead_s > intra.times_us[0] * 1e-6 / 2:
@@ -265,7 +284,35 @@ def fit_rings(
              "fitted": False}
             for size, measured, value in zip(curve.sizes, curve.times_us, simulated, strict=True)
         ]  # fmt: skip
+    residuals += flow_residuals(target, contention, config, spec, runner)
     return contention, config, spec, residuals
+
+
+def flow_residuals(
+    target: Target, contention: Contention, config: dict[str, str], spec: PlatformSpec,
+    runner: SmpiCalibrationRunner,
+) -> list[dict[str, Any]]:
+    """The measured concurrent pairs against the model's (each pair count on its NIC scale):
+    their gap and scales were computed from them, so these show what SimGrid makes of it."""
+    flows = target.flows
+    if flows is None:
+        return []
+    out = []
+    for pairs, lat_us, bw in zip(flows.pairs, flows.latency_us, flows.bandwidth_mb_s,
+                                 strict=True):  # fmt: skip
+        platform = scale_nic(spec, contention.nic_scale_at(pairs))
+        values = runner.pattern(platform, config, FLOW_PATTERN, 2 * pairs, pairs,
+                                [flows.small, flows.large])  # fmt: skip
+        for metric, size, measured in (("latency", flows.small, lat_us),
+                                       ("bandwidth", flows.large, bw)):  # fmt: skip
+            simulated = values[(metric, size)]
+            out.append({
+                "path": FLOW_PATTERN, "metric": metric, "size": size, "ranks": 2 * pairs,
+                "ppn": pairs, "pairs": pairs, "measured": measured, "simulated": simulated,
+                "residual": (simulated - measured) / measured, "calibrated": False,
+                "fitted": bool(contention.flow_scales or contention.gap_s),
+            })  # fmt: skip
+    return out
 
 
 def calibration_config(row: CalibrationRow) -> tuple[PlatformSpec, dict[str, str]]:
@@ -297,7 +344,9 @@ def obtain_calibration(
             "speed_reference": dataclasses.asdict(reference) if reference else None,
             "base_config": dict(BASE_CONFIG),
             "rings": target.rings.to_dict() if target.rings else None,
+            "flows": target.flows.to_dict() if target.flows else None,
             "mpi": target.mpi_family,
+            "memory": target.memory.to_dict() if target.memory else None,
         },
     )
     if not recalibrate:
@@ -355,6 +404,7 @@ def obtain_calibration(
             "iterations": speed.iterations,
         },
         "assumed": list(target.assumed),
+        "memory": target.memory.to_dict() if target.memory else None,
         "history": list(network.history),
         "smpirun_executions": runner.runs,
         "wall_s": time.monotonic() - started,
@@ -365,7 +415,7 @@ def obtain_calibration(
         source_kind=target.source_kind,
         source=target.source,
         source_run_ids=sorted(
-            {*target.run_ids, *([reference.run_id] if reference is not None else [])}
+            {*target.run_ids, *([reference.run_id] if reference and reference.run_id else [])}
         ),
         simgrid_version=tools.simgrid_version,
         parameters=parameters,
@@ -402,6 +452,7 @@ class Simulation:
     programs: dict[str, Program]
     spec: PlatformSpec
     build: SmpiBuild | None = None  # NPB's sampling/folding (None for mpibench)
+    memory_lines: list[str] = dataclasses.field(default_factory=list)  # what execute applied
 
 
 def prepare(
@@ -467,8 +518,7 @@ def execute(
 ) -> tuple[int, CampaignResult]:
     """Write the simulated run and run its cases; points are committed as they complete."""
     calibrated, cfg = calibration_config(calibration)
-    stored = {**NO_CONTENTION.to_dict(), **calibration.parameters.get("contention", {})}
-    contention = Contention(**{**stored, "flags": tuple(stored["flags"])})
+    contention = Contention.from_dict(calibration.parameters.get("contention", {}))
     ppn = max((c.placement.ranks_per_node for c in sim.cases), default=1)
     nic_scale = contention.nic_scale_at(ppn)
     spec = replace(
@@ -490,6 +540,15 @@ def execute(
     )  # fmt: skip
     launcher = smpi_launcher(platform, sim.tools)
     check_commands(launcher, sim.cases)
+    node = calibration.parameters.get("memory")
+    memory = NodeMemory.from_dict(node) if node else None
+    stretches, memory_record = memory_stretches(
+        sim.request.benchmark, sim.request.kernel, sim.request.class_name, sim.cases, memory,
+        lambda: fit_memory_demand(sim, launcher, workdir),
+        speed_fitted=str(calibration.parameters.get("host_speed", {}).get("how", "")).startswith(
+            "fitted"),
+    )  # fmt: skip
+    sim.memory_lines.append(memory_record["how"])
     run_id = record_run(
         store,
         launcher,
@@ -502,6 +561,7 @@ def execute(
             "platform_xml": platform_xml(spec),
             "smpi_config": dict(cfg),
             "nic_scale": {"ranks_per_node": ppn, "scale": nic_scale},
+            "memory": memory_record,
             **({"smpi_build": {**sim.build.option, "reason": sim.build.reason}}
                if sim.build is not None else {}),
         },
@@ -512,13 +572,47 @@ def execute(
         + (f"; NPB {sim.build.describe()}" if sim.build is not None else "")
         # The compute/communication balance rests on it: every projection says how.
         + f"; core speed: {calibration.parameters.get('host_speed', {}).get('how', '?')}"
+        + f"; {memory_record['how']}"
         + f"; network: {spec.describe_topology()}",
     )  # fmt: skip
-    campaign = Campaign(store, launcher, sim.programs, reporter)
+    # One campaign per stretch: SMPI's host-speed factor is one setting per smpirun.
+    groups: dict[float, list[Case]] = {}
+    for case in sim.cases:
+        groups.setdefault(stretches.get(case.key, 1.0), []).append(case)
+    result = CampaignResult()
     try:
-        result = campaign.execute(run_id, [(c, list(c.points)) for c in sim.cases])
+        for factor, cases in groups.items():
+            group = launcher if factor == 1.0 else smpi_launcher(platform.model_copy(update={
+                "launcher": platform.launcher.model_copy(
+                    update={"cfg": stretched_config(cfg, factor)})}), sim.tools)  # fmt: skip
+            done = Campaign(store, group, sim.programs, reporter).execute(
+                run_id, [(c, list(c.points)) for c in cases]
+            )
+            result.outcomes += done.outcomes
+            result.benchmark_seconds += done.benchmark_seconds
     except BaseException:
         store.set_run_status(run_id, Status.INTERRUPTED, ended=time.time())
         raise
     store.set_run_status(run_id, Status.COMPLETED, ended=time.time())
     return run_id, result
+
+
+def fit_memory_demand(sim: Simulation, launcher: Launcher, workdir: Path) -> MemoryDemand:
+    """The simulated core's op rate on the kernel: one single-rank smpirun of the same kernel,
+    class and build on the calibrated platform (kept in `workdir`, reused)."""
+    kernel, class_name = sim.request.kernel, sim.request.class_name
+    assert kernel is not None and class_name is not None
+    tag = "-".join(str(v) for v in (sim.build.option.values() if sim.build else ()))
+    cached = workdir / f"memory-demand-{kernel}-{class_name}-{tag}.json"
+    if cached.is_file():
+        return MemoryDemand(**json.loads(cached.read_text()))
+    single = replace(sim.request, ranks=(1,), ppn=1)
+    placement = placement_for(1, 1, sim.spec)
+    (case,) = plan(single, launcher.platform, [placement], sim.build)
+    measured = run_once(launcher, get_benchmark("npb"), sim.programs["npb"], case,
+                        sim.request.time_limit_s)  # fmt: skip
+    mops = next(float(m.value) for m in measured if m.metric == "mops_total")
+    demand = MemoryDemand(kernel, class_name, mops,
+                          f"fitted: simulated 1-rank npb {kernel} class {class_name}")  # fmt: skip
+    cached.write_text(json.dumps(demand.to_dict()))
+    return demand

@@ -17,6 +17,8 @@ from typing import Any, Literal
 from hpceval.errors import UserError
 from hpceval.model import Origin
 from hpceval.simulate.contention import RingFigures, mpi_family
+from hpceval.simulate.flows import FlowFigures, store_flows
+from hpceval.simulate.memory import NodeMemory, store_memory
 from hpceval.store import Store
 
 NetworkPath = Literal["inter-node", "intra-node"]
@@ -50,7 +52,8 @@ class SpeedReference:
     kernel: str
     class_name: str
     time_s: float
-    run_id: int
+    run_id: int | None  # None: a published figure (`source` says which)
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class Target:
     run_ids: tuple[int, ...] = ()
     # The rings measured with every rank busy (the contention fit), if any.
     rings: RingFigures | None = None
+    # Concurrent pairs across two nodes (mpibench multi_pingpong), if measured.
+    flows: FlowFigures | None = None
     # "openmpi" or "mpich": SMPI's collective selector (None: SMPI's defaults), and why.
     mpi_family: str | None = None
     mpi_source: str = ""
@@ -78,6 +83,8 @@ class Target:
     topology: Mapping[str, Any] = field(default_factory=dict)
     # The user accepted curves the input checks would refuse (--accept-curve): flags only.
     curve_accepted: bool = False
+    # The node's memory bandwidth its ranks share (hpceval.simulate.memory); None: unknown.
+    memory: NodeMemory | None = None
 
     @property
     def primary_path(self) -> NetworkPath:
@@ -180,8 +187,10 @@ def store_target(store: Store, platform_name: str) -> Target:
         ),
         run_ids=tuple(used),
         rings=rings,
+        flows=store_flows(store, runs),
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
+        memory=store_memory(store, set(runs)),
     )
 
 

@@ -68,6 +68,25 @@ class Studies(StoreBase):
             )
 
     @outage_is_a_user_error
+    def note_study(self, study_id: int, platform: str, note: str) -> None:
+        """Add a note to the platform's first run of the study (a projection that failed
+        has no run of its own); nothing when the platform has no run in the study."""
+        with self._writer.begin() as conn:
+            row = conn.execute(
+                sa.select(study_runs.c.run_id, study_runs.c.notes)
+                .where(study_runs.c.study_id == study_id, study_runs.c.platform == platform)
+                .order_by(study_runs.c.run_id)
+                .limit(1)
+            ).one_or_none()
+            if row is None:
+                return
+            conn.execute(
+                study_runs.update()
+                .where(study_runs.c.study_id == study_id, study_runs.c.run_id == row.run_id)
+                .values(notes=[*row.notes, note])
+            )
+
+    @outage_is_a_user_error
     def set_study_status(self, study_id: int, status: str) -> None:
         ended = None if status == "running" else self._clock()
         with self._writer.begin() as conn:

@@ -83,6 +83,69 @@ class Table(StrictModel):
     select: Selection
     by: list[str] = Field(min_length=1)
     published: str | None = None  # key of a published figure (data/published/figures.toml)
+    # A scaling parameter ("ranks"): each value is also shown relative to the baseline's at
+    # the lowest value of that parameter measured there (Magellan's applications).
+    relative_to_lowest: str | None = None
+
+
+class Projection(StrictModel):
+    """Options of a projection that `smallest` may replace (a time-boxed run)."""
+
+    bench: list[str] = Field(min_length=1)  # npb.KERNEL or mpibench
+    npb_class: str | None = Field(None, alias="class", pattern=r"^[SWABCDE]$")
+    pattern: str | None = None  # mpibench
+    sizes: list[int] | None = None  # mpibench, bytes
+    ranks: list[int] = Field(min_length=1)
+    ppn: int | None = Field(None, ge=1)
+
+
+class Extension(Projection):
+    """A curve extended beyond the machines at hand: `hpceval simulate` on each platform of
+    the study calibrated from the study's own measurements (origin "simulated")."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    smallest: Projection | None = None
+
+    def sized(self, smallest: bool) -> Projection:
+        return self.smallest if smallest and self.smallest is not None else self
+
+
+class Cost(StrictModel):
+    """The study's cost figures, with the catalog it priced (`--catalog` picks another).
+
+    `instance`: the catalog entry each node of the user's platforms is priced as (EC2-CC
+    priced its runs as CC1 nodes); `benchmark`: whose runs are priced (run cost, price per
+    GOPS-hour). Without `instance`, the catalog's price per normalized node-hour and per
+    GB-hour are shown (CSC), and the platforms with a `price` in their file beside them."""
+
+    catalog: str
+    instance: str | None = None
+    pricing: str = "on-demand"
+    benchmark: str | None = None
+
+
+class Figure(StrictModel):
+    """A figure of the study's report (matplotlib, written beside the Markdown).
+
+    kind `lines`: the metric against `x`, one line per platform and `series` values
+    (projections dashed), the published figure's values as labelled markers at the `x` the
+    figure's `match` (or `published_at`) names; `speedup`: time at the lowest `x` of the
+    platform's measurements over time at each `x`; `bars`: the metric by `x` (categories),
+    one bar per platform and `series` values."""
+
+    kind: Literal["lines", "speedup", "bars"]
+    title: str
+    file: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    select: Selection
+    x: str
+    series: list[str] = Field(default_factory=list)
+    # Parameter -> the values kept (the figure's kernels, its rank counts): `select` keeps one.
+    only: dict[str, list[str | int | float]] = Field(default_factory=dict)
+    log_x: bool = False
+    log_y: bool = False
+    published: str | None = None
+    published_at: float | None = None
 
 
 class Recipe(StrictModel):
@@ -94,6 +157,9 @@ class Recipe(StrictModel):
     part: list[Part] = Field(min_length=1)
     question: list[Question] = Field(default_factory=list)
     table: list[Table] = Field(default_factory=list)
+    extend: list[Extension] = Field(default_factory=list)
+    cost: Cost | None = None
+    figure: list[Figure] = Field(default_factory=list)
 
 
 def study_names() -> list[str]:

@@ -9,7 +9,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +25,17 @@ from hpceval.campaign import (
     prepare_run,
     start_new_run,
     suite_from_raw,
+    toolchain_and_launcher,
+    with_sources,
 )
+from hpceval.campaign.prepare import check_commands
 from hpceval.config import Loaded, PlatformConfig
 from hpceval.errors import UserError
 from hpceval.execute import is_alive
-from hpceval.model import Status
+from hpceval.launch import Launcher
+from hpceval.model import Origin, Status
 from hpceval.store import Store, StoreUnavailable
+from hpceval.study.extend import extend_study
 from hpceval.study.recipe import Recipe, waits_for_pending
 from hpceval.study.scale import Capacity, scale_entry
 
@@ -61,11 +66,17 @@ def plan_platform(
     *,
     smallest: bool,
     max_ranks: int | None,
+    sources: Mapping[str, str] | None = None,
 ) -> PlatformPlan:
     """The recipe's entries scaled to the platform, each planned on its own first so that one
-    that cannot run here is a note, not a failed study."""
+    that cannot run here is a note, not a failed study. `sources` (`--source KIND=PATH`, the
+    official codes' sources such as milc's) are added to the platform's `[sources]`, as
+    `hpceval run --source` does: the plan's platform, stored with its run, holds them."""
+    platform = with_sources(platform, sources or {})
     config = platform.config
     capacity = Capacity.of(config, max_ranks)
+    launcher = _launcher_or_none(config)
+    unlaunchable: set[str] = set()
     notes: list[str] = []
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -75,6 +86,17 @@ def plan_platform(
             if find_benchmark(name) is None:
                 notes.append(
                     f"part {part.name}: benchmark {name!r} is not in this hpceval; left out"
+                )
+                continue
+            if _java_platform(config) != _java_benchmark(name):
+                notes.append(
+                    f"part {part.name}: {name}: left out: "
+                    + (
+                        "a native program, and this platform's launcher starts Java programs"
+                        if _java_platform(config)
+                        else "a Java program (MPJ Express): it needs a platform such as "
+                        "local-mpj or netns-2x2-mpj"
+                    )
                 )
                 continue
             if part.pending and waits_for_pending(options):
@@ -93,6 +115,14 @@ def plan_platform(
                 notes.append(f"part {part.name}: {name}: left out: {e}")
                 continue
             notes.extend(f"part {part.name}: {n}" for n in left_out)
+            for case in cases:
+                why = _cannot_launch(launcher, case)
+                if why is not None and case.key not in unlaunchable:
+                    unlaunchable.add(case.key)
+                    notes.append(f"part {part.name}: {name}: {case.key}: left out: {why}")
+            cases = [c for c in cases if c.key not in unlaunchable]
+            if not cases:
+                continue
             keys = {c.key for c in cases}
             if keys & seen:
                 notes.append(
@@ -107,9 +137,42 @@ def plan_platform(
     for entry in kept:
         one = suite_from_raw(_suite_raw(recipe, [entry]), recipe.name)
         for case in plan_cases(one, config, []):
-            by_key.setdefault(case.key, case)
+            if case.key not in unlaunchable:
+                by_key.setdefault(case.key, case)
     cases = list(by_key.values())
     return PlatformPlan(platform, _suite_raw(recipe, kept), cases, notes)
+
+
+def _java_platform(config: PlatformConfig) -> bool:
+    """Whether the platform starts Java programs (MPJ Express: launcher mpj or starter
+    mpjrun), which run nothing native."""
+    return config.launcher.kind == "mpj" or config.launcher.starter == "mpjrun"
+
+
+def _java_benchmark(name: str) -> bool:
+    bench = find_benchmark(name)
+    return bench is not None and any(t.program == "javac" for t in bench.tools)
+
+
+def _launcher_or_none(config: PlatformConfig) -> Launcher | None:
+    """The platform's launcher, to check each case's placement before the run; None when it
+    cannot be made (the run then says why, as any run does)."""
+    try:
+        return toolchain_and_launcher(config)[1]
+    except UserError:
+        return None
+
+
+def _cannot_launch(launcher: Launcher | None, case: Case) -> str | None:
+    """Why the launcher refuses the case's placement (one thread per rank under MPJ), or
+    None."""
+    if launcher is None:
+        return None
+    try:
+        check_commands(launcher, [case])
+    except UserError as e:
+        return str(e)
+    return None
 
 
 def _suite_raw(recipe: Recipe, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -130,11 +193,22 @@ def run_study(
     max_ranks: int | None,
     reporter: Callable[[], Reporter],
     say: Say,
+    extend: bool = True,
+    sources: Mapping[str, str] | None = None,
+    accept_curve: bool = False,
 ) -> StudyOutcome:
-    """A new study run: every platform in turn, the baseline first."""
+    """A new study run: every platform in turn, the baseline first, then the recipe's
+    projections (`extend`) on each."""
     names = _ordered(platforms, baseline)
     loaded = [load_platform(n) for n in names]  # every name checked before anything runs
-    options = {"platforms": names, "smallest": smallest, "max_ranks": max_ranks}
+    options = {
+        "platforms": names,
+        "smallest": smallest,
+        "max_ranks": max_ranks,
+        "extend": extend,
+        "sources": dict(sources or {}),
+        "accept_curve": accept_curve,
+    }
     study_id = store.create_study(recipe.config.name, recipe.raw, baseline, options)
     say(f"study {study_id}: {recipe.config.name} on {', '.join(names)} (baseline {baseline})")
     return _run_platforms(store, recipe.config, study_id, loaded, {}, options, reporter, say)
@@ -153,11 +227,29 @@ def resume_study(
     if row is None:
         raise UserError(f"{store.url}: no unfinished study run of {recipe.config.name!r}")
     options = dict(row.options)
-    done = {r.platform: r.run_id for r in store.study_runs(row.id)}
+    done = measured_runs(store, row.id)
     loaded = [load_platform(n) for n in options["platforms"]]
     store.set_study_status(row.id, "running")
     say(f"resuming study {row.id}: {recipe.config.name}")
     return _run_platforms(store, recipe.config, row.id, loaded, done, options, reporter, say)
+
+
+def measured_runs(store: Store, study_id: int) -> dict[str, int]:
+    """Platform -> the study's measured run there (projections are runs of their own)."""
+    runs: dict[str, int] = {}
+    for r in store.study_runs(study_id):
+        if store.run(r.run_id).origin is not Origin.SIMULATED:
+            runs.setdefault(r.platform, r.run_id)
+    return runs
+
+
+def projected_runs(store: Store, study_id: int) -> dict[str, list[int]]:
+    """Platform -> the study's projections there (runs of origin simulated)."""
+    runs: dict[str, list[int]] = {}
+    for r in store.study_runs(study_id):
+        if store.run(r.run_id).origin is Origin.SIMULATED:
+            runs.setdefault(r.platform, []).append(r.run_id)
+    return runs
 
 
 def _ordered(platforms: Sequence[str], baseline: str) -> list[str]:
@@ -183,11 +275,17 @@ def _run_platforms(
             name = platform.config.name
             if name in done:
                 runs[name] = done[name]
-                with contextlib.suppress(UserError):  # nothing left to resume: it is complete
+                try:
                     results[name] = _resume_run(store, done[name], reporter(), say)
+                except UserError as e:  # complete (nothing left), or why it cannot resume
+                    say(f"{name}: run {done[name]} not resumed: {e}")
                 continue
             plan = plan_platform(
-                recipe, platform, smallest=options["smallest"], max_ranks=options["max_ranks"]
+                recipe,
+                platform,
+                smallest=options["smallest"],
+                max_ranks=options["max_ranks"],
+                sources=options.get("sources") or {},
             )
             for note in plan.notes:
                 say(f"{name}: {note}")
@@ -196,7 +294,19 @@ def _run_platforms(
                 continue
             run_id, result = _new_run(store, study_id, plan, reporter(), say)
             runs[name], results[name] = run_id, result
-    except Interrupted:
+        if options.get("extend", True) and recipe.extend:
+            extend_study(
+                store,
+                recipe,
+                study_id,
+                list(runs),
+                smallest=options["smallest"],
+                reporter=reporter,
+                say=say,
+                accept_curve=bool(options.get("accept_curve")),
+            )
+    except (Interrupted, UserError):
+        # Stopped, or a platform that fails before its run starts: `--resume` continues.
         with contextlib.suppress(StoreUnavailable):
             store.set_study_status(study_id, "interrupted")
         raise

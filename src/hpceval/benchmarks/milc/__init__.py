@@ -1,11 +1,13 @@
 """`milc`: the real MILC code's `su3_rmd` (ks_imp_dyn: asqtad R-algorithm dynamical
-fermions), built from a MILC source tree the user points to (suite option `source`), run on
-an input file hpceval writes (docs/lqcd.md).
+fermions), built from the MILC sources the user points hpceval at (platform `[sources]
+milc`, or `hpceval run --source milc=PATH`: a milc_qcd 7.x tree or its .tar.gz), run on an
+input file hpceval writes (docs/lqcd.md).
 
-hpceval ships no MILC code and downloads none. The tree is copied into the build cache
-(keyed by the sources' paths, sizes and modification times, and the compiler) and built
-there with MILC's own Makefile (`make su3_rmd MPP=true PRECISION=2 CC=mpicc`), on first
-use by an execution (not timed). Two build fixes, both make variables, no source edit:
+hpceval ships no MILC code and downloads none. The sources are copied (or unpacked, safely)
+into the build cache like the other official codes' (hpceval.sources: keyed by their hash,
+the compiler and the make variables) and built there with MILC's own Makefile (`make
+su3_rmd MPP=true PRECISION=2 CC=mpicc`) before the run's first case. Two build fixes, both
+make variables, no source edit:
 `-DOMPI_OMIT_MPI1_COMPAT_DECLS=0` (MILC 7.8's com_mpi.c still calls the MPI-1 error-handler
 functions Open MPI 4 no longer declares) and `reunitarize_ks.o` added to the objects
 (ks_imp_dyn's Make_template lacks it in MILC 7.8.1).
@@ -19,8 +21,6 @@ trajectory, and CG iterations per second (MILC's total_iters over its Time).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -28,9 +28,9 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hpceval.benchmarks import register
 from hpceval.benchmarks.base import Benchmark, Case, ParsedPoint, Program
@@ -48,6 +48,7 @@ from hpceval.build import BUILD_TIMEOUT_S, cache_root
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement, ParamValue
+from hpceval.sources import private_tree, resolve_source
 from hpceval.units import SECOND
 
 if TYPE_CHECKING:
@@ -61,14 +62,12 @@ MAKE_VARIABLES: Final = (
     "OPT=-O3 -DOMPI_OMIT_MPI1_COMPAT_DECLS=0",
     "MY_OBJECTS=control.o gauge_info.o setup.o update_h.o update_u.o reunitarize_ks.o",
 )
-# A tree is MILC's when it has these.
-MARKERS: Final = ("Makefile", "ks_imp_dyn/Make_template", "generic_ks", "libraries")
-RECIPE_VERSION: Final = "1"  # bump when MAKE_VARIABLES change: the build cache is keyed by it
+SOURCE_KIND: Final = "milc"  # in [sources] and --source (hpceval.sources: its layout)
+SOURCE_OPTION: Final = "source"
 SECONDS_PER_SITE_STEP = 2e-3  # rough (a loaded 2-core machine), for the ETA and limit only
 
 
 class MilcOptions(RankSweepOptions):
-    source: str  # the MILC source tree (milc_qcd, version 7)
     lattice: list[str] = Field(default_factory=lambda: ["8"], min_length=1)
     trajectories: int = Field(2, ge=1, le=1000)
     steps: int = Field(4, ge=1, le=1000)  # molecular-dynamics steps per trajectory
@@ -84,16 +83,16 @@ class MilcOptions(RankSweepOptions):
     def _lattices(cls, value: list[str]) -> list[str]:
         return [lattice_label(parse_lattice(text)) for text in value]
 
-    @field_validator("source")
+    @model_validator(mode="before")
     @classmethod
-    def _source(cls, value: str) -> str:
-        tree = Path(value).expanduser()
-        if not tree.is_dir():
-            raise ValueError(f"source: {value} is not a directory (a MILC source tree)")
-        missing = [m for m in MARKERS if not (tree / m).exists()]
-        if missing:
-            raise ValueError(f"source: {value} is not a MILC tree (no {missing[0]})")
-        return str(tree.resolve())
+    def _source_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "source" in data:
+            raise ValueError(
+                "source: the MILC sources are given like the other official codes' now: "
+                "`milc = PATH` in the platform file's [sources] table, or "
+                "`hpceval run --source milc=PATH` (docs/lqcd.md)"
+            )
+        return data
 
     @field_validator("threads_per_rank")
     @classmethod
@@ -142,43 +141,28 @@ def milc_layout(lattice: tuple[int, ...], ranks: int) -> tuple[int, ...]:
     return tuple(local)
 
 
-def tree_key(tree: Path, compiler: str) -> str:
-    """A key of the sources' state: every file's relative path, size and modification
-    time (hashing MILC's 100 MB of bytes on every run would cost seconds), the recipe."""
-    h = hashlib.sha256(f"{RECIPE_VERSION}\0{compiler}\0".encode())
-    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
-        st = path.stat()
-        h.update(f"{path.relative_to(tree)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    return h.hexdigest()[:16]
-
-
-def build_su3_rmd(tree: Path, compiler: str, make: str) -> Path:
-    """The cached su3_rmd of this tree, building it first (under a lock) if needed."""
-    root = cache_root() / "milc"
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"build-{tree_key(tree, compiler)}"
-    exe = target / APPLICATION / TARGET
-    with (root / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return exe
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(tree, target, symlinks=True)
-        app = target / APPLICATION
-        shutil.copy(target / "Makefile", app / "Makefile")
-        argv = [make, TARGET, f"CC={compiler}", f"MY_CC={compiler}", *MAKE_VARIABLES]
-        try:
-            proc = subprocess.run(argv, cwd=app, capture_output=True, text=True,
-                                  timeout=BUILD_TIMEOUT_S, check=False)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise BenchmarkFailure(f"building MILC su3_rmd failed: {e}") from None
-        (app / "hpceval-build.log").write_text(proc.stdout + proc.stderr)
-        if proc.returncode != 0 or not exe.is_file():
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), "")
-            raise BenchmarkFailure(
-                f"building MILC su3_rmd in {app} failed: {first or 'see hpceval-build.log'}"
-            )
+def build_su3_rmd(source: Path, *, compiler: str, compiler_identity: str, make: str) -> Path:
+    """su3_rmd built from the sources (a tree or its .tar.gz) in their private copy in the
+    build cache (hpceval.sources), once per source hash, compiler and make variables."""
+    tree, _ = private_tree(SOURCE_KIND, source, compiler_identity, [compiler, *MAKE_VARIABLES])
+    app = tree / APPLICATION
+    exe = app / TARGET
+    if exe.is_file() and os.access(exe, os.X_OK):
         return exe
+    shutil.copy(tree / "Makefile", app / "Makefile")
+    argv = [make, TARGET, f"CC={compiler}", f"MY_CC={compiler}", *MAKE_VARIABLES]
+    try:
+        proc = subprocess.run(argv, cwd=app, capture_output=True, text=True,
+                              timeout=BUILD_TIMEOUT_S, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise BenchmarkFailure(f"building MILC su3_rmd failed: {e}") from None
+    (app / "hpceval-build.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not exe.is_file():
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), "")
+        raise BenchmarkFailure(
+            f"building MILC su3_rmd in {app} failed: {first or 'see hpceval-build.log'}"
+        )
+    return exe
 
 
 def input_file(case: Case) -> str:
@@ -202,14 +186,13 @@ def input_file(case: Case) -> str:
 @register
 class Milc(Benchmark[MilcOptions]):
     name = "milc"
-    description = "MILC su3_rmd (asqtad RMD) built from the user's MILC tree: time, CG it/s"
+    description = "MILC su3_rmd (asqtad RMD) built from the user's MILC sources: time, CG it/s"
     points_per_execution = 1
+    built_from_user_sources = True
     Options = MilcOptions
 
-    def __init__(self) -> None:
-        self._compiler = "mpicc"  # the platform's MPI compiler, set by build()
-
     def cases(self, options: MilcOptions, platform: PlatformConfig, entry_index: int) -> list[Case]:
+        source = resolve_source(SOURCE_KIND, platform.sources)
         cases = []
         for text in options.lattice:
             lattice = parse_lattice(text)
@@ -236,7 +219,7 @@ class Milc(Benchmark[MilcOptions]):
                         self.name, key, placement, params, repeat=options.repeat,
                         run_estimate_s=estimate, explicit_limit_s=options.time_limit_s,
                         options={
-                            "source": options.source, "make": options.make,
+                            SOURCE_OPTION: str(source), "make": options.make,
                             "lattice": list(lattice), "trajectories": options.trajectories,
                             "steps": options.steps, "step_size": options.step_size,
                             "beta": options.beta, "mass": options.mass, "u0": options.u0,
@@ -251,32 +234,40 @@ class Milc(Benchmark[MilcOptions]):
         return None
 
     def build(self, *, compiler: str, compiler_identity: str, cflags: Sequence[str]) -> Program:
-        # The tree is a suite option: su3_rmd is built per tree when an execution is staged,
-        # with this compiler.
-        self._compiler = compiler
-        return Program(Path(TARGET), compiler, ())
+        raise UserError("milc is built for its cases (build_for_cases)")
+
+    def build_for_cases(
+        self, cases: Sequence[Case], *, compiler: str, compiler_identity: str, cflags: Sequence[str]
+    ) -> Program:
+        # MILC's own optimisation flags (MAKE_VARIABLES), not the platform's cflags.
+        if shutil.which(compiler) is None:
+            raise BenchmarkFailure(f"{compiler} not found: install an MPI (libopenmpi-dev)")
+        executables: dict[str, Path] = {}
+        for text, make in sorted({(str(c.options[SOURCE_OPTION]), str(c.options["make"]))
+                                  for c in cases}):  # fmt: skip
+            source = resolve_source(SOURCE_KIND, {SOURCE_KIND: text})
+            executables[text] = build_su3_rmd(
+                source, compiler=compiler, compiler_identity=compiler_identity, make=make
+            )
+        first = next(iter(executables.values()), Path(TARGET))
+        return Program(first, compiler, (), executables)
 
     @contextlib.contextmanager
     def staged(self, case: Case, points: Sequence[str]) -> Iterator[Case]:
-        compiler = self._compiler
-        if shutil.which(compiler) is None:
-            raise BenchmarkFailure(f"{compiler} not found: install an MPI (libopenmpi-dev)")
-        exe = build_su3_rmd(Path(str(case.options["source"])), compiler,
-                            str(case.options["make"]))  # fmt: skip
         runs = cache_root() / "milc" / "runs"
         runs.mkdir(parents=True, exist_ok=True)
         run_dir = Path(tempfile.mkdtemp(prefix="su3_rmd-", dir=runs))
         try:
             (run_dir / "input").write_text(input_file(case))
-            yield replace(case, options={**case.options, "executable": str(exe),
-                                         "input": str(run_dir / "input")})  # fmt: skip
+            yield replace(case, options={**case.options, "input": str(run_dir / "input")})
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 
     def command(self, case: Case, program: Program, points: Sequence[str]) -> list[str]:
-        if "executable" not in case.options:
-            raise BenchmarkFailure("milc: su3_rmd was not built for this execution")
-        return [str(case.options["executable"]), str(case.options["input"])]
+        if "input" not in case.options:
+            raise BenchmarkFailure("milc: no input file was written for this execution")
+        exe = program.executables[str(case.options[SOURCE_OPTION])]
+        return [str(exe), str(case.options["input"])]
 
     def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
         return None  # the checks span the whole output: collect

@@ -1,4 +1,4 @@
-"""`mpibench`: MPI point-to-point, collective and HPCC ring patterns (IMB semantics).
+"""`mpibench`: MPI point-to-point, collective, HPCC ring and concurrent-pair patterns.
 
 The C program (mpibench.c, protocol in docs/mpibench.md) measures one pattern over a list of
 message sizes and prints one JSON line per size. This module expands suite entries into
@@ -26,7 +26,7 @@ from hpceval.build import check_smpi_options, compile_program, is_smpi_compiler,
 from hpceval.config import BINDINGS, PlatformConfig, StrictModel, parse_sizes
 from hpceval.errors import BenchmarkFailure
 from hpceval.model import Measurement, ParamValue, Placement, Statistics
-from hpceval.patterns import COLLECTIVES, PAIR_PATTERNS, REDUCTIONS, Pattern
+from hpceval.patterns import COLLECTIVES, CONCURRENT_PAIRS, PAIR_PATTERNS, REDUCTIONS, Pattern
 from hpceval.statistics import describe, rate_statistics
 from hpceval.units import MEGABYTE_PER_SECOND, MICROSECOND
 
@@ -46,10 +46,17 @@ BYTES_FACTOR: Mapping[str, int] = {
     "exchange": 4,
     "natural_ring": 1,
     "random_ring": 1,
+    "multi_pingpong": 1,  # per pair
 }
 # HPCC b_eff reports ring latency per message: one iteration sends one message each way, so
 # the program's per-iteration time is halved (and bandwidth = n / that latency = 2n / iteration).
 TIME_DIVISOR: Mapping[str, int] = {"natural_ring": 2, "random_ring": 2}
+
+# The statistic a stored point's value is (until 2026-11-25 the mean: "mean" and
+# "bytes/mean(time)" name those records; every analysis recomputes its statistic from the
+# samples, so old and new records compare alike). At most 16 characters (store schema).
+VALUE_STATISTIC = "median"
+BANDWIDTH_STATISTIC = "bytes/median(t)"
 
 # Seconds a program start-up (mpirun, MPI_Init, hosts gather) costs beyond the points.
 STARTUP_ESTIMATE_S = 1.0
@@ -85,6 +92,10 @@ class MpibenchOptions(StrictModel):
                     raise ValueError(
                         f"ranks: pattern {p} needs at least {min_ranks(p)} ranks, got {r}"
                     )
+            if r % 2 and CONCURRENT_PAIRS.intersection(self.patterns):
+                raise ValueError(
+                    f"ranks: {r} is odd; pattern multi_pingpong pairs rank i with rank i + ranks/2"
+                )
         for t in self.threads_per_rank:
             if t < 1:
                 raise ValueError(f"threads_per_rank: {t} is not a valid thread count")
@@ -180,6 +191,13 @@ class Mpibench(Benchmark[MpibenchOptions]):
                             Placement(1, 2, threads, options.binding),
                             Placement(2, 1, threads, options.binding),
                         ]
+                    if (
+                        pattern in CONCURRENT_PAIRS
+                        and options.ranks_per_node is None
+                        and platform.nodes >= 2
+                    ):
+                        # Every pair across two nodes: ranks/2 flows share each node's NIC.
+                        placements = [Placement(2, ranks // 2, threads, options.binding)]
                     for placement in placements:
                         variants: list[tuple[dict[str, ParamValue], dict[str, Any]]]
                         if pattern in PAIR_PATTERNS:
@@ -187,6 +205,8 @@ class Mpibench(Benchmark[MpibenchOptions]):
                                 ({"pair": label}, {"pair": list(pair)})
                                 for label, pair in pair_cases(placement)
                             ]
+                        elif pattern in CONCURRENT_PAIRS:
+                            variants = [({"pairs": ranks // 2}, {})]
                         else:
                             variants = [({}, {})]
                         for extra_params, extra_opts in variants:
@@ -354,15 +374,20 @@ def point_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
     }
     time_stats = describe(t_max, extra=extra)
     metric = "time" if pattern in COLLECTIVES else "latency"
+    # The stored value is the statistics policy's default, the median of the samples (robust
+    # to a descheduled sample); the mean (IMB/OSU's convention) and the minimum stay in the
+    # statistics and in details. Analyses recompute their statistic from the samples.
+    details |= {"mean_us": time_stats.mean, "min_us": time_stats.minimum}
     out = [
         Measurement(
             benchmark="mpibench",
             metric=metric,
-            value=time_stats.mean,
+            value=time_stats.median,
             unit=MICROSECOND,
             parameters=params,
             samples=t_max,
             statistics=time_stats,
+            statistic=VALUE_STATISTIC,
             details=details,
         )
     ]
@@ -374,22 +399,22 @@ def point_measurements(record: Mapping[str, Any], case: Case) -> ParsedPoint:
 def bandwidth_measurement(
     nbytes: int, times_us: tuple[float, ...], time_stats: Statistics, params: dict[str, ParamValue]
 ) -> Measurement:
-    """Bandwidth = bytes / mean time, in MB/s (bytes per µs is exactly 10^6 B/s).
+    """Bandwidth = bytes / median time, in MB/s (bytes per µs is exactly 10^6 B/s).
 
     Its statistics are those of the times mapped through n/t (`rate_statistics`): median
-    n / median(t), mean n / mean(t), the latency's confidence interval; never a mean of the
-    per-sample bandwidths.
+    n / median(t), mean n / mean(t) (kept in details too: IMB's and OSU's convention), the
+    latency's confidence interval; never a mean of the per-sample bandwidths.
     """
     samples = tuple(nbytes / t for t in times_us)
     stats = rate_statistics(nbytes, times_us, confidence=time_stats.confidence)
-    mean_bw = stats.mean
     return Measurement(
         benchmark="mpibench",
         metric="bandwidth",
-        value=mean_bw,
+        value=stats.median,
         unit=MEGABYTE_PER_SECOND,
         parameters=params,
         samples=samples,
         statistics=stats,
-        statistic="bytes/mean(time)",
+        statistic=BANDWIDTH_STATISTIC,
+        details={"bytes_per_mean_time": stats.mean, "bytes_per_min_time": stats.maximum},
     )

@@ -4,8 +4,10 @@
  * The command line and the JSON-lines output are a contract with the Python side of
  * hpceval; docs/mpibench.md is that contract and this file implements it. The patterns
  * follow the Intel MPI Benchmarks (PingPong, PingPing, Sendrecv, Exchange, Bcast, Reduce,
- * Allreduce, Alltoall, Allgather, Barrier) and the HPCC b_eff naturally and randomly
- * ordered rings.
+ * Allreduce, Alltoall, Allgather, Barrier), the HPCC b_eff naturally and randomly
+ * ordered rings, and concurrent pairs (multi_pingpong: every rank of the first half plays
+ * PingPong with its partner in the second half, all pairs at once, as IMB's -multi mode
+ * runs PingPong in several groups at the same time).
  *
  * One execution runs one pattern over a list of message sizes ("points"). Per point:
  * an untimed warm-up that also calibrates how many iterations one sample times
@@ -203,18 +205,19 @@ enum pattern {
     PATTERN_BARRIER,
     PATTERN_NATURAL_RING,
     PATTERN_RANDOM_RING,
+    PATTERN_MULTI_PINGPONG,
     PATTERN_COUNT,
     PATTERN_NONE = -1
 };
 
 static const char *const PATTERN_NAMES[PATTERN_COUNT] = {
     "pingpong", "pingping", "sendrecv", "exchange", "bcast", "reduce",
-    "allreduce", "alltoall", "allgather", "barrier", "natural_ring", "random_ring",
+    "allreduce", "alltoall", "allgather", "barrier", "natural_ring", "random_ring", "multi_pingpong",
 };
 
 #define PATTERN_LIST                                                                 \
     "pingpong pingping sendrecv exchange bcast reduce allreduce alltoall allgather " \
-    "barrier natural_ring random_ring"
+    "barrier natural_ring random_ring multi_pingpong"
 
 static bool is_collective(enum pattern p)
 {
@@ -472,6 +475,9 @@ static void validate_options(int rank, int nranks, struct options *opt)
     const char *name = PATTERN_NAMES[opt->pattern];
     if (nranks < min_ranks(opt->pattern))
         arg_error(rank, "pattern %s needs at least %d ranks, got %d", name, min_ranks(opt->pattern), nranks);
+    if (opt->pattern == PATTERN_MULTI_PINGPONG && nranks % 2 != 0)
+        arg_error(rank, "pattern %s needs an even number of ranks (rank i pairs with rank i + nranks/2), got %d",
+                  name, nranks);
     if (uses_pair(opt->pattern) && (opt->pair[0] >= nranks || opt->pair[1] >= nranks))
         arg_error(rank, "--pair %d,%d is outside the ranks [0, %d)", opt->pair[0], opt->pair[1], nranks);
     if (opt->sizes == NULL) set_default_sizes(opt);
@@ -618,6 +624,27 @@ static void run_pingpong(const struct bench *b, int n, int iterations)
     /* Other ranks stay idle; they next meet the pair in the per-sample gather. */
 }
 
+/* Concurrent pairs: rank i < nranks/2 plays PingPong with rank i + nranks/2, all pairs at
+ * the same time (each sample starts from the common barrier). Ranks are placed node by node,
+ * so with two nodes every pair crosses the network and nranks/2 flows share each NIC. */
+static void run_multi_pingpong(const struct bench *b, int n, int iterations)
+{
+    const int half = b->nranks / 2;
+    if (b->rank < half) {
+        const int partner = b->rank + half;
+        for (int i = 0; i < iterations; ++i) {
+            CHECK_MPI(MPI_Send(b->sendbuf, n, MPI_BYTE, partner, TAG_PING, MPI_COMM_WORLD));
+            CHECK_MPI(MPI_Recv(b->recvbuf, n, MPI_BYTE, partner, TAG_PONG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        }
+    } else {
+        const int partner = b->rank - half;
+        for (int i = 0; i < iterations; ++i) {
+            CHECK_MPI(MPI_Recv(b->recvbuf, n, MPI_BYTE, partner, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Send(b->sendbuf, n, MPI_BYTE, partner, TAG_PONG, MPI_COMM_WORLD));
+        }
+    }
+}
+
 /* IMB PingPing: both ranks of the pair send at the same time, so each message meets
  * one going the other way. */
 static void run_pingping(const struct bench *b, int n, int iterations)
@@ -713,6 +740,7 @@ static void run_iterations(const struct bench *b, int n, int iterations, long lo
     switch (b->pattern) {
     case PATTERN_PINGPONG: run_pingpong(b, n, iterations); break;
     case PATTERN_PINGPING: run_pingping(b, n, iterations); break;
+    case PATTERN_MULTI_PINGPONG: run_multi_pingpong(b, n, iterations); break;
     case PATTERN_SENDRECV:
     case PATTERN_EXCHANGE:
     case PATTERN_NATURAL_RING:
@@ -735,11 +763,12 @@ static double time_iterations(const struct bench *b, int n, int iterations, long
 }
 
 /* Whether rank r's time enters a sample: pingpong is timed on A only (IMB), pingping on
- * A and B, everything else on all ranks. */
+ * A and B, multi_pingpong on the first rank of every pair, everything else on all ranks. */
 static bool is_timed_rank(const struct bench *b, int r)
 {
     if (b->pattern == PATTERN_PINGPONG) return r == b->pair[0];
     if (b->pattern == PATTERN_PINGPING) return r == b->pair[0] || r == b->pair[1];
+    if (b->pattern == PATTERN_MULTI_PINGPONG) return r < b->nranks / 2;
     return true;
 }
 
@@ -892,8 +921,9 @@ static void sample(const struct bench *b, const struct options *opt, int n, long
                    double *gathered, struct point *point)
 {
     const double start = MPI_Wtime();
-    /* pingpong times round trips; IMB reports half of one. */
-    const double per_iteration_divisor = (double)point->loops * (b->pattern == PATTERN_PINGPONG ? 2.0 : 1.0);
+    /* pingpong and multi_pingpong time round trips; IMB reports half of one. */
+    const bool round_trips = b->pattern == PATTERN_PINGPONG || b->pattern == PATTERN_MULTI_PINGPONG;
+    const double per_iteration_divisor = (double)point->loops * (round_trips ? 2.0 : 1.0);
     for (;;) {
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
         double mine_us = time_iterations(b, n, point->loops, iteration) / per_iteration_divisor * 1e6;

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from hpceval.benchmarks.display import format_ci, format_value, placement_label
+from hpceval.benchmarks.npb.tables import RATIO_TO_OFFICIAL, validation_cell
 from hpceval.model import Measurement
 from hpceval.patterns import COLLECTIVES, PATTERNS, RINGS
 from hpceval.statistics import DISPLAY_STATISTIC, measurement_value, quality_warnings
@@ -30,7 +31,11 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
         if m.benchmark != "mpibench" or pattern in COLLECTIVES:
             continue
         key = (pattern, str(m.parameters.get("pair", "")), placement_label(m))
-        groups[key][int(m.parameters["size"])][m.metric] = m
+        metric = m.metric
+        if metric == RATIO_TO_OFFICIAL:
+            # `hpceval validate --code osu|imb`: shown beside the point it qualifies.
+            metric = f"{RATIO_TO_OFFICIAL}:{m.parameters.get('compared', '')}"
+        groups[key][int(m.parameters["size"])][metric] = m
     tables = []
 
     def order(key: tuple[str, str, str]) -> tuple[int, str, str]:
@@ -49,6 +54,13 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
         t.add_column("mean 95% CI", justify="right")
         t.add_column(f"bandwidth MB/s (n/{statistic}(t))", justify="right")
         t.add_column("samples", justify="right")
+        checked = [
+            compared
+            for compared in ("latency", "bandwidth")
+            if any(f"{RATIO_TO_OFFICIAL}:{compared}" in row for row in by_size.values())
+        ]
+        for compared in checked:
+            t.add_column(f"{compared} vs official (95 % CI)", justify="right")
         t.add_column("", justify="left")
         for size in sorted(by_size):
             lat = by_size[size].get("latency")
@@ -64,6 +76,7 @@ def point_to_point_tables(measurements: Sequence[Measurement]) -> list[Table]:
                 format_ci(lat),
                 format_value(measurement_value(bw)) if bw else "",
                 str(lat.statistics.count),
+                *(validation_cell(by_size[size].get(f"{RATIO_TO_OFFICIAL}:{c}")) for c in checked),
                 _flags(lat, None),
             )
         tables.append(t)

@@ -1,7 +1,9 @@
 """Physical plausibility of an official NPB output's summary (what `parse_npb_output` read).
 
-An output can be syntactically perfect and still impossible: a time of -1.0 or 0.00 s, a
-Mop/s of 0.0, a class-A CG that ran -5 iterations. NPB derives Mop/s from the official
+An output can be syntactically perfect and still impossible: a time of -1.0 s, a Mop/s of
+0.0, a class-A CG that ran -5 iterations. A time printed as 0.00 is below NPB's print
+resolution, not nonsense, when the printed Mop/s puts it below 0.005 s: the parser then
+takes the time from the Mop/s (`time_below_resolution`). NPB derives Mop/s from the official
 operation count of the problem and the time it prints, so the two must agree (to the
 rounding of the two printed values); the iterations are fixed by the class.
 """
@@ -88,6 +90,23 @@ def official_iterations(benchmark: str, npb_class: str) -> int | None:
     if kernel == "is":
         return 10
     return int(size[position]) if position is not None else None
+
+
+def time_below_resolution(report: NpbReport) -> float | None:
+    """The run's time when NPB printed it as 0.00 (below its two-decimal resolution, e.g. a
+    class-S CG on a fast core), recovered from the printed Mop/s, which NPB computes from the
+    unrounded time: the official operation count over Mop/s. None when the time was printed,
+    when the program's count is not known here (LU-MZ, a non-standard class), when Mop/s is
+    0 too (a time of exactly 0: nonsense) or when the recovered time is not below the print
+    resolution (then the output contradicts itself)."""
+    if report.time_s != 0 or not report.mops_total > 0 or report.benchmark not in _COUNTED:
+        return None
+    try:
+        one_second = mops_formula(report.benchmark.lower(), report.npb_class, 1.0)
+    except KeyError:
+        return None
+    seconds = one_second / report.mops_total
+    return seconds if 0 < seconds < PRINT_HALF_STEP else None
 
 
 def implausible(report: NpbReport) -> str | None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from hpceval.benchmarks.npb.official_checks import implausible
+from hpceval.benchmarks.npb.official_checks import implausible, time_below_resolution
 from hpceval.errors import UserError
 
 # The five kernels hpceval implements itself, then the pseudo-applications users bring too.
@@ -138,6 +138,9 @@ class NpbReport:
     header: str | None = None
     verification_lines: tuple[str, ...] = ()
     verification_values: Mapping[str, float] = field(default_factory=dict)
+    # The printed time was 0.00 (below its resolution): time_s is the official operation
+    # count over the printed Mop/s (official_checks.time_below_resolution).
+    time_from_mops: bool = False
     compile_options: Mapping[str, str] = field(default_factory=dict)
     # Summary lines this parser does not know, kept as printed (label -> value).
     other_fields: Mapping[str, str] = field(default_factory=dict)
@@ -246,6 +249,8 @@ def parse_npb_output(text: str, source: str) -> NpbReport:
         other_fields=others,
         **values,
     )
+    if (seconds := time_below_resolution(report)) is not None:
+        report = replace(report, time_s=seconds, time_from_mops=True)
     if problem := implausible(report):
         raise NpbOutputError(problem, source=source)
     return report

@@ -62,13 +62,16 @@ RSH_STARTERS = ("openmpi", "mpich")
 # With MPJ Express's starter (its daemons started by the session, one per node): its devices.
 MPJ_DEVICES = DAEMON_DEVICES
 
-# MPICH (Debian's is ch4:ucx) between namespaces: UCX finds the nodes on one machine and would
-# use its shared-memory transports between them, bypassing the veths (1 MiB ping-pong in
-# 50 us on a 100mbit link); TCP on eth0 only takes the emulated link. Ranks of one node still
-# use MPICH's own shared memory. HYDRA_IFACE: Hydra's proxies reach mpiexec at its eth0
-# address (the node names resolve nowhere), also when Slurm starts them.
+# MPICH (Debian's is ch4:ucx; UCX carries its messages within a node too). UCX reaches a peer
+# by shared memory (sysv, posix, cma) only in the same IPC namespace, and each node runs in one
+# of its own (netns-rsh, slurmd): ranks of one node share memory, ranks of two nodes take TCP,
+# on eth0 only (the emulated link). Without the IPC namespaces UCX took shared memory between
+# nodes too, bypassing the veths (1 MiB ping-pong in 50 us on a 100mbit link); with `self,tcp`
+# it took TCP within a node as well (found by the transport check: 3.8 us instead of 0.3 us).
+# HYDRA_IFACE: Hydra's proxies reach mpiexec at its eth0 address (the node names resolve
+# nowhere), also when Slurm starts them.
 MPICH_EMULATED_ENV = {
-    "UCX_TLS": "self,tcp",
+    "UCX_TLS": "self,sm,tcp",
     "UCX_NET_DEVICES": NODE_INTERFACE,
     "HYDRA_IFACE": NODE_INTERFACE,
 }

@@ -4,8 +4,9 @@
 writes a job script around it (#SBATCH shape, `export` lines, the argv quoted with
 shlex.quote), submits it with `sbatch --parsable`, follows the job's output file line by line
 (points are committed as the benchmark prints them), polls `scontrol show job` for the state
-(no slurmdbd needed), cancels with `scancel` on Ctrl-C or the campaign's time limit, and says
-in one line why a job failed: the scheduler's state and reason ("Slurm job 42 TIMEOUT (time
+(no slurmdbd needed), cancels with `scancel` on Ctrl-C or the campaign's time limit (and, through
+a guard process, when hpceval itself is killed: slurm_guard.py), and says in one line why a
+job failed: the scheduler's state and reason ("Slurm job 42 TIMEOUT (time
 limit 1 min)"). Jobs whose record slurmctld already purged (MinJobAge) are settled from the
 exit status file the script writes.
 """
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -47,6 +51,46 @@ from hpceval.model import Placement
 # Extra minutes on the job's Slurm time limit over the case's own (the campaign stops the job
 # at the case's limit; Slurm's limit is the backstop if hpceval itself dies).
 TIME_MARGIN_MIN = 1
+
+
+GUARD = Path(__file__).with_name("slurm_guard.py")
+GUARD_EXIT_TIMEOUT_S = 10
+
+
+class JobGuard:
+    """hpceval's side of slurm_guard.py: the jobs it submitted are cancelled by the guard if
+    hpceval dies before `close` (which says they were stopped here)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        read_end, write_end = os.pipe()  # not inheritable: hpceval holds the only writer
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(GUARD)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=dict(env),
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self._pipe = os.fdopen(write_end, "w", buffering=1)
+
+    def submitted(self, job_id: str) -> None:
+        with contextlib.suppress(OSError):  # a guard that died: the jobs are still stopped here
+            self._pipe.write(f"+{job_id}\n")
+
+    def close(self) -> None:
+        """The jobs were stopped here: the guard ends without cancelling anything."""
+        with contextlib.suppress(OSError):
+            self._pipe.write("done\n")
+        with contextlib.suppress(OSError):
+            self._pipe.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=GUARD_EXIT_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- executor
@@ -86,6 +130,7 @@ class SlurmExecutor:
         except OSError as e:
             raise StartFailed(f"cannot write a Slurm job script in {root}: {e.strerror}") from e
         client_env = slurm_env(options)
+        guard = launcher.guard(client_env)
         submitted = time.monotonic()
         answer = run_slurm(sbatch_argv(options, script), client_env)
         job_id = answer.stdout.strip().split(";")[0]
@@ -93,6 +138,7 @@ class SlurmExecutor:
             if controller_unreachable(answer.stderr):
                 raise StartFailed(describe_slurm_failure("sbatch", answer))
             raise StartFailed(f"Slurm rejected the job: {slurm_error(answer.stderr)}")
+        guard.submitted(job_id)
         job = SlurmJob(job_id, directory, client_env, options.poll_s, submitted).follow()
         launcher.jobs.append(job)
         return job
@@ -118,6 +164,7 @@ class SlurmScheduler(Scheduler):
         self.slurm_options: SlurmOptions = self.options()
         self._shapes: dict[tuple[str, ...], JobShape] = {}
         self.jobs: list[SlurmJob] = []
+        self._guard: JobGuard | None = None
         # False once preflight finds TaskPlugin=task/none: srun then ignores --cpu-bind, and
         # measurements must not claim a binding that did not happen.
         self.can_bind = True
@@ -166,6 +213,12 @@ class SlurmScheduler(Scheduler):
     def executor(self, time_limit_s: float | None = None) -> Executor:
         return SlurmExecutor(self, self.job_time_limit_min(time_limit_s))
 
+    def guard(self, env: Mapping[str, str]) -> JobGuard:
+        """The guard of this launcher's jobs (started with the first one)."""
+        if self._guard is None:
+            self._guard = JobGuard(env)
+        return self._guard
+
     def close(self) -> None:
         # Nothing may outlive the campaign in the queue; output of good jobs is in the
         # database, so their directories go (failed ones stay for a closer look).
@@ -173,6 +226,9 @@ class SlurmScheduler(Scheduler):
             job.stop()
             if job.exit_code == 0:
                 shutil.rmtree(job.directory, ignore_errors=True)
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
         with contextlib.suppress(OSError):
             self.job_root().rmdir()  # only if empty
 

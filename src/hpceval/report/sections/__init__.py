@@ -34,6 +34,7 @@ PAGE_ORDER: Final = (
     "java",
     "placement",
     "heatmap",
+    "container",
     "cost",
     "other",
     "history",

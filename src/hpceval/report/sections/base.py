@@ -116,9 +116,11 @@ def pooled_points(frame: pd.DataFrame, policy: StatisticPolicy | None = None) ->
     `policy` (`value`, `statistic`; default median over repetitions), the median, mean and
     min computed the same way (rates from times: bytes / statistic(time), never a mean of
     per-sample bandwidths, which the fastest samples pull up), the sample count, and the
-    standard deviation and 95 % confidence half-width (Student) of the pooled raw samples."""
+    standard deviation and 95 % confidence half-width (Student) of the pooled raw samples.
+    The implementation (hpceval's own program or an official code and its version) is part
+    of the key: two implementations are never pooled into one point."""
     policy = policy or StatisticPolicy()
-    by = ["platform", "origin", *point_columns(frame)]
+    by = ["platform", "origin", "implementation", *point_columns(frame)]
     pooled = pool(frame, by)
     summary = summarize_groups(frame, pooled.rows, _first_rows(pooled.rows), by, policy)
     out = pooled.keys.copy()
@@ -163,6 +165,7 @@ def present_columns(table: pd.DataFrame, exclude: Sequence[str] = ()) -> list[st
         "metric",
         "unit",
         "statistic",
+        "implementation",
         "value",
         "median",
         "mean",

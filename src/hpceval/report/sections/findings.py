@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
-from hpceval.analysis.compare import Comparison, compare, summarized_rows
+from hpceval.analysis.categories import summarized_rows
+from hpceval.analysis.compare import Comparison, compare
 from hpceval.analysis.cost import CurrencyError, cost_table
 from hpceval.analysis.scaling import placement_sweeps, scaling
 from hpceval.config import PlatformConfig

@@ -5,12 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hpceval.analysis.compare import (
-    SUMMARY_METRICS,
-    Category,
-    Comparison,
-    compare,
-)
+from hpceval.analysis.categories import SUMMARY_METRICS, Category
+from hpceval.analysis.compare import Comparison, compare
 from hpceval.report.figures import (
     heatmap_figure,
     render,

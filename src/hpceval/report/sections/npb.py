@@ -208,14 +208,17 @@ def _official(frame: pd.DataFrame, section: Section) -> None:
         return
     table = (
         part.assign(mops_total=part["value"])
-        .groupby(["platform", "origin", "kernel", "class", "ranks"], observed=True)["mops_total"]
+        .groupby(
+            ["platform", "origin", "implementation", "kernel", "class", "ranks"], observed=True
+        )["mops_total"]
         .agg(["count", "median", "max"])
         .reset_index()
     )
     section.tables.append(
         ReportTable(
             "npb_official",
-            "The official NPB (npb-official, built from the user's sources): Mop/s total",
+            "The official NPB (npb-official, built from the user's sources; implementation: "
+            "the code and the version it printed): Mop/s total",
             table,
         )
     )

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from hpceval.analysis.network import HockneyFit, fit_network
+from hpceval.analysis.validation import RATIO_METRIC, geometric_mean, log_t_interval
 from hpceval.patterns import PATTERNS, POINT_TO_POINT
 from hpceval.report.figures import (
     Line,
@@ -168,14 +169,61 @@ def point_to_point_section(
     section.tables.append(
         ReportTable(
             "point_to_point",
-            "Every point-to-point point (mean of the pooled samples)",
-            export_columns(
-                sub, ["platform", "origin", "pattern", "pair", "metric", "unit", "size"]
-            ),
+            f"Every point-to-point point ({ctx.policy.statistic} of the pooled samples; "
+            "median, mean and min beside)",
+            export_columns(sub, [*P2P_EXPORT_COLUMNS]),
             show=False,
         )
     )
+    _validation(ctx.frame, section)
     return section
+
+
+P2P_EXPORT_COLUMNS = (
+    "platform", "origin", "implementation", "pattern", "pair", "metric", "unit", "size",
+)  # fmt: skip
+
+
+def _validation(frame: pd.DataFrame, section: Section) -> None:
+    """`hpceval validate --code osu|imb`'s figures beside the ping-pong they qualify: one
+    line each and a table ("hpceval mpibench pingpong 8 B latency (median) on intra-node =
+    1.02x official/OSU 7.4 (5 pairs, 95 % CI ...)")."""
+    part = frame.loc[(frame["benchmark"] == "mpibench") & (frame["metric"] == RATIO_METRIC)]
+    if part.empty or "compared" not in part.columns:
+        return
+    rows = []
+    for record in part.to_dict("records"):
+        ratios = [float(x) for x in record["samples"]]
+        interval = log_t_interval(ratios)
+        rows.append(
+            {
+                "platform": record["platform"],
+                "compared": record["compared"],
+                "size": plain(record["size"]),
+                "pair": record.get("pair"),
+                "reference": record.get("reference") or "the official code",
+                "pairs": len(ratios),
+                "ratio": geometric_mean(ratios),
+                "ci_low": None if interval is None else interval[0],
+                "ci_high": None if interval is None else interval[1],
+            }
+        )
+    for row in rows:
+        ci = "" if row["ci_low"] is None else f", 95 % CI {row['ci_low']:.2f}-{row['ci_high']:.2f}"
+        section.notes.append(
+            f"mpibench ping-pong {row['compared']} at {row['size']} B ({row['pair']}) = "
+            f"{row['ratio']:.2f}x {row['reference']} on {row['platform']}{ci}, "
+            f"{row['pairs']} interleaved pairs (hpceval validate)"
+        )
+    section.tables.append(
+        ReportTable(
+            "mpibench_validation",
+            "mpibench's ping-pong against osu_latency / IMB PingPong (own statistic / the "
+            "official mean over iterations; geometric mean of interleaved pairs, t-interval "
+            "on the log ratios)",
+            pd.DataFrame(rows),
+        )
+    )
 
 
 def pingpong_part(ctx: Context) -> Section:
