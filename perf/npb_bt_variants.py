@@ -2,7 +2,7 @@
 
 Builds copies of bt.c with the class's time steps cut to --steps (the official BT reads the
 same count from inputbt.data), in variants that each change one compiler-level thing: `own`
-(hpceval's NPB flags), `fma` (-ffp-contract=fast, gfortran's default contraction), `noinl`
+(hpceval's NPB flags, FMA contraction included), `nofma` (-ffp-contract=off), `noinl`
 (the 5x5 block routines not inlined, as NPB's separately compiled solve_subs.f), `novec`
 (-fno-tree-vectorize -fno-tree-slp-vectorize). Runs the official program and every variant as
 MPI singletons, interleaved (the order rotated per round), and prints the CPU seconds of each
@@ -34,7 +34,7 @@ BLOCK_ROUTINES = r"static inline __attribute__\(\(always_inline\)\) void " \
     r"(matvec_sub|matmul_sub|binvcrhs|binvrhs)"  # fmt: skip
 VARIANTS = {
     "own": ((), False),
-    "fma": (("-ffp-contract=fast",), False),
+    "nofma": (("-ffp-contract=off",), False),
     "noinl": ((), True),
     "novec": (("-fno-tree-vectorize", "-fno-tree-slp-vectorize"), False),
 }
