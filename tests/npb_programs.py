@@ -1,5 +1,5 @@
 """Building and running one of hpceval's NPB C programs directly, and the checks the tests of
-BT and LU share (the `toolchain` fixture comes from here too)."""
+BT, SP and LU share (the `toolchain` fixture comes from here too)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ def run_program(
     threads: int = 1,
     class_name: str = "S",
     extra_args: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[int, list[dict[str, Any]], str]:
     """Exit status, the JSON records on stdout and the whole output of one mpirun."""
     root = toolchain.run_as_root() if os.geteuid() == 0 else None
@@ -53,7 +54,7 @@ def run_program(
         class_name,
         *extra_args,
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), **(extra_env or {})}
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False, env=env
     )

@@ -8,11 +8,7 @@ fails verification with exit status 3, and a rank count that is not a square is 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,9 +21,11 @@ from hpceval.benchmarks.npb import (
     rank_rule_error,
 )
 from hpceval.store import open_store
-from hpceval.toolchain import detect_mpi, run_as_root_requirements
+from hpceval.toolchain import MpiToolchain
 
 from .conftest import requires_mpi, run_suite
+from .npb_programs import assert_verification_failed, only, run_program
+from .npb_programs import toolchain as toolchain  # the module fixture
 
 pytestmark = [requires_mpi, pytest.mark.mpi]
 
@@ -35,44 +33,24 @@ SP_CLASS_S_NORMS = 10  # xcr1..5 (residual) and xce1..5 (error)
 
 
 @pytest.fixture(scope="module")
-def sp_program() -> Path:
+def sp_program(toolchain: MpiToolchain) -> Path:
     # The npb benchmark's own build (cached by source hash, compiler and flags).
-    toolchain = detect_mpi()
     program = get_benchmark("npb").build(
         compiler=toolchain.mpicc, compiler_identity=toolchain.identity(), cflags=[]
     )
     return program.executables["sp"]
 
 
-def run_sp(
-    program: Path, ranks: int, threads: int = 1, extra_env: dict[str, str] | None = None
-) -> tuple[int, list[dict[str, Any]], str]:
-    toolchain = detect_mpi()
-    root = run_as_root_requirements(toolchain.implementation)
-    env = {**os.environ, **root.env, "OMP_NUM_THREADS": str(threads), **(extra_env or {})}
-    argv = [toolchain.mpirun, *root.mpirun_args]
-    if toolchain.implementation == "Open MPI":
-        argv.append("--oversubscribe")
-    argv += ["-np", str(ranks), str(program), "--class", "S"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
-    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return proc.returncode, records, proc.stdout + proc.stderr
-
-
-def record(records: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    found = [r for r in records if r["record"] == kind]
-    assert len(found) == 1, records
-    return found[0]
-
-
 @pytest.mark.parametrize(("ranks", "threads"), [(1, 1), (4, 1), (1, 2)])
-def test_class_s_verifies(sp_program: Path, ranks: int, threads: int) -> None:
-    rc, records, text = run_sp(sp_program, ranks, threads)
+def test_class_s_verifies(
+    toolchain: MpiToolchain, sp_program: Path, ranks: int, threads: int
+) -> None:
+    rc, records, text = run_program(toolchain, sp_program, ranks, threads)
     assert rc == 0, text
-    header = record(records, "header")
+    header = only(records, "header")
     assert (header["kernel"], header["nranks"], header["threads"]) == ("sp", ranks, threads)
     assert header["problem"] == {"nx": 12, "ny": 12, "nz": 12, "niter": 100, "dt": 0.015}
-    result = record(records, "result")
+    result = only(records, "result")
     assert result["verified"] is True
     quantities = {q["quantity"]: q for q in result["verification"]}
     assert sorted(quantities) == [f"xce{m}" for m in range(1, 6)] + [f"xcr{m}" for m in range(1, 6)]
@@ -85,31 +63,28 @@ def test_class_s_verifies(sp_program: Path, ranks: int, threads: int) -> None:
     n3, t = 12.0**3, 12.0
     ops = 100 * (881.174 * n3 - 4683.91 * t**2 + 11484.5 * t - 19272.4)
     assert result["mops_total"] == pytest.approx(ops / result["time_s"] / 1e6, rel=1e-9)
-    assert record(records, "end")["status"] == "ok"
+    assert only(records, "end")["status"] == "ok"
 
 
-def test_wrong_reference_fails_verification(sp_program: Path) -> None:
-    rc, records, text = run_sp(sp_program, 4, extra_env={"HPCEVAL_SP_REFERENCE_SCALE": "1.000001"})
-    assert rc == 3, text
-    result = record(records, "result")
-    assert result["verified"] is False
-    assert not any(q["passed"] for q in result["verification"])
-    assert record(records, "end")["status"] == "verification_failed"
+def test_wrong_reference_fails_verification(toolchain: MpiToolchain, sp_program: Path) -> None:
+    # References off by 1e-6 (100 times the tolerance): the same computation must fail.
+    scale = {"HPCEVAL_SP_REFERENCE_SCALE": "1.000001"}
+    assert_verification_failed(*run_program(toolchain, sp_program, 4, extra_env=scale))
 
 
-def test_non_square_rank_count_is_refused(sp_program: Path) -> None:
-    rc, records, text = run_sp(sp_program, 2)
+def test_non_square_rank_count_is_refused(toolchain: MpiToolchain, sp_program: Path) -> None:
+    rc, records, text = run_program(toolchain, sp_program, 2)
     assert rc != 0
     assert "sp needs a square number of ranks (1, 4, 9, 16, ...), got 2" in text
     assert any(r["record"] == "error" for r in records)
 
 
-def test_too_many_ranks_for_the_grid_is_refused(sp_program: Path) -> None:
+def test_too_many_ranks_for_the_grid_is_refused(toolchain: MpiToolchain, sp_program: Path) -> None:
     # Class S has 12 points per axis: 16 ranks cut it into cells of 3, 25 ranks into
     # cells of 2 (too small for the one-sided dissipation stencils).
-    rc, _, text = run_sp(sp_program, 25)
+    rc, _, text = run_program(toolchain, sp_program, 25)
     assert rc != 0
-    assert "at least 3 are needed" in text
+    assert "into cells of 2 points; the minimum is 3" in text
 
 
 def test_rank_rules_are_the_programs() -> None:

@@ -98,16 +98,6 @@ static const struct bt_class classes[] = {
 
 /* ------------------------------------------------------------- constants -- */
 
-/* Coefficients of the exact solution (NPB's ce(5,13)): component m is
- * ce[m][0] + sum over the axes of a quartic in that coordinate (terms 1,4,7,10 for xi...). */
-static const double ce[5][13] = {
-    {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
-    {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
-    {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
-};
-
 static const double c1 = 1.4, c2 = 0.4, c3 = 0.1, c4 = 1.0, c5 = 1.4;
 static const double con43 = 4.0 / 3.0, con16 = 1.0 / 6.0;
 static double c1c2, c1c5, c3c4, c1345, conz1, dssp, dt;
@@ -157,14 +147,6 @@ static void set_constants(const double spacing[3])
     dssp = 0.25 * dmax;
 }
 
-static void exact_solution(double xi, double eta, double zeta, double out[5])
-{
-    for (int m = 0; m < 5; ++m)
-        out[m] = ce[m][0] + xi * (ce[m][1] + xi * (ce[m][4] + xi * (ce[m][7] + xi * ce[m][10]))) +
-                 eta * (ce[m][2] + eta * (ce[m][5] + eta * (ce[m][8] + eta * ce[m][11]))) +
-                 zeta * (ce[m][3] + zeta * (ce[m][6] + zeta * (ce[m][9] + zeta * ce[m][12])));
-}
-
 /* ------------------------------------------------------------ partition -- */
 
 struct cell {
@@ -197,39 +179,20 @@ static inline ptrdiff_t at(const struct cell *c, int i, int j, int k)
 static void make_set(void)
 {
     const int p = ncells;
-    const int i0 = my_rank % p, j0 = my_rank / p;
-    for (int c = 0; c < p; ++c) {
-        cells[c].coord[0] = (i0 + c) % p;
-        cells[c].coord[1] = (j0 - c + p * p) % p;
-        cells[c].coord[2] = c;
-        for (int a = 0; a < 3; ++a) slice[a][cells[c].coord[a]] = c;
-    }
-    /* Neighbour ranks: the rank owning the +axis neighbour of each of this rank's cells
-     * (the neighbour of cell c is that rank's cell c, in z its cell c + 1). */
-    predecessor[0] = (i0 - 1 + p) % p + p * j0;
-    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
-    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
-    successor[0] = (i0 + 1) % p + p * j0;
-    successor[1] = i0 + p * ((j0 + 1) % p);
-    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+    int coord[sizeof slice[0] / sizeof slice[0][0]][3];
+    npb_multipartition(my_rank, p, coord, predecessor, successor);
+    for (int c = 0; c < p; ++c)
+        for (int a = 0; a < 3; ++a) {
+            cells[c].coord[a] = coord[c][a];
+            slice[a][coord[c][a]] = c;
+        }
 
     size_t max_face = 0, max_line = 0;
     for (int c = 0; c < p; ++c) {
         struct cell *C = &cells[c];
         for (int a = 0; a < 3; ++a) {
-            /* The first (grid % p) cells of an axis get one point more. */
-            int size = grid[a] / p, excess = grid[a] % p, q = C->coord[a];
-            if (q < excess) {
-                C->size[a] = size + 1;
-                C->low[a] = q * (size + 1);
-            } else {
-                C->size[a] = size;
-                C->low[a] = excess * (size + 1) + (q - excess) * size;
-            }
-            if (C->size[a] < 3)
-                npb_fail("bt: %d ranks cut the %d-point axis into cells of %d points; the "
-                         "minimum is 3 (use fewer ranks)",
-                         nranks, grid[a], C->size[a]);
+            const int q = C->coord[a];
+            npb_cell_extent("bt", nranks, grid[a], p, q, &C->size[a], &C->low[a]);
             C->start[a] = q == 0;
             C->end[a] = q == p - 1;
             C->dim[a] = C->size[a] + 2 * GHOST;
@@ -330,7 +293,7 @@ static void set_exact_face(struct cell *C, int axis, int q, double value)
                                (k + C->low[2]) * dnm1[2]};
                 x[axis] = value;
                 double e[5];
-                exact_solution(x[0], x[1], x[2], e);
+                npb_adi_exact_solution(x[0], x[1], x[2], e);
                 double *u = C->u + 5 * at(C, i, j, k);
                 for (int m = 0; m < 5; ++m) u[m] = e[m];
             }
@@ -351,9 +314,9 @@ static void initialize_cell(struct cell *C)
                     double xi = (i + C->low[0]) * dnm1[0];
                     double face[3][2][5];
                     for (int s = 0; s < 2; ++s) {
-                        exact_solution((double)s, eta, zeta, face[0][s]);
-                        exact_solution(xi, (double)s, zeta, face[1][s]);
-                        exact_solution(xi, eta, (double)s, face[2][s]);
+                        npb_adi_exact_solution((double)s, eta, zeta, face[0][s]);
+                        npb_adi_exact_solution(xi, (double)s, zeta, face[1][s]);
+                        npb_adi_exact_solution(xi, eta, (double)s, face[2][s]);
                     }
                     double *u = C->u + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) {
@@ -401,7 +364,7 @@ static void exact_rhs_direction(struct cell *C, int axis, double *ue, double *bu
                 idx[axis] = s;
                 for (int d = 0; d < 3; ++d) x[d] = (idx[d] + C->low[d]) * dnm1[d];
                 double *e = ue + 5 * (s + 2), *bf = buf + 5 * (s + 2);
-                exact_solution(x[0], x[1], x[2], e);
+                npb_adi_exact_solution(x[0], x[1], x[2], e);
                 double inv = 1.0 / e[0];
                 for (int m = 1; m < 5; ++m) bf[m] = inv * e[m];
                 cuf[s + 2] = bf[p] * bf[p];
@@ -1120,7 +1083,7 @@ static void error_sums(const struct cell *C, double sums[5])
             for (int j = 0; j < C->size[1]; ++j)
                 for (int i = 0; i < C->size[0]; ++i) {
                     double e[5];
-                    exact_solution((i + C->low[0]) * dnm1[0], (j + C->low[1]) * dnm1[1],
+                    npb_adi_exact_solution((i + C->low[0]) * dnm1[0], (j + C->low[1]) * dnm1[1],
                                    (k + C->low[2]) * dnm1[2], e);
                     const double *u = C->u + 5 * at(C, i, j, k);
                     for (int m = 0; m < 5; ++m) {
@@ -1147,44 +1110,24 @@ static void error_norm(double rms[5])
 {
     double local[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) error_sums(&cells[c], local);
-    NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    for (int m = 0; m < 5; ++m) {
-        for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(local, grid, MPI_COMM_WORLD, rms);
 }
 
 static void rhs_norm(double rms[5])
 {
     double local[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) rhs_sums(&cells[c], local);
-    NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    for (int m = 0; m < 5; ++m) {
-        for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(local, grid, MPI_COMM_WORLD, rms);
 }
 
 /* ------------------------------------------------------------------ main -- */
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "bt", &opt);
-    const struct bt_class *cls = NULL;
-    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; ++i)
-        if (classes[i].name == opt.class_name) cls = &classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
-
-    ncells = (int)(sqrt((double)nranks) + 0.5);
-    if (ncells * ncells != nranks)
-        npb_fail("bt needs a square number of ranks (1, 4, 9, 16, ...), got %d", nranks);
-    if (ncells > (int)(sizeof slice[0] / sizeof slice[0][0]))
-        npb_fail("bt: %d ranks is more than this program's limit of %d^2", nranks,
-                 (int)(sizeof slice[0] / sizeof slice[0][0]));
+    npb_start(&argc, &argv, "bt", &opt, &my_rank, &nranks);
+    const struct bt_class *cls = NPB_CLASS_ENTRY(classes, opt.class_name);
+    ncells = npb_square_cells("bt", nranks, (int)(sizeof slice[0] / sizeof slice[0][0]));
     for (int a = 0; a < 3; ++a) grid[a] = cls->n;
     dt = cls->dt;
     cells = npb_alloc((size_t)ncells * sizeof *cells, "cells");
@@ -1218,22 +1161,13 @@ int main(int argc, char **argv)
     rhs_norm(xcr);
     for (int m = 0; m < 5; ++m) xcr[m] /= dt;
 
-    struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "bt";
-    result.class_name = cls->name;
-    result.time_s = t;
     const double n3 = (double)grid[0] * grid[1] * grid[2];
     const double navg = (grid[0] + grid[1] + grid[2]) / 3.0;
-    result.mops_total =
+    const double mops =
         t > 0.0 ? 1.0e-6 * cls->niter * (3478.8 * n3 - 17655.7 * navg * navg + 28023.7 * navg) / t
                 : 0.0;
-    result.iterations = cls->niter;
-    result.verified = 1;
-    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_print_result(&result);
-    int status = result.verified ? 0 : 3;
+    const int status = npb_report_norms("bt", cls->name, t, mops, cls->niter, xcr, cls->xcr, xce,
+                                        cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     release();
     NPB_CHECK_MPI(MPI_Finalize());
     return status;

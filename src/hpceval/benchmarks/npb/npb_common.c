@@ -363,3 +363,105 @@ void npb_print_result(struct npb_result *result)
            !checked ? "not_checked" : passed ? "ok" : "verification_failed");
     fflush(stdout);
 }
+
+/* ------------------------------------------- start-up and results of the ADI programs -- */
+
+void npb_start(int *argc, char ***argv, const char *kernel, struct npb_options *opt, int *rank,
+               int *nranks)
+{
+    NPB_CHECK_MPI(MPI_Init(argc, argv));
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, rank));
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, nranks));
+    npb_parse_args(*argc, *argv, kernel, opt);
+}
+
+const void *npb_class_entry(const void *table, size_t count, size_t size, char class_name)
+{
+    for (size_t i = 0; i < count; ++i) {
+        const char *entry = (const char *)table + i * size;
+        if (*entry == class_name) return entry;
+    }
+    npb_fail("unknown class %c", class_name);
+}
+
+int npb_square_cells(const char *kernel, int nranks, int max_cells)
+{
+    int p = (int)(sqrt((double)nranks) + 0.5);
+    if (p * p != nranks)
+        npb_fail("%s needs a square number of ranks (1, 4, 9, 16, ...), got %d", kernel, nranks);
+    if (p > max_cells)
+        npb_fail("%s runs on at most %d ranks, got %d", kernel, max_cells * max_cells, nranks);
+    return p;
+}
+
+void npb_multipartition(int rank, int p, int (*coord)[3], int predecessor[3], int successor[3])
+{
+    const int i0 = rank % p, j0 = rank / p;
+    for (int c = 0; c < p; ++c) {
+        coord[c][0] = (i0 + c) % p;
+        coord[c][1] = ((j0 - c) % p + p) % p;
+        coord[c][2] = c;
+    }
+    predecessor[0] = (i0 - 1 + p) % p + p * j0;
+    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
+    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
+    successor[0] = (i0 + 1) % p + p * j0;
+    successor[1] = i0 + p * ((j0 + 1) % p);
+    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+}
+
+void npb_cell_extent(const char *kernel, int nranks, int n, int p, int q, int *size, int *low)
+{
+    const int base = n / p, excess = n % p;
+    *size = q < excess ? base + 1 : base;
+    *low = q < excess ? q * (base + 1) : excess * (base + 1) + (q - excess) * base;
+    if (*size < 3)
+        npb_fail("%s: %d ranks cut the %d-point axis into cells of %d points; the minimum is 3 "
+                 "(use fewer ranks)",
+                 kernel, nranks, n, *size);
+}
+
+void npb_adi_exact_solution(double xi, double eta, double zeta, double out[5])
+{
+    static const double ce[5][13] = {
+        {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
+        {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
+        {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
+        {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
+        {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
+    };
+    for (int m = 0; m < 5; ++m) {
+        const double *e = ce[m];
+        out[m] = e[0] + xi * (e[1] + xi * (e[4] + xi * (e[7] + xi * e[10]))) +
+                 eta * (e[2] + eta * (e[5] + eta * (e[8] + eta * e[11]))) +
+                 zeta * (e[3] + zeta * (e[6] + zeta * (e[9] + zeta * e[12])));
+    }
+}
+
+void npb_rms_norms(const double local[5], const int grid[3], MPI_Comm comm, double rms[5])
+{
+    NPB_CHECK_MPI(MPI_Allreduce(local, rms, 5, MPI_DOUBLE, MPI_SUM, comm));
+    for (int m = 0; m < 5; ++m) {
+        for (int a = 0; a < 3; ++a) rms[m] /= (double)(grid[a] - 2);
+        rms[m] = sqrt(rms[m]);
+    }
+}
+
+int npb_report_norms(const char *kernel, char class_name, double time_s, double mops_total,
+                     int niter, const double xcr[5], const double xcr_reference[5],
+                     const double xce[5], const double xce_reference[5],
+                     double reference_scale, double tolerance)
+{
+    struct npb_result result;
+    memset(&result, 0, sizeof result);
+    result.kernel = kernel;
+    result.class_name = class_name;
+    result.time_s = time_s;
+    result.mops_total = mops_total;
+    result.iterations = niter;
+    result.verified = 1;
+    npb_add_quantities(&result, "xcr", 5, xcr, xcr_reference, reference_scale, tolerance);
+    npb_add_quantities(&result, "xce", 5, xce, xce_reference, reference_scale, tolerance);
+    npb_print_result(&result);
+    return result.verified ? 0 : 3;
+}

@@ -151,4 +151,48 @@ void npb_add_quantities(struct npb_result *result, const char *prefix, int n,
                         const double *computed, const double *reference,
                         double reference_scale, double tolerance);
 
+/* ------------------------------------------- start-up and results of the ADI programs -- */
+
+/* MPI_Init, this rank and the rank count, then npb_parse_args (every rank fails alike). */
+void npb_start(int *argc, char ***argv, const char *kernel, struct npb_options *opt, int *rank,
+               int *nranks);
+
+/* The entry of a class table for `class_name`, or npb_fail("unknown class X"). Every entry
+ * of the table must begin with its class letter (a `char name` first member). */
+const void *npb_class_entry(const void *table, size_t count, size_t size, char class_name);
+#define NPB_CLASS_ENTRY(table, class_name)                                                   \
+    npb_class_entry((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]),          \
+                    (class_name))
+
+/* p with nranks = p^2, the cells per axis of BT's and SP's multi-partition; npb_fail when
+ * nranks is not a square or p is above max_cells. */
+int npb_square_cells(const char *kernel, int nranks, int max_cells);
+
+/* NPB's multi-partition of BT and SP (p^2 ranks, p^3 cells): rank (i0, j0) = (rank % p,
+ * rank / p) owns the p cells coord[c] = ((i0 + c) % p, (j0 - c) % p, c), one in every slab
+ * of cells along each axis; predecessor[a] / successor[a]: the ranks whose cells continue
+ * this rank's cells towards -a / +a (along z, the neighbour's next cell). */
+void npb_multipartition(int rank, int p, int (*coord)[3], int predecessor[3], int successor[3]);
+
+/* The q-th of p cells along an axis of n points: *size points from global index *low (the
+ * first n % p cells get one point more); npb_fail below 3 points (too many ranks). */
+void npb_cell_extent(const char *kernel, int nranks, int n, int p, int q, int *size, int *low);
+
+/* The manufactured exact solution of BT and SP (NPB's exact_solution with its ce(5,13)):
+ * component m is a constant plus a quartic in each of xi, eta and zeta. */
+void npb_adi_exact_solution(double xi, double eta, double zeta, double out[5]);
+
+/* BT's and SP's RMS norms: the per-component sums of squares of this rank summed over
+ * comm, divided by the interior points (grid - 2 per axis), square-rooted. */
+void npb_rms_norms(const double local[5], const int grid[3], MPI_Comm comm, double rms[5]);
+
+/* The result of BT, SP and their multi-zone versions: the residual norms xcr (over dt) and
+ * error norms xce against the class's references (times reference_scale, 1 in real runs),
+ * relative tolerance `tolerance`, printed by rank 0; returns the exit status (0, or 3 when
+ * the verification failed). */
+int npb_report_norms(const char *kernel, char class_name, double time_s, double mops_total,
+                     int niter, const double xcr[5], const double xcr_reference[5],
+                     const double xce[5], const double xce_reference[5],
+                     double reference_scale, double tolerance);
+
 #endif

@@ -94,16 +94,6 @@ static const struct sp_class sp_classes[] = {
 static int grid_points[3], niter;
 static double dt;
 
-/* Coefficients of the exact solution: component m = ce[m][0] + polynomials of degree 4 in
- * xi (ce 1, 4, 7, 10), eta (2, 5, 8, 11) and zeta (3, 6, 9, 12). */
-static const double ce[5][13] = {
-    {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
-    {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
-    {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
-};
-
 /* Constants of the discretization (NPB's names: t* metric terms, d* dissipation, c* gas
  * constants, *con* viscous terms, comz* the fourth-order dissipation of the lhs). */
 static double c1, c2, c3, c4, c5, bt, c1c2, c1c5, c3c4, c1345, conz1, c2iv, con43, con16;
@@ -275,37 +265,18 @@ static void set_constants(const double spacing[3])
 static void make_set(void)
 {
     const int p = ncells;
-    const int i0 = node % p, j0 = node / p;
-    for (int c = 0; c < p; ++c) {
-        cells[c].coord[0] = (i0 + c) % p;
-        cells[c].coord[1] = ((j0 - c) % p + p) % p;
-        cells[c].coord[2] = c;
-        for (int d = 0; d < 3; ++d) slice_cell[d][cells[c].coord[d]] = c;
-    }
-    /* Ranks of the neighbours whose cells continue this rank's cells along +x, +y, +z
-     * (successor) and -x, -y, -z (predecessor); along z the neighbour's next cell. */
-    predecessor[0] = (i0 - 1 + p) % p + p * j0;
-    predecessor[1] = i0 + p * ((j0 - 1 + p) % p);
-    predecessor[2] = (i0 + 1) % p + p * ((j0 - 1 + p) % p);
-    successor[0] = (i0 + 1) % p + p * j0;
-    successor[1] = i0 + p * ((j0 + 1) % p);
-    successor[2] = (i0 - 1 + p) % p + p * ((j0 + 1) % p);
+    int coord[MAX_CELLS][3];
+    npb_multipartition(node, p, coord, predecessor, successor);
+    for (int c = 0; c < p; ++c)
+        for (int d = 0; d < 3; ++d) {
+            cells[c].coord[d] = coord[c][d];
+            slice_cell[d][coord[c][d]] = c;
+        }
     for (int d = 0; d < 3; ++d) {
-        const int size = grid_points[d] / p, excess = grid_points[d] % p;
         for (int c = 0; c < p; ++c) {
             struct cell *cl = &cells[c];
             const int x = cl->coord[d];
-            if (x < excess) {
-                cl->size[d] = size + 1;
-                cl->low[d] = x * (size + 1);
-            } else {
-                cl->size[d] = size;
-                cl->low[d] = excess * (size + 1) + (x - excess) * size;
-            }
-            if (cl->size[d] <= 2)
-                npb_fail("sp: %d ranks cut the %d-point axis into cells of %d points; at least 3 "
-                         "are needed (fewer ranks for this class)",
-                         no_nodes, grid_points[d], cl->size[d]);
+            npb_cell_extent("sp", no_nodes, grid_points[d], p, x, &cl->size[d], &cl->low[d]);
             cl->start[d] = x == 0;
             cl->end[d] = x == p - 1;
         }
@@ -398,16 +369,6 @@ static void free_space(void)
 
 /* ---------------------------------------------------- exact solution, setup -- */
 
-static void exact_solution(double xi, double eta, double zeta, double out[5])
-{
-    for (int m = 0; m < 5; ++m) {
-        const double *e = ce[m];
-        out[m] = e[0] + xi * (e[1] + xi * (e[4] + xi * (e[7] + xi * e[10]))) +
-                 eta * (e[2] + eta * (e[5] + eta * (e[8] + eta * e[11]))) +
-                 zeta * (e[3] + zeta * (e[6] + zeta * (e[9] + zeta * e[12])));
-    }
-}
-
 /* u: the transfinite (tri-linear) interpolation of the exact boundary values inside (the
  * boundary faces: set_boundary_face). */
 static void interpolate_cells(void)
@@ -438,9 +399,9 @@ static void interpolate_cells(void)
                     const double xi = (double)(ii + cl->low[0]) * dnxm1;
                     double face[3][2][5];
                     for (int s = 0; s < 2; ++s) {
-                        exact_solution((double)s, eta, zeta, face[0][s]);
-                        exact_solution(xi, (double)s, zeta, face[1][s]);
-                        exact_solution(xi, eta, (double)s, face[2][s]);
+                        npb_adi_exact_solution((double)s, eta, zeta, face[0][s]);
+                        npb_adi_exact_solution(xi, (double)s, zeta, face[1][s]);
+                        npb_adi_exact_solution(xi, eta, (double)s, face[2][s]);
                     }
                     for (int m = 0; m < 5; ++m) {
                         const double pxi = xi * face[0][1][m] + (1.0 - xi) * face[0][0][m];
@@ -474,7 +435,7 @@ static void set_boundary_face(int c, int d, int side)
                                          (double)(k + cl->low[2]) * dnzm1};
                         xyz[d] = (double)side;
                         double value[5];
-                        exact_solution(xyz[0], xyz[1], xyz[2], value);
+                        npb_adi_exact_solution(xyz[0], xyz[1], xyz[2], value);
                         for (int m = 0; m < 5; ++m) uc[m * u_sm + UIX(i, j, k)] = value[m];
                     }
         }
@@ -542,7 +503,7 @@ static void exact_rhs(void)
                     for (int s = s_lo; s <= s_hi; ++s) {
                         pt[d] = s;
                         double dtemp[5];
-                        exact_solution((double)(pt[0] + cl->low[0]) * spacing[0],
+                        npb_adi_exact_solution((double)(pt[0] + cl->low[0]) * spacing[0],
                                        (double)(pt[1] + cl->low[1]) * spacing[1],
                                        (double)(pt[2] + cl->low[2]) * spacing[2], dtemp);
                         for (int m = 0; m < 5; ++m) UE(s, m) = dtemp[m];
@@ -933,8 +894,9 @@ static void txinvr(void)
     }
 }
 
-/* ninvr: the block-diagonal step between the x and y solves (NPB's N^-1 product). */
-static void ninvr(int c)
+/* ninvr (d = 0) and pinvr (d = 1): the block-diagonal steps after the x and the y solve
+ * (NPB's N^-1 and P^-1 products); they differ in the first three components only. */
+static void ninvr_pinvr(int d, int c)
 {
     const struct cell *cl = &cells[c];
     double *restrict rc = rhs_cell(rhs, c);
@@ -947,33 +909,11 @@ static void ninvr(int c)
                 const ptrdiff_t r = RIX(i, j, k);
                 const double r1 = rc[r], r2 = rc[r + r_sm], r3 = rc[r + 2 * r_sm],
                              r4 = rc[r + 3 * r_sm], r5 = rc[r + 4 * r_sm];
-                const double t1 = bt * r3, t2 = 0.5 * (r4 + r5);
-                rc[r] = -r2;
-                rc[r + r_sm] = r1;
-                rc[r + 2 * r_sm] = bt * (r4 - r5);
-                rc[r + 3 * r_sm] = -t1 + t2;
-                rc[r + 4 * r_sm] = t1 + t2;
-            }
-}
-
-/* pinvr: the block-diagonal step between the y and z solves (NPB's P^-1 product). */
-static void pinvr(int c)
-{
-    const struct cell *cl = &cells[c];
-    double *restrict rc = rhs_cell(rhs, c);
-    int lo[3], hi[3];
-    interior(cl, lo, hi);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int k = lo[2]; k <= hi[2]; ++k)
-        for (int j = lo[1]; j <= hi[1]; ++j)
-            for (int i = lo[0]; i <= hi[0]; ++i) {
-                const ptrdiff_t r = RIX(i, j, k);
-                const double r1 = rc[r], r2 = rc[r + r_sm], r3 = rc[r + 2 * r_sm],
-                             r4 = rc[r + 3 * r_sm], r5 = rc[r + 4 * r_sm];
-                const double t1 = bt * r1, t2 = 0.5 * (r4 + r5);
-                rc[r] = bt * (r4 - r5);
-                rc[r + r_sm] = -r3;
-                rc[r + 2 * r_sm] = r2;
+                const double t1 = bt * (d == 0 ? r3 : r1), t2 = 0.5 * (r4 + r5);
+                const double t3 = bt * (r4 - r5);
+                rc[r] = d == 0 ? -r2 : t3;
+                rc[r + r_sm] = d == 0 ? r1 : -r3;
+                rc[r + 2 * r_sm] = d == 0 ? t3 : r2;
                 rc[r + 3 * r_sm] = -t1 + t2;
                 rc[r + 4 * r_sm] = t1 + t2;
             }
@@ -1420,8 +1360,7 @@ static void unpack_backward(int d, int c, int have_message)
 
 static void invert_block(int d, int c)
 {
-    if (d == 0) ninvr(c);
-    else if (d == 1) pinvr(c);
+    if (d < 2) ninvr_pinvr(d, c);
     else tzetar(c);
 }
 
@@ -1533,7 +1472,7 @@ static void error_sums(int c, double work[5])
             for (int j = 0; j < cl->size[1]; ++j)
                 for (int i = 0; i < cl->size[0]; ++i) {
                     double exact[5];
-                    exact_solution((double)(i + cl->low[0]) * dnxm1,
+                    npb_adi_exact_solution((double)(i + cl->low[0]) * dnxm1,
                                    (double)(j + cl->low[1]) * dnym1,
                                    (double)(k + cl->low[2]) * dnzm1, exact);
                     for (int m = 0; m < 5; ++m) {
@@ -1578,22 +1517,14 @@ static void error_norm(double rms[5])
 {
     double work[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) error_sums(c, work);
-    NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
-    for (int m = 0; m < 5; ++m) {
-        for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(work, grid_points, comm_setup, rms);
 }
 
 static void rhs_norm(double rms[5])
 {
     double work[5] = {0, 0, 0, 0, 0};
     for (int c = 0; c < ncells; ++c) rhs_sums(c, work);
-    NPB_CHECK_MPI(MPI_Allreduce(work, rms, 5, MPI_DOUBLE, MPI_SUM, comm_setup));
-    for (int m = 0; m < 5; ++m) {
-        for (int d = 0; d < 3; ++d) rms[m] /= (double)(grid_points[d] - 2);
-        rms[m] = sqrt(rms[m]);
-    }
+    npb_rms_norms(work, grid_points, comm_setup, rms);
 }
 
 /* -------------------------------------------------------------------- main -- */
@@ -1608,24 +1539,11 @@ static double sp_mops(double seconds)
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &node));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &no_nodes));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "sp", &opt);
-    const struct sp_class *cls = NULL;
-    for (size_t i = 0; i < sizeof sp_classes / sizeof sp_classes[0]; ++i)
-        if (sp_classes[i].name == opt.class_name) cls = &sp_classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
+    npb_start(&argc, &argv, "sp", &opt, &node, &no_nodes);
+    const struct sp_class *cls = NPB_CLASS_ENTRY(sp_classes, opt.class_name);
     const double scale = reference_scale();
-
-    ncells = (int)(sqrt((double)no_nodes) + 0.00001);
-    while ((ncells + 1) * (ncells + 1) <= no_nodes) ++ncells;
-    while (ncells * ncells > no_nodes) --ncells;
-    if (ncells * ncells != no_nodes)
-        npb_fail("sp needs a square number of ranks (1, 4, 9, 16, ...), got %d", no_nodes);
-    if (ncells > MAX_CELLS)
-        npb_fail("sp runs on at most %d ranks, got %d", MAX_CELLS * MAX_CELLS, no_nodes);
+    ncells = npb_square_cells("sp", no_nodes, MAX_CELLS);
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_setup));
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_solve));
     NPB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_rhs));
@@ -1667,25 +1585,8 @@ int main(int argc, char **argv)
     rhs_norm(xcr);
     for (int m = 0; m < 5; ++m) xcr[m] /= dt;
 
-    struct npb_result result;
-    memset(&result, 0, sizeof result);
-    result.kernel = "sp";
-    result.class_name = cls->name;
-    result.time_s = t;
-    result.mops_total = t > 0.0 ? sp_mops(t) : 0.0;
-    result.iterations = niter;
-    result.verified = 1;
-    char name[16];
-    for (int m = 0; m < 5; ++m) {
-        snprintf(name, sizeof name, "xcr%d", m + 1);
-        npb_add_quantity(&result, name, xcr[m], cls->xcr[m] * scale, NPB_SP_EPSILON);
-    }
-    for (int m = 0; m < 5; ++m) {
-        snprintf(name, sizeof name, "xce%d", m + 1);
-        npb_add_quantity(&result, name, xce[m], cls->xce[m] * scale, NPB_SP_EPSILON);
-    }
-    npb_print_result(&result);
-    const int status = result.verified ? 0 : 3;
+    const int status = npb_report_norms("sp", cls->name, t, t > 0.0 ? sp_mops(t) : 0.0, niter, xcr,
+                                        cls->xcr, xce, cls->xce, scale, NPB_SP_EPSILON);
     free_space();
     NPB_CHECK_MPI(MPI_Comm_free(&comm_rhs));
     NPB_CHECK_MPI(MPI_Comm_free(&comm_solve));

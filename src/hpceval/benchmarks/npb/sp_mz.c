@@ -336,15 +336,9 @@ static void zone_norms(double xce[5], double xcr[5])
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &node));
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &no_nodes));
     struct npb_options opt;
-    npb_parse_args(argc, argv, "sp-mz", &opt);
-    const struct sp_mz_class *cls = NULL;
-    for (size_t i = 0; i < sizeof mz_classes / sizeof mz_classes[0]; ++i)
-        if (mz_classes[i].name == opt.class_name) cls = &mz_classes[i];
-    if (cls == NULL) npb_fail("unknown class %c", opt.class_name);
+    npb_start(&argc, &argv, "sp-mz", &opt, &node, &no_nodes);
+    const struct sp_mz_class *cls = NPB_CLASS_ENTRY(mz_classes, opt.class_name);
     const double scale = reference_scale();
 
     npb_mz_setup(&mesh, cls->x_zones, cls->y_zones, cls->gx, cls->gy, cls->gz, 1.0);
