@@ -280,8 +280,8 @@ JOB_DAEMON_START_S = 60
 # seconds the daemons get, $6 MACHINES_PLACEHOLDER, then MPJRun's argv): one daemon per
 # allocated node as a job step (each with a home of its own: the nodes may share /tmp),
 # MPJRun once they all listen, the step ended after it and the homes removed. The daemons
-# and the ranks they start belong to the step: scancel of the job (hpceval stopped, the time
-# limit) ends them with it.
+# and the ranks they start belong to the step: scancel of the job (hpceval stopped or killed,
+# the time limit) ends them with it.
 JOB_DAEMONS_SCRIPT = r"""
 mpj_home=$1 java=$2 port=$3 per_node=$4 start_s=$5 placeholder=$6
 shift 6
