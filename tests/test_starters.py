@@ -338,5 +338,5 @@ def test_mpjrun_refuses(
 
 
 def test_mpjrun_needs_the_mpj_scheduler() -> None:
-    with pytest.raises(UserError, match='launcher kind "mpj" \\(this machine\\) or "netns"'):
+    with pytest.raises(UserError, match='launcher kind "mpj" \\(this machine\\), "netns"'):
         get_starter_class("mpjrun")().command(request(Placement(1, 2), "Open MPI"))
