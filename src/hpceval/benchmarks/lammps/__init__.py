@@ -73,9 +73,10 @@ GENERATOR_VERSION: Final = "1"
 # progress bar's ETA and the default time limit only.
 SECONDS_PER_ATOM_STEP: Final = 1.0e-6
 STARTUP_S: Final = 2.0
-# Printed rates have 3 decimals; the loop time has 6 significant digits.
+# Printed rates have 3 decimals or 4 significant digits (55.31 for 55.3094, seen in CI);
+# the loop time has 6 significant digits: half a unit of the 4th digit is at most 5e-4.
 PRINTED_RATE_ABS: Final = 0.0005
-PRINTED_TIME_REL: Final = 1e-5
+PRINTED_RATE_REL: Final = 5e-4
 # Newer versions add atom-step/s with 3 decimals in k/M/G units: at least 3 digits.
 PRINTED_ATOM_RATE_REL: Final = 2e-3
 
@@ -319,7 +320,7 @@ def check_output(out: LammpsOutput, case: Case) -> None:
         raise failure(f"the thermo output ends at step {last:g}, not {steps}", out.tail)
     rate = steps / out.loop_time_s
     if out.timesteps_per_s is not None and not math.isclose(
-        out.timesteps_per_s, rate, rel_tol=PRINTED_TIME_REL, abs_tol=PRINTED_RATE_ABS
+        out.timesteps_per_s, rate, rel_tol=PRINTED_RATE_REL, abs_tol=PRINTED_RATE_ABS
     ):
         raise failure(
             f"LAMMPS reports {out.timesteps_per_s} timesteps/s, its loop time gives {rate:.6g}",
