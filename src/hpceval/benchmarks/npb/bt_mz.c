@@ -179,10 +179,8 @@ int main(int argc, char **argv)
     struct npb_result result;
     static const double bt_ops[4] = {3478.8, -17655.7, 28023.7, 0.0}; /* NPB3.4-MZ bt.f */
     npb_mz_result(&result, &mesh, "bt-mz", cls->name, cls->niter, bt_ops, t);
-    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_add_quantities(&result, "xce", 5, xce, cls->xce, 1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
-    npb_print_result(&result);
-    int status = result.verified ? 0 : 3;
+    const int status = npb_finish_norms(&result, xcr, cls->xcr, xce, cls->xce,
+                                        1.0 + BT_REFERENCE_ERROR, BT_TOLERANCE);
     release();
     free(fields);
     npb_mz_release(&mesh);

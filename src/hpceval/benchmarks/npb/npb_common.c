@@ -460,8 +460,16 @@ int npb_report_norms(const char *kernel, char class_name, double time_s, double 
     result.mops_total = mops_total;
     result.iterations = niter;
     result.verified = 1;
-    npb_add_quantities(&result, "xcr", 5, xcr, xcr_reference, reference_scale, tolerance);
-    npb_add_quantities(&result, "xce", 5, xce, xce_reference, reference_scale, tolerance);
-    npb_print_result(&result);
-    return result.verified ? 0 : 3;
+    return npb_finish_norms(&result, xcr, xcr_reference, xce, xce_reference, reference_scale,
+                            tolerance);
+}
+
+int npb_finish_norms(struct npb_result *result, const double xcr[5],
+                     const double xcr_reference[5], const double xce[5],
+                     const double xce_reference[5], double reference_scale, double tolerance)
+{
+    npb_add_quantities(result, "xcr", 5, xcr, xcr_reference, reference_scale, tolerance);
+    npb_add_quantities(result, "xce", 5, xce, xce_reference, reference_scale, tolerance);
+    npb_print_result(result);
+    return result->verified ? 0 : 3;
 }

@@ -195,4 +195,10 @@ int npb_report_norms(const char *kernel, char class_name, double time_s, double 
                      const double xce[5], const double xce_reference[5],
                      double reference_scale, double tolerance);
 
+/* The same for a result already filled in (the multi-zone programs' npb_mz_result): adds the
+ * xcr and xce norms, prints it and returns the exit status. */
+int npb_finish_norms(struct npb_result *result, const double xcr[5],
+                     const double xcr_reference[5], const double xce[5],
+                     const double xce_reference[5], double reference_scale, double tolerance);
+
 #endif

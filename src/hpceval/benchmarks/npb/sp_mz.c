@@ -368,10 +368,8 @@ int main(int argc, char **argv)
     struct npb_result result;
     static const double sp_ops[4] = {881.174, -4683.91, 11484.5, -19272.4}; /* NPB3.4-MZ sp.f */
     npb_mz_result(&result, &mesh, "sp-mz", cls->name, niter, sp_ops, t);
-    npb_add_quantities(&result, "xcr", 5, xcr, cls->xcr, scale, NPB_SP_EPSILON);
-    npb_add_quantities(&result, "xce", 5, xce, cls->xce, scale, NPB_SP_EPSILON);
-    npb_print_result(&result);
-    const int status = result.verified ? 0 : 3;
+    const int status =
+        npb_finish_norms(&result, xcr, cls->xcr, xce, cls->xce, scale, NPB_SP_EPSILON);
     free_space();
     free(fields);
     npb_mz_release(&mesh);
