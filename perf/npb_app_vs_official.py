@@ -104,15 +104,17 @@ class RunResult:
 
 
 def build_official(
-    program: str, source: Path, build_dir: Path, classes: list[str]
+    program: str, source: Path, build_dir: Path, classes: list[str], make_def: str | None = None
 ) -> dict[str, Path]:
+    """The official executables per class; make_def replaces the default config/make.def."""
     if shutil.which("gfortran") is None:
         sys.exit("gfortran is missing: apt-get install -y gfortran")
     multi_zone = program.endswith("-mz")
     tree = build_dir / source.name
     if not tree.is_dir():
         shutil.copytree(source, tree)
-    (tree / "config" / "make.def").write_text(MAKE_DEF_MZ if multi_zone else MAKE_DEF)
+    default = MAKE_DEF_MZ if multi_zone else MAKE_DEF
+    (tree / "config" / "make.def").write_text(make_def or default)
     (tree / "bin").mkdir(exist_ok=True)
     env = {**os.environ, "OMPI_FC": "gfortran"}
     exes = {}
