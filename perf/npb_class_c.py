@@ -40,7 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpceval.benchmarks.npb import MULTI_ZONE, NPB_CFLAGS, rank_rule_error
+from hpceval.benchmarks.npb import NPB_CFLAGS, rank_rule_error
+from hpceval.benchmarks.npb.multizone import MULTI_ZONE
 from hpceval.toolchain import MpiToolchain, detect_mpi
 from npb_app_vs_official import (
     NPB_MZ_SOURCE,
