@@ -8,7 +8,8 @@ the MZ codes) and hpceval's C programs with NPB_CFLAGS, then runs, per round and
 (program, placement), the pair official/hpceval back to back, the order alternating between
 rounds. Placements: ranks for BT, SP and LU (BT and SP need square counts: 1 and 4 on two
 cores, 4 oversubscribed), RANKSxTHREADS for the MZ codes (OMP_NUM_THREADS for both sides).
-Every run: mpirun --bind-to none (an MZ rank's threads need both cores), with
+Every run: mpirun --map-by core --bind-to core (4 ranks: 2 per core), --bind-to none for an
+MZ rank of 2 threads (its threads need both cores), with
 mpi_yield_when_idle when ranks x threads exceed the CPUs; each rank under GNU time (its peak
 RSS, one line per rank); with --rt each rank under chrt -f 10 (SCHED_FIFO, root), so that the
 other jobs of this shared machine do not stretch a run of many minutes.
@@ -125,7 +126,14 @@ def launch(
     rss_file = work / "rss.txt"
     rss_file.unlink(missing_ok=True)
     root = toolchain.run_as_root().mpirun_args if os.geteuid() == 0 else ()
-    argv = [toolchain.mpirun, *root, "--oversubscribe", "--bind-to", "none"]
+    argv = [toolchain.mpirun, *root, "--oversubscribe"]
+    # One thread per rank: ranks bound round-robin to the cores (4 ranks: 2 per core). Left
+    # to the kernel, 4 SCHED_FIFO ranks on 2 cores stay where they start, one core running 1
+    # and the other 3. Threaded ranks are not bound: their threads need both cores.
+    if threads == 1:
+        argv += ["--map-by", "core", "--bind-to", "core:overload-allowed"]
+    else:
+        argv += ["--bind-to", "none"]
     if ranks * threads > (os.cpu_count() or 1):
         argv += ["--mca", "mpi_yield_when_idle", "1"]
     argv += ["-np", str(ranks), *(RT_PREFIX if rt else ())]
@@ -324,7 +332,8 @@ def main() -> int:
     print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
     print(f"# own executables: {' '.join(str(v) for k, v in exes.items() if k[1] == 'own')}")
     print(
-        "# mpirun --bind-to none (--mca mpi_yield_when_idle 1 when oversubscribed)"
+        "# mpirun --map-by core --bind-to core:overload-allowed (threads > 1: --bind-to none;"
+        " --mca mpi_yield_when_idle 1 when oversubscribed)"
         + ("; ranks under chrt -f 10 (SCHED_FIFO)" if opts.rt else "")
     )
     print(HEADER, flush=True)
