@@ -54,6 +54,7 @@ from npb_app_vs_official import (
     build_official,
     build_own,
     log_ratio_interval,
+    make_def,
 )
 from npb_reference_check import check as check_references
 
@@ -69,31 +70,6 @@ DEFAULT_PLACEMENTS = {
 }
 # gfortran contracts to FMA and has no errno by default; spelled out as hpceval's NPB_CFLAGS.
 FFLAGS = "-O3 -march=native -fno-math-errno -ffp-contract=fast -fallow-argument-mismatch"
-MAKE_DEF = f"""MPIFC = mpif90
-FLINK = $(MPIFC)
-FFLAGS = {FFLAGS}
-FLINKFLAGS = $(FFLAGS)
-MPICC = mpicc
-CLINK = $(MPICC)
-CFLAGS = -O3 -march=native
-CLINKFLAGS = $(CFLAGS)
-CC = gcc
-BINDIR = ../bin
-CONVERTFLAG = -DFORTRAN_REC_SIZE=1
-RAND = randi8
-"""
-MAKE_DEF_MZ = f"""FC = mpif90
-FLINK = $(FC)
-FFLAGS = {FFLAGS} -fopenmp
-FLINKFLAGS = $(FFLAGS)
-CC = mpicc
-CLINK = $(CC)
-CFLAGS = -O3 -march=native -fopenmp
-CLINKFLAGS = $(CFLAGS)
-UCC = gcc
-BINDIR = ../bin
-RAND = randi8
-"""
 RT_PREFIX = ("chrt", "-f", "10")
 
 
@@ -320,7 +296,7 @@ def main() -> int:
             NPB_MZ_SOURCE if multi_zone else NPB_SOURCE,
             opts.build_dir,
             [opts.class_name],
-            MAKE_DEF_MZ if multi_zone else MAKE_DEF,
+            make_def(f"{FFLAGS} -fopenmp" if multi_zone else FFLAGS, multi_zone),
         )
         exes[(program, "official")] = official[opts.class_name]
         exes[(program, "own")] = build_own(program, toolchain, opts.build_dir)
