@@ -31,7 +31,8 @@
  * are NPB's (1-based, local), so that the loop bounds read as in the specification.
  *
  * lu_mz.c compiles this file in with LU_ZONE_SOLVER: the solver without the process grid,
- * ssor's loop or main; there a zone is a grid of one rank, grid_comm that rank alone. */
+ * ssor's loop or main; there a zone is a grid of the ranks of LU-MZ's process grid that
+ * split it along i (north and south only), grid_comm those ranks. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -146,7 +147,7 @@ static long planes_done[MAX_THREADS][CACHE_LINE_DOUBLES];
 /* True when several threads may call MPI at once (then every call is serialised). */
 static int threaded_mpi;
 /* The ranks that share one grid and sum its norms and surface integral: all of them for LU,
- * this rank alone for a zone of LU-MZ (lu_mz.c). */
+ * the parts of a zone of LU-MZ (lu_mz.c; this rank alone when zones are not split). */
 static MPI_Comm grid_comm;
 
 #define AT(arr, i, j, k) \
@@ -755,6 +756,20 @@ static void compute_rhs(void)
 #endif
         }
     add_operator(rsd, u);
+#ifdef LU_ZONE_SOLVER
+    /* A zone split along i: rho_i and qs also on the ghost line next to each neighbouring
+     * part (NPB-MZ's rhs from L1 = 0 to L2 = nx + 1), which the Jacobians read. */
+    if (north != -1 || south != -1)
+        for (int k = 1; k <= nz; ++k)
+            for (int j = 1; j <= ny; ++j)
+                for (int side = 0; side < 2; ++side) {
+                    const int i = side == 0 ? 0 : nx + 1;
+                    if ((side == 0 ? north : south) == -1) continue;
+                    const double *w = AT(u, i, j, k), tmp = 1.0 / w[0];
+                    AT(rho_inv, i, j, k) = tmp;
+                    AT(q_kin, i, j, k) = 0.50 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) * tmp;
+                }
+#endif
 }
 
 /* frct = operator(exact solution); rsd holds the exact solution meanwhile (as erhs.f). */
