@@ -46,6 +46,7 @@ OFFICIAL_TOO_SMALL = {("S", 3), ("S", 6), ("S", 12)}
 # NPB_NUM_XPROCS=x on n ranks: the official program printed "x x n/x" (S: 2 on 4 and 6
 # ranks; W: 3 on 3 and 6 ranks).
 YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+OPEN_MPI_PID0_EXIT = "with PID 0 on"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +70,12 @@ def check_run(
 ) -> None:  # fmt: skip
     env = {**YIELD, **({"NPB_NUM_XPROCS": str(xprocs)} if xprocs else {})}
     rc, records, text = run_program(toolchain, exe, ranks, threads, class_name, extra_env=env)
+    if rc != 0 and ranks >= 32 and OPEN_MPI_PID0_EXIT in text:
+        # Open MPI 4.1's spurious "process rank N with PID 0 ... exiting improperly" after
+        # every rank finished (open-mpi/ompi#9389, #12607; seen here on some 32-rank runs at
+        # load 50+, each rank's own exit status 0, AddressSanitizer clean): the program's
+        # records below still decide.
+        rc = 0
     assert rc == 0, text
     header = record(records, "header")
     assert header["nranks"] == ranks
@@ -77,6 +84,7 @@ def check_run(
     assert result["verified"] is True, text
     assert all(q["passed"] for q in result["verification"])
     assert len(result["rank_threads"]) == grid[1]  # one count per zone process
+    assert record(records, "end")["status"] == "ok"
 
 
 @pytest.mark.parametrize(("ranks", "grid"), [(5, (1, 5)), (32, (2, 16))])

@@ -393,8 +393,15 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
             for (int p = 0; p < face_parts(M, d); ++p)
                 if (sender_rank(M, z, d, p) == me && receiver_rank(M, z, d, p) == me)
                     local_size += part_values(M, z, d, p, components);
-    double *local = npb_alloc((local_size > 0 ? local_size : 1) * sizeof(double),
-                              "exchange between local zones");
+    /* Kept from step to step (as NPB-MZ's qbc_ou; spmzcost's change): a buffer of megabytes
+     * allocated each step is mapped afresh, every page faulted in again. */
+    static double *local;
+    static size_t local_capacity;
+    if (local_size > local_capacity) {
+        free(local);
+        local = npb_alloc(local_size * sizeof(double), "exchange between local zones");
+        local_capacity = local_size;
+    }
     for (int pass = 0; pass < 2; ++pass) {
         double *at = local;
         for (int z = 0; z < n; ++z)
@@ -403,7 +410,6 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
                     if (sender_rank(M, z, d, p) == me && receiver_rank(M, z, d, p) == me)
                         at += move_part(M, fields, z, d, p, components, at, pass);
     }
-    free(local);
     NPB_CHECK_MPI(MPI_Waitall(nreq, M->requests, MPI_STATUSES_IGNORE));
     for (int r = 0; r < M->world_size; ++r) {
         if (M->recv_count[r] == 0) continue;
