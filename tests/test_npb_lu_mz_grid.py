@@ -131,4 +131,5 @@ def test_memory_estimate_counts_the_largest_part() -> None:
     # Class A on 32 ranks: 2 x 16, each rank half of one 32-point-wide zone.
     whole = memory_per_rank("lu-mz", "A", 16)
     split = memory_per_rank("lu-mz", "A", 32)
-    assert split < whole * 0.75
+    # Past the estimate's fixed 8 MiB, the arrays shrink as the part's 16 + 4 of 32 + 4 points.
+    assert split - (8 << 20) < 0.6 * (whole - (8 << 20))
