@@ -348,7 +348,7 @@ def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        wait_for_jvms(proc, cache, 2, timeout_s=120)  # the starter and the ranks' JVM
+        wait_for_jvms(proc, cache, 2, timeout_s=480)  # the starter and the ranks' JVM
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert "interrupted by SIGTERM" in err or proc.returncode != 0

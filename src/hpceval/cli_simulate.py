@@ -267,8 +267,9 @@ def simulate_command(
         bool,
         typer.Option(
             "--validate",
-            help="Hold the projection against the platform's measured runs (or the "
-            "profile's published figures): error per figure.",
+            help="Hold the projection against the platform's latest stored measured runs "
+            "(or the profile's published figures): error per figure. Measures nothing itself "
+            "(measure under chrt -f 10 first on a shared machine: docs/simulation.md).",
         ),
     ] = False,
     sampling: Annotated[
