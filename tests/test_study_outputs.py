@@ -143,16 +143,22 @@ def test_a_cell_is_the_policys_statistic_of_its_samples_not_a_mean_of_values(
     assert "| 8 | 208 us |" in mean and "| 1024 | 180 us |" in mean
 
 
-def test_a_figure_point_is_the_policys_statistic_of_its_samples(tmp_path: Path) -> None:
-    spec = Figure.model_validate(
+def latency_figure(**more: Any) -> Figure:
+    """A figure of mpibench's latency by size (lat.svg), with `more` of the figure's keys."""
+    return Figure.model_validate(
         {
             "kind": "lines",
             "title": "latency by size",
             "file": "lat",
             "select": {"benchmark": "mpibench", "metric": "latency"},
             "x": "size",
+            **more,
         }
     )
+
+
+def test_a_figure_point_is_the_policys_statistic_of_its_samples(tmp_path: Path) -> None:
+    spec = latency_figure()
     with open_store(str(tmp_path / "r.db")) as store:
         columns = [Column("bare", (outlying_latencies(store),))]
         (median,) = series_of(store, spec, columns, StatisticPolicy())
@@ -258,18 +264,7 @@ def test_figures_overlay_published_points_and_label_projections(tmp_path: Path) 
             ]
         }
 
-    spec = Figure.model_validate(
-        {
-            "kind": "lines",
-            "title": "latency by size",
-            "file": "lat",
-            "select": {"benchmark": "mpibench", "metric": "latency"},
-            "x": "size",
-            "series": ["pair"],
-            "log_x": True,
-            "published": "ec2-cc-p2p-latency",
-        }
-    )
+    spec = latency_figure(series=["pair"], log_x=True, published="ec2-cc-p2p-latency")
     with open_store(str(tmp_path / "r.db")) as store:
         columns = [
             Column("bare", (add_run(store, "bare", "mpibench", latencies(1.0)),)),
