@@ -497,8 +497,8 @@ def test_a_shaped_link_limits_the_bandwidth(tmp_path: Path) -> None:
     # of a 1 MiB message is faster, however quiet or loaded the machine (load only slows).
     assert max(bw.samples) < limit * (1 << 20) / ((1 << 20) - 25_000), bw.samples
     # How near the rate the transfer comes is a timing claim: Open MPI's TCP progress needs
-    # the CPU, and at load 35-40 a 1 MiB PingPong here moved 1.3-2.5 MB/s. It is measured by
-    # perf/mpibench_shape.py --netns.
+    # the CPU, and at load 35-40 this suite's single unwarmed sample moved 1.3-2.5 MB/s.
+    # perf/mpibench_shape.py --netns measures it (warmed up: 0.95-0.98 of the rate at load 33).
 
 
 CONCURRENT_PAIRS_SUITE = """
