@@ -125,7 +125,10 @@ def launch(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if proc.returncode != 0:
-        raise RuntimeError(f"exit {proc.returncode}: {proc.stderr.strip()[-500:]}")
+        # NPB's programs print their own error (before MPI_Abort) on stdout.
+        raise RuntimeError(
+            f"exit {proc.returncode}: {proc.stdout.strip()[-800:]} | {proc.stderr.strip()[-300:]}"
+        )
     # GNU time adds "Command exited with non-zero status" lines on failure: numbers only.
     lines = rss_file.read_text().split()
     rss = tuple(int(x) / 1024.0 for x in lines if x.isdigit())
