@@ -127,8 +127,8 @@ def contention_lines(row: Any) -> list[str]:
     c = params.get("contention") or {}
     if c.get("fitted_on"):
         lines.append(
-            f"contention: per-message overhead {c['overhead_s'] * 1e6:.3g} µs each at send "
-            f"and receive (share {c['overhead_share']:.2f} of the start-up); NIC "
+            f"contention: Isend overhead {c.get('isend_overhead_s', 0) * 1e6:.3g} µs per "
+            f"message (send/receive overheads {c['overhead_s'] * 1e6:.3g} µs); NIC "
             f"{c.get('nic_scale', 1):.3g}x the PingPong's bandwidth at {c.get('nic_ppn', 1)} "
             f"ranks per node (1x at 1, log-linear between); fitted on {c['fitted_on']}"
         )
@@ -140,6 +140,16 @@ def contention_lines(row: Any) -> list[str]:
 
         lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
             (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
+    if c.get("memory_copy_Bps"):
+        lines.append(f"intra-node: a node's messages share {c['memory_copy_Bps'] / 1e9:.3g} GB/s "
+                     "of memory copies (fitted on the natural ring's bandwidth)")  # fmt: skip
+    for block, fit in sorted((c.get("fit") or {}).items()):
+        if fit.get("pins"):
+            condition = fit.get("condition")
+            lines.append(
+                f"joint fit ({block}): " + "; ".join(f"{p} pinned by {f}" for p, f in fit["pins"])
+                + f"; Jacobian condition {condition:.3g}" if condition is not None else
+                f"joint fit ({block}): not identifiable (singular Jacobian)")  # fmt: skip
     for r in [r for r in row.residuals
               if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
