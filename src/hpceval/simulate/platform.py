@@ -277,7 +277,7 @@ def _flat_zone_xml(spec: PlatformSpec) -> str:
         up, down = ('direction="UP"', 'direction="DOWN"') if policy == "SPLITDUPLEX" else ("", "")
         via = f'<link_ctn id={quoteattr(f"{zone}-backbone")}/>' if has_backbone else ""
         lines += [
-            f"    <route src={quoteattr(host)} dst={quoteattr(host)}>"
+            f"    <route src={quoteattr(host)} dst={quoteattr(host)} symmetrical=\"NO\">"
             f"<link_ctn id={quoteattr(f'{host}-loopback')}/>"
             f"<link_ctn id={quoteattr(f'{host}-memory')}/></route>",
             f"    <route src={quoteattr(host)} dst={quoteattr(switch)} symmetrical=\"NO\">"
