@@ -63,7 +63,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
 from hpceval.simulate.flows import FlowModel, scale_at
-from hpceval.simulate.jointfit import fit_jointly
+from hpceval.simulate.jointfit import JACOBIAN_STEP, fit_jointly, forward_jacobian, identifiability
 
 RingPattern = Literal["natural_ring", "random_ring"]
 
@@ -284,61 +284,78 @@ def fit_contention(
         flags.append("rings at 1 rank per node: the NIC's sharing by a node's ranks is not "
                      "fitted (scale 1 at every placement)")  # fmt: skip
     if fit_nic or fit_memory:
-        top = math.log(4 * rings.ppn)
+        top = math.log(4 * rings.ppn)  # memory copies at 4 x ppn loopbacks: never limiting
 
-        def nodes_at(x: Sequence[float]) -> Any:
-            k = math.exp(x[0]) if fit_nic else nic
-            nodes = scale_nic(platform, k)
-            if fit_memory and share_memory is not None:
-                nodes = share_memory(nodes, loopback_Bps * math.exp(x[-1]))
+        def nodes_at(ln_k: float, ln_m: float | None) -> Any:
+            nodes = scale_nic(platform, math.exp(ln_k))
+            if ln_m is not None and share_memory is not None:
+                nodes = share_memory(nodes, loopback_Bps * math.exp(ln_m))
             return nodes
 
-        def bandwidths(x: Sequence[float]) -> list[float]:
-            nodes = nodes_at(x)
-            out = [simulate(config, nodes, "random_ring", BANDWIDTH)[1]] if fit_nic else []
-            if fit_memory:
-                out.append(simulate(config, nodes, "natural_ring", BANDWIDTH)[1])
-            return out
-
-        bw_names = (*(("ln NIC scale",) if fit_nic else ()),
-                    *(("ln memory copy / loopback",) if fit_memory else ()))  # fmt: skip
-        bw_figures = (*((f"random_ring bandwidth at {rings.large} B",) if fit_nic else ()),
-                      *((f"natural_ring bandwidth at {rings.large} B",) if fit_memory
-                        else ()))  # fmt: skip
-        bw_measured = [*([rings.random_bandwidth_mb_s] if fit_nic else []),
-                       *([rings.natural_bandwidth_mb_s] if fit_memory else [])]  # fmt: skip
-        lower = [*([math.log(MIN_NIC_SCALE)] if fit_nic else []), *([0.0] if fit_memory else [])]
-        upper = [*([0.0] if fit_nic else []), *([top] if fit_memory else [])]
-        start = [*([math.log(0.5)] if fit_nic else []), *([top / 2] if fit_memory else [])]
-        bw_fit = fit_jointly(bandwidths, bw_measured, start, lower, upper, bw_names, bw_figures)
-        bandwidth_fit = {**bw_fit.identifiability.to_dict(), "evaluations": bw_fit.evaluations,
-                         "residuals": list(bw_fit.residuals)}  # fmt: skip
+        # Bisections, not a gradient step: over most of their range the ring bandwidths do
+        # not move at all with one of the two (a NIC-bound natural ring with memory to
+        # spare), where a least-squares step sees a zero gradient and stays put.
+        ln_k = math.log(nic)
         if fit_nic:
-            nic = math.exp(bw_fit.x[0])
-            if bw_fit.x[0] >= 0.0:
+            k, _, _ = bisect(
+                lambda k: simulate(config, nodes_at(math.log(k), None), "random_ring",
+                                   BANDWIDTH)[1],
+                rings.random_bandwidth_mb_s, MIN_NIC_SCALE, 1.0, log=True,
+            )  # fmt: skip
+            ln_k = math.log(k)
+            if k == 1.0:
                 flags.append(
                     f"random-ring bandwidth {rings.random_bandwidth_mb_s:.4g} MB/s is above "
                     "what the node links give at a lone flow's bandwidth: a NIC that many "
                     "flows fill better than one is not modelled"
                 )
-            elif bw_fit.x[0] <= math.log(MIN_NIC_SCALE):
-                flags.append(f"random-ring bandwidth not reached at NIC scale {nic:g}")
+            elif k == MIN_NIC_SCALE:
+                flags.append(f"random-ring bandwidth not reached at NIC scale {k:g}")
+        ln_m: float | None = None
         if fit_memory:
-            memory = loopback_Bps * math.exp(bw_fit.x[-1])
-            if bw_fit.x[-1] >= top:
+
+            def natural(m: float) -> float:
+                return simulate(config, nodes_at(ln_k, math.log(m)), "natural_ring",
+                                BANDWIDTH)[1]  # fmt: skip
+
+            # Unshared first: where the NIC alone already gives the figure, memory is no
+            # limit (a flat stretch: every smaller M down to where it binds gives it too).
+            if natural(math.exp(top)) <= rings.natural_bandwidth_mb_s * (1 + FIT_TOLERANCE):
+                m = math.exp(top)
                 flags.append(
-                    f"natural-ring bandwidth {rings.natural_bandwidth_mb_s:.4g} MB/s is "
-                    "above what the node links give: the node's memory does not limit it "
-                    f"(memory copy bandwidth at its bound, {top:.3g} x the loopback)"
+                    f"natural-ring bandwidth {rings.natural_bandwidth_mb_s:.4g} MB/s is not "
+                    "limited by the node's memory in the model (the NIC bounds it): memory "
+                    "copies left unshared"
                 )
-            elif bw_fit.x[-1] <= 0.0:
+            else:
+                m, _, _ = bisect(natural, rings.natural_bandwidth_mb_s, 1.0, math.exp(top),
+                                 log=True)  # fmt: skip
+            ln_m = None if m == math.exp(top) else math.log(m)
+            if m == 1.0:
                 flags.append(
                     f"natural-ring bandwidth {rings.natural_bandwidth_mb_s:.4g} MB/s is not "
                     "reached with the node's memory copies bounded by one lone loopback "
                     "flow: something other than memory limits it"
                 )
-        if not bw_fit.identifiability.identifiable:
-            flags.append(f"bandwidth fit: {bw_fit.identifiability.describe()}")
+        nic = math.exp(ln_k)
+        memory = loopback_Bps * math.exp(ln_m) if ln_m is not None else None
+        # What pins what: both bandwidths' response to both parameters, by forward
+        # differences at the solution (two more simulations of each ring).
+        bw_names = ["ln NIC scale", *(["ln memory copy / loopback"] if ln_m is not None else [])]
+        point = [ln_k, *([ln_m] if ln_m is not None else [])]
+
+        def bandwidths(x: Sequence[float]) -> list[float]:
+            nodes = nodes_at(x[0], x[1] if len(x) > 1 else None)
+            return [simulate(config, nodes, pattern, BANDWIDTH)[1]
+                    for pattern in ("random_ring", "natural_ring")]  # fmt: skip
+
+        reading = identifiability(
+            bw_names, [f"random_ring bandwidth at {rings.large} B",
+                    f"natural_ring bandwidth at {rings.large} B"],
+            forward_jacobian(bandwidths, point, [-JACOBIAN_STEP] * len(point)),
+        )  # fmt: skip
+        bandwidth_fit = {**reading.to_dict(), "method": "bisections, Jacobian by forward "
+                         f"differences of {JACOBIAN_STEP:g} in ln"}  # fmt: skip
     fit_gap = not from_pairs and rings.ppn >= 2
 
     def with_memory(platform: Any) -> Any:

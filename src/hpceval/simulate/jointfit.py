@@ -35,6 +35,8 @@ MAX_EVALUATIONS: Final = 40
 # Stop when the figures are matched this closely (log ratio: ~1 %) or the step is this small.
 FTOL: Final = 1e-4
 XTOL: Final = 1e-3
+# Step (in ln of the parameter) of a Jacobian taken by finite differences at a solution.
+JACOBIAN_STEP: Final = 0.1
 # A Jacobian this ill-conditioned fixes some combination of the parameters only.
 ILL_CONDITIONED: Final = 1e3
 
@@ -90,6 +92,22 @@ def identifiability(
     return Identifiability(tuple(parameters), tuple(figures),
                            tuple(tuple(float(v) for v in row) for row in j), condition,
                            tuple(p for p in pins if p[0] not in unmoved), unmoved)  # fmt: skip
+
+
+def forward_jacobian(
+    simulate: Callable[[Sequence[float]], Sequence[float]],
+    x: Sequence[float],
+    steps: Sequence[float],
+) -> np.ndarray:
+    """d ln(figure) / d x_j by one-sided differences of `steps` (signed: a parameter at its
+    upper bound steps down)."""
+    base = np.log(np.asarray(simulate(list(x)), dtype=np.float64))
+    columns = []
+    for j, h in enumerate(steps):
+        moved = list(x)
+        moved[j] += h
+        columns.append((np.log(np.asarray(simulate(moved), dtype=np.float64)) - base) / h)
+    return np.column_stack(columns)
 
 
 @dataclass(frozen=True)

@@ -274,16 +274,17 @@ def _flat_zone_xml(spec: PlatformSpec) -> str:
         ]  # fmt: skip
     for node in range(spec.host_count):
         host = host_name(node)
-        up, down = ('direction="UP"', 'direction="DOWN"') if policy == "SPLITDUPLEX" else ("", "")
+        up, down = ((' direction="UP"', ' direction="DOWN"') if policy == "SPLITDUPLEX"
+                    else ("", ""))  # fmt: skip
         via = f'<link_ctn id={quoteattr(f"{zone}-backbone")}/>' if has_backbone else ""
         lines += [
             f"    <route src={quoteattr(host)} dst={quoteattr(host)} symmetrical=\"NO\">"
             f"<link_ctn id={quoteattr(f'{host}-loopback')}/>"
             f"<link_ctn id={quoteattr(f'{host}-memory')}/></route>",
             f"    <route src={quoteattr(host)} dst={quoteattr(switch)} symmetrical=\"NO\">"
-            f"<link_ctn id={quoteattr(f'{host}-link')} {up}/>{via}</route>",
+            f"<link_ctn id={quoteattr(f'{host}-link')}{up}/>{via}</route>",
             f"    <route src={quoteattr(switch)} dst={quoteattr(host)} symmetrical=\"NO\">"
-            f"<link_ctn id={quoteattr(f'{host}-link')} {down}/></route>",
+            f"<link_ctn id={quoteattr(f'{host}-link')}{down}/></route>",
         ]  # fmt: skip
     lines.append("  </zone>")
     comment = spec.description.replace("--", "- -")
