@@ -270,10 +270,17 @@ def magellan_table(db: str) -> None:
         row = calibrations.get(profile)
         if row is not None:
             c = row.parameters.get("contention", {})
-            print(f"{'':20s} fitted: overhead {c.get('overhead_s', 0) * 1e6:.3g} us per side, "
-                  f"NIC {c.get('nic_scale', 1):.3g}x at {c.get('nic_ppn', 1)} ranks/node; "
-                  f"calibration wall {row.parameters.get('wall_s', 0):.0f} s; flags: "
-                  f"{len(c.get('flags', []))}")  # fmt: skip
+            memory = c.get("memory_copy_Bps")
+            print(f"{'':20s} fitted: Isend overhead {c.get('isend_overhead_s', 0) * 1e6:.3g} us, "
+                  f"gap {c.get('gap_s', 0) * 1e6:.3g} us, NIC {c.get('nic_scale', 1):.3g}x at "
+                  f"{c.get('nic_ppn', 1)} ranks/node, node memory copies "
+                  f"{f'{memory / 1e9:.3g} GB/s' if memory else 'unshared'}; calibration wall "
+                  f"{row.parameters.get('wall_s', 0):.0f} s")  # fmt: skip
+            for block, fit in sorted((c.get("fit") or {}).items()):
+                pins = "; ".join(f"{p} <- {f}" for p, f in fit.get("pins", []))
+                print(f"{'':20s} {block}: {pins}; condition {fit.get('condition')}")
+            for flag in c.get("flags", []):
+                print(f"{'':20s} flag: {flag}")
 
 
 def main() -> None:
