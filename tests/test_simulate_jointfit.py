@@ -4,6 +4,7 @@ two concurrent messages cost what the fitted Isend overhead and NIC gap say."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -94,8 +95,10 @@ def test_contention_recovers_isend_gap_nic_and_memory_from_synthetic_rings() -> 
     c, config, platform, residuals = fit_contention(
         rings, {}, alpha_us, 2 * alpha_us * 1e-6, with_overhead, ring,
         lambda p, k: (p[0] * k, p[1]), share_memory=lambda p, m: (p[0], m),
-        loopback_Bps=loopback,
+        loopback_Bps=np.float64(loopback),  # as a fitted loopback comes: numpy's
     )  # fmt: skip
+    # Stored as JSON with the calibration (numpy's bools are not JSON).
+    json.dumps([c.to_dict(), residuals])
     assert c.isend_overhead_s * 1e6 == pytest.approx(known["ois"], rel=0.05)
     assert c.gap_s * 1e6 == pytest.approx(known["gap"], rel=0.05)
     # The bandwidths by bisection (within 3 % of each figure), the latencies jointly.

@@ -276,7 +276,7 @@ def fit_contention(
     settings, platform = with_overhead(0.0, pair_gap)
     config = {**base_config, **settings}
     fit_nic = not from_pairs and rings.ppn >= 2
-    fit_memory = share_memory is not None and rings.ppn >= 2 and loopback_Bps > 0
+    fit_memory = bool(share_memory is not None and rings.ppn >= 2 and loopback_Bps > 0)
     nic = scale_at(flows.scales, rings.ppn) if from_pairs and flows and flows.scales else 1.0
     memory: float | None = None
     bandwidth_fit: dict[str, Any] = {}
@@ -420,7 +420,7 @@ def fit_contention(
                 "path": pattern, "metric": metric, "size": size, "ranks": rings.ranks,
                 "ppn": rings.ppn, "measured": measured_value, "simulated": simulated,
                 "residual": (simulated - measured_value) / measured_value,
-                "calibrated": False, "fitted": fitted,
+                "calibrated": False, "fitted": bool(fitted),
             })  # fmt: skip
     what = (f"{flows.fitted_on if flows else ''}; natural-ring latency at {rings.small} B "
             "(overhead)" if from_pairs else
