@@ -92,7 +92,7 @@ def test_contention_recovers_isend_gap_nic_and_memory_from_synthetic_rings() -> 
     nat_lat, nat_bw = law(truth_cfg, truth, "natural_ring")
     rnd_lat, rnd_bw = law(truth_cfg, truth, "random_ring")
     rings = RingFigures(32, 8, 8, 2000000, nat_lat, rnd_lat, nat_bw, rnd_bw, "synthetic")
-    c, config, platform, residuals = fit_contention(
+    c, _, platform, residuals = fit_contention(
         rings, {}, alpha_us, 2 * alpha_us * 1e-6, with_overhead, ring,
         lambda p, k: (p[0] * k, p[1]), share_memory=lambda p, m: (p[0], m),
         loopback_Bps=np.float64(loopback),  # as a fitted loopback comes: numpy's
