@@ -163,11 +163,12 @@ def contention_lines(row: Any) -> list[str]:
     return lines
 
 
-def validation_table(store: Any, run_id: int, rings: Any) -> Table:
+def validation_table(store: Any, run_id: int, rings: Any, host_share: bool = False) -> Table:
     """Projected vs measured (or published) per figure, and the error."""
     from hpceval.simulate.validate import published_rings, validate_run
 
-    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {})
+    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {},
+                                   host_share)  # fmt: skip
     errors = [abs(c.error) for c in checks]
     t = Table(
         title=f"validation of run {run_id}: {len(checks)} figures held against measurements"
@@ -266,6 +267,15 @@ def simulate_command(
             help="Calibrate on a PingPong curve the input checks refuse (its points flagged).",
         ),
     ] = False,
+    host_share: Annotated[
+        bool,
+        typer.Option(
+            "--host-share",
+            help="An emulated cluster whose nodes share this host's cores: calibrate at the "
+            "share the ranks get (concurrent pairs at the same rank count, core speed / "
+            "share); --validate then holds it against the runs measured on shared cores.",
+        ),
+    ] = False,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -342,6 +352,7 @@ def simulate_command(
         backbone_gbps=backbone_gbps,
         topology=topology,
         accept_curve=accept_curve,
+        host_share=host_share,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,
@@ -395,7 +406,7 @@ def simulate_command(
         )
         if validate:
             published = sim.target.rings if sim.target.source_kind == "profile" else None
-            out.print(validation_table(store, run_id, published))
+            out.print(validation_table(store, run_id, published, host_share))
         if result.failed:
             raise typer.Exit(1)
 
