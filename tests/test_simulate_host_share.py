@@ -54,6 +54,11 @@ def _points() -> list[tuple[str, Measurement]]:
                                    pair="inter-node")))  # fmt: skip
         out.append(("mp", _latency("multi_pingpong", size, 60.0 + wire, ranks=4, nodes=4,
                                    pairs=2, oversubscribed=True)))  # fmt: skip
+        per_pair = size / (60.0 + wire)  # MB/s
+        out.append(("mp", Measurement("mpibench", "bandwidth", per_pair, "MB/s",
+                                      {"pattern": "multi_pingpong", "size": size, "ranks": 4,
+                                       "nodes": 4, "pairs": 2, "oversubscribed": True},
+                                      (per_pair,), origin=Origin.EMULATED)))  # fmt: skip
     out.append(("cg", Measurement("npb", "time", 5.0, "s",
                                   {"kernel": "cg", "class": "A", "ranks": 1, "nodes": 1},
                                   (5.0,), origin=Origin.EMULATED)))  # fmt: skip
@@ -77,6 +82,10 @@ def test_the_share_takes_the_pairs_curve_and_the_core_share(tmp_path: Path) -> N
     assert shared.speeds[("cg", "A")].time_s == pytest.approx(10.0)
     assert any("0.5 of a core each" in a for a in shared.assumed)
     assert shared.rings is None and shared.flows is None
+    # Every emulated transfer runs on the shared cores: the 2 pairs' aggregate bounds them all.
+    assert plain.backbone == "fatpipe" and shared.backbone == "shared"
+    assert shared.backbone_Bps == pytest.approx(2 * 1048576 / (60.0 + 1048576 / 110.0) * 1e6)
+    assert any("shared backbone" in a for a in shared.assumed)
 
 
 @pytest.mark.parametrize(

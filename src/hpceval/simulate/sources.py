@@ -222,17 +222,20 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
     if ranks <= host_cores:
         raise UserError(f"--host-share: {ranks} ranks fit on the host's {host_cores} cores: "
                         "nothing is shared; project without --host-share")  # fmt: skip
-    # run -> size -> pooled samples
+    # run -> size -> pooled samples (latency µs; per pair bandwidth MB/s)
     pairs: dict[int, dict[int, list[float]]] = {}
-    for sm in store.measurements(benchmark="mpibench", metric="latency"):
+    per_pair: dict[int, dict[int, list[float]]] = {}
+    for sm in store.measurements(benchmark="mpibench"):
         m, p = sm.measurement, sm.measurement.parameters
         if sm.run_id not in runs or m.origin is Origin.SIMULATED:
             continue
         if p.get("pattern") != FLOW_PATTERN or p.get("ranks") != ranks or p.get(
                 "nodes") != ranks:  # fmt: skip
             continue
-        samples = list(m.samples) or [m.value]
-        pairs.setdefault(sm.run_id, {}).setdefault(int(p["size"]), []).extend(samples)
+        into = {"latency": pairs, "bandwidth": per_pair}.get(m.metric)
+        if into is not None:
+            into.setdefault(sm.run_id, {}).setdefault(int(p["size"]), []).extend(
+                list(m.samples) or [m.value])  # fmt: skip
     found = sorted((r for r, sizes in pairs.items() if len(sizes) >= MIN_SIZES), reverse=True)
     if not found:
         raise UserError(
@@ -246,6 +249,11 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
                   f"{runs[run_id].origin.value} run {run_id}, mpibench multi_pingpong, "
                   f"{ranks // 2} pairs at once on {ranks} nodes", run_id)  # fmt: skip
     share = host_cores / ranks
+    # Every emulated transfer is a copy on the shared cores (TCP, veth): together they move
+    # at most what the pairs moved together, which a shared backbone of that capacity says.
+    largest = max(per_pair.get(run_id, {}), default=None)
+    aggregate_Bps = (ranks // 2) * statistics.median(per_pair[run_id][largest]) * 1e6 if (
+        largest is not None) else None  # fmt: skip
     speeds = {key: replace(s, time_s=s.time_s / share,
                            source=f"single-rank time / {share:.3g} (the core share)")
               for key, s in target.speeds.items()}  # fmt: skip
@@ -255,11 +263,15 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
         speeds=speeds,
         rings=None,
         flows=None,
+        **({"backbone": "shared", "backbone_Bps": aggregate_Bps} if aggregate_Bps else {}),
         assumed=(
             *target.assumed,
             f"host share: {ranks} ranks on this host's {host_cores} cores, "
             f"{share:.3g} of a core each (messages calibrated on the concurrent pairs "
             "measured at that share, the core speed on the single-rank time / the share)",
+            *([f"host share: every inter-node transfer shares the host's cores, a shared "
+               f"backbone of {aggregate_Bps / 1e6:.4g} MB/s ({ranks // 2} pairs x their "
+               f"bandwidth at {largest} B)"] if aggregate_Bps else []),
         ),
         run_ids=tuple(sorted({*target.run_ids, run_id})),
     )
