@@ -263,7 +263,8 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
         speeds=speeds,
         rings=None,
         flows=None,
-        **({"backbone": "shared", "backbone_Bps": aggregate_Bps} if aggregate_Bps else {}),
+        backbone="shared" if aggregate_Bps else target.backbone,
+        backbone_Bps=aggregate_Bps if aggregate_Bps else target.backbone_Bps,
         assumed=(
             *target.assumed,
             f"host share: {ranks} ranks on this host's {host_cores} cores, "
