@@ -302,8 +302,15 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
         for (int d = 0; d < 4; ++d)
             if (M->owner[z] == me && M->owner[M->neighbour[d][z]] == me)
                 local_size += face_values(M, z, d, components);
-    double *local = npb_alloc((local_size > 0 ? local_size : 1) * sizeof(double),
-                              "exchange between local zones");
+    /* Kept from step to step (as NPB-MZ's qbc_ou): a buffer of megabytes allocated each
+     * step is mapped afresh, every page faulted in again. */
+    static double *local;
+    static size_t local_capacity;
+    if (local_size > local_capacity) {
+        free(local);
+        local = npb_alloc(local_size * sizeof(double), "exchange between local zones");
+        local_capacity = local_size;
+    }
     double *at = local;
     for (int pass = 0; pass < 2; ++pass, at = local)
         for (int z = 0; z < n; ++z) {
@@ -318,7 +325,6 @@ void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, i
                                     components, at, 1);
             }
         }
-    free(local);
     NPB_CHECK_MPI(MPI_Waitall(nreq, M->requests, MPI_STATUSES_IGNORE));
     for (int r = 0; r < M->nranks; ++r) {
         if (M->recv_count[r] == 0) continue;
