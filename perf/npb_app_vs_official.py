@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,12 @@ OFFICIAL_FFLAGS = "-O3 -march=native -fallow-argument-mismatch"
 OFFICIAL_MZ_FFLAGS = "-O3 -march=native -fopenmp -fallow-argument-mismatch"
 RUN_TIMEOUT_S = 3600
 CONFIDENCE = 0.95
+# --rt: every rank under SCHED_FIFO priority 10 (as root; mpirun stays a normal process), as
+# npb_vs_official.py's --rt: a loaded machine's other tenants keep the 5 % that the kernel's
+# RT throttling leaves them, and a pause before each run gives the CPUs back.
+RT_PREFIX = ["chrt", "-f", "10"]
+RT_PAUSE_S = 2.0
+rt = False
 
 MAKE_DEF = f"""MPIFC = mpif90
 FLINK = $(MPIFC)
@@ -152,6 +159,10 @@ def launch(
     process of the tree and the CPU seconds of the tree."""
     rss_file = work / "rss.txt"
     root = toolchain.run_as_root().mpirun_args if os.geteuid() == 0 else ()
+    name = program[0]
+    if rt:
+        program = [*RT_PREFIX, *program]
+        time.sleep(RT_PAUSE_S)
     argv = [
         "/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file),
         toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
@@ -161,7 +172,7 @@ def launch(
         argv, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{program[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        raise RuntimeError(f"{name} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     rss_kib, user_s, system_s = rss_file.read_text().split()[-3:]
     return proc.stdout, int(rss_kib) / 1024.0, float(user_s) + float(system_s)
 
@@ -296,7 +307,10 @@ def main(program: str, default_ranks: str, description: str) -> int:
     parser.add_argument(
         "--summarize", type=Path, help="only print the summary of a log of this script"
     )
+    parser.add_argument("--rt", action="store_true", help="ranks under chrt -f 10 (as root)")
     opts = parser.parse_args()
+    global rt
+    rt = opts.rt
     if opts.summarize:
         summarize_log(opts.summarize.read_text())
         return 0
@@ -322,7 +336,11 @@ def main(program: str, default_ranks: str, description: str) -> int:
     flags = OFFICIAL_MZ_FFLAGS if multi_zone else OFFICIAL_FFLAGS
     print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS per placement)")
     print(f"# official: {opts.build_dir / opts.npb_source.name} (gfortran {flags})")
-    print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
+    print(
+        f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}; "
+        f"{'ranks under ' + ' '.join(RT_PREFIX) if rt else 'normal priority'}; "
+        f"load at start {os.getloadavg()[0]:.1f}"
+    )
     print("round class ranks program   time_s     Mop/s  peak_MiB    cpu_s  load1")
     pairs = [(c, r, t) for c in classes for r, t in placements]
     own_runs: Runs = {p: [] for p in pairs}

@@ -649,59 +649,73 @@ static void copy_faces(void)
 
 /* --------------------------------------------------------- block algebra -- */
 
-/* b = b - A v */
-static inline __attribute__((always_inline)) void matvec_sub(const double *restrict A,
-                                                             const double *restrict v,
-                                                             double *restrict b)
+/* A 5x5 block is stored as NPB's Fortran arrays hold it, column by column: element (row m,
+ * column n) at BLK(m, n). The layout decides which loops of the block routines run over
+ * contiguous memory, hence what the compiler can vectorize: NPB's rows are strided. */
+#define BLK(m, n) ((m) + 5 * (n))
+
+/* b = b - A v, row by row in NPB's order; inlined where NPB writes the loops in place (the
+ * back substitution). */
+static inline __attribute__((always_inline)) void block_times_vector_sub(const double *restrict A,
+                                                                         const double *restrict v,
+                                                                         double *restrict b)
 {
-    for (int r = 0; r < 5; ++r)
-        b[r] = b[r] - A[5 * r] * v[0] - A[5 * r + 1] * v[1] - A[5 * r + 2] * v[2] -
-               A[5 * r + 3] * v[3] - A[5 * r + 4] * v[4];
+    for (int m = 0; m < 5; ++m)
+        b[m] = b[m] - A[BLK(m, 0)] * v[0] - A[BLK(m, 1)] * v[1] - A[BLK(m, 2)] * v[2] -
+               A[BLK(m, 3)] * v[3] - A[BLK(m, 4)] * v[4];
 }
 
-/* C = C - A B */
-static inline __attribute__((always_inline)) void matmul_sub(const double *restrict A,
-                                                             const double *restrict B,
-                                                             double *restrict C)
+/* NPB's block routines of the elimination (solve_subs.f) are compiled apart from their
+ * callers, so every call is a real call on memory operands and no caller's code is mixed
+ * into theirs. NPB_SEPARATE_ROUTINE gives these functions the same standing: not inlined,
+ * not cloned, nothing known about them at the call sites. */
+
+/* b = b - A v (NPB's matvec_sub). */
+static NPB_SEPARATE_ROUTINE void matvec_sub(const double *restrict A, const double *restrict v,
+                                            double *restrict b)
 {
-    for (int col = 0; col < 5; ++col)
-        for (int r = 0; r < 5; ++r)
-            C[5 * r + col] = C[5 * r + col] - A[5 * r] * B[col] - A[5 * r + 1] * B[5 + col] -
-                             A[5 * r + 2] * B[10 + col] - A[5 * r + 3] * B[15 + col] -
-                             A[5 * r + 4] * B[20 + col];
+    block_times_vector_sub(A, v, b);
+}
+
+/* C = C - A B, column by column (NPB's matmul_sub). */
+static NPB_SEPARATE_ROUTINE void matmul_sub(const double *restrict A, const double *restrict B,
+                                            double *restrict C)
+{
+    for (int n = 0; n < 5; ++n) block_times_vector_sub(A, B + 5 * n, C + 5 * n);
 }
 
 /* Gauss-Jordan elimination of the block L (destroyed) applied to C and r: C = L^-1 C,
- * r = L^-1 r. No pivoting (the blocks are diagonally dominant), as NPB. */
-static inline __attribute__((always_inline)) void binvcrhs(double *restrict L, double *restrict C,
-                                                           double *restrict r)
+ * r = L^-1 r (NPB's binvcrhs). No pivoting (the blocks are diagonally dominant), as NPB:
+ * pivot row p is scaled, then subtracted from every other row. */
+static NPB_SEPARATE_ROUTINE void binvcrhs(double *restrict L, double *restrict C,
+                                          double *restrict r)
 {
     for (int p = 0; p < 5; ++p) {
-        const double pivot = 1.0 / L[6 * p];
-        for (int col = p + 1; col < 5; ++col) L[5 * p + col] *= pivot;
-        for (int col = 0; col < 5; ++col) C[5 * p + col] *= pivot;
+        const double pivot = 1.0 / L[BLK(p, p)];
+        for (int n = p + 1; n < 5; ++n) L[BLK(p, n)] *= pivot;
+        for (int n = 0; n < 5; ++n) C[BLK(p, n)] *= pivot;
         r[p] *= pivot;
         for (int q = 0; q < 5; ++q) {
             if (q == p) continue;
-            const double coeff = L[5 * q + p];
-            for (int col = p + 1; col < 5; ++col) L[5 * q + col] -= coeff * L[5 * p + col];
-            for (int col = 0; col < 5; ++col) C[5 * q + col] -= coeff * C[5 * p + col];
+            const double coeff = L[BLK(q, p)];
+            for (int n = p + 1; n < 5; ++n) L[BLK(q, n)] -= coeff * L[BLK(p, n)];
+            for (int n = 0; n < 5; ++n) C[BLK(q, n)] -= coeff * C[BLK(p, n)];
             r[q] -= coeff * r[p];
         }
     }
 }
 
-/* The same without a C block (the last point of a line). */
-static inline __attribute__((always_inline)) void binvrhs(double *restrict L, double *restrict r)
+/* The same without a C block, for the last point of a line (NPB's binvrhs). */
+static NPB_SEPARATE_ROUTINE void binvrhs(double *restrict L, double *restrict r)
 {
     for (int p = 0; p < 5; ++p) {
-        const double pivot = 1.0 / L[6 * p];
-        for (int col = p + 1; col < 5; ++col) L[5 * p + col] *= pivot;
+        const double pivot = 1.0 / L[BLK(p, p)];
+        for (int n = p + 1; n < 5; ++n) L[BLK(p, n)] *= pivot;
         r[p] *= pivot;
         for (int q = 0; q < 5; ++q) {
             if (q == p) continue;
-            const double coeff = L[5 * q + p];
-            for (int col = p + 1; col < 5; ++col) L[5 * q + col] -= coeff * L[5 * p + col];
+            const double coeff = L[BLK(q, p)];
+            for (int n = p + 1; n < 5; ++n) L[BLK(q, n)] -= coeff * L[BLK(p, n)];
             r[q] -= coeff * r[p];
         }
     }
@@ -718,41 +732,38 @@ static inline __attribute__((always_inline)) void jacobians(const double *u, dou
 {
     const double tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
     const double up = u[p];
-    for (int col = 0; col < 5; ++col) fj[col] = col == p ? 1.0 : 0.0;
+    for (int n = 0; n < 5; ++n) fj[BLK(0, n)] = n == p ? 1.0 : 0.0;
     for (int m = 1; m < 4; ++m) {
-        double *row = fj + 5 * m;
         if (m == p) {
-            row[0] = -(up * up * tmp2) + c2 * qs;
-            for (int col = 1; col < 4; ++col)
-                row[col] = col == p ? (2.0 - c2) * (up * tmp1) : -c2 * (u[col] * tmp1);
-            row[4] = c2;
+            fj[BLK(m, 0)] = -(up * up * tmp2) + c2 * qs;
+            for (int n = 1; n < 4; ++n)
+                fj[BLK(m, n)] = n == p ? (2.0 - c2) * (up * tmp1) : -c2 * (u[n] * tmp1);
+            fj[BLK(m, 4)] = c2;
         } else {
-            row[0] = -(u[m] * up) * tmp2;
-            for (int col = 1; col < 5; ++col) row[col] = 0.0;
-            row[m] = up * tmp1;
-            row[p] = u[m] * tmp1;
+            fj[BLK(m, 0)] = -(u[m] * up) * tmp2;
+            for (int n = 1; n < 5; ++n) fj[BLK(m, n)] = 0.0;
+            fj[BLK(m, m)] = up * tmp1;
+            fj[BLK(m, p)] = u[m] * tmp1;
         }
     }
-    double *row = fj + 20;
-    row[0] = (c2 * 2.0 * qs - c1 * (u[4] * tmp1)) * (up * tmp1);
-    for (int col = 1; col < 4; ++col)
-        row[col] = col == p ? c1 * u[4] * tmp1 - c2 * (up * up * tmp2 + qs)
-                            : -c2 * (u[col] * up) * tmp2;
-    row[4] = c1 * (up * tmp1);
+    fj[BLK(4, 0)] = (c2 * 2.0 * qs - c1 * (u[4] * tmp1)) * (up * tmp1);
+    for (int n = 1; n < 4; ++n)
+        fj[BLK(4, n)] = n == p ? c1 * u[4] * tmp1 - c2 * (up * up * tmp2 + qs)
+                               : -c2 * (u[n] * up) * tmp2;
+    fj[BLK(4, 4)] = c1 * (up * tmp1);
 
-    for (int col = 0; col < 5; ++col) nj[col] = 0.0;
+    for (int n = 0; n < 5; ++n) nj[BLK(0, n)] = 0.0;
     double sum = 0.0;
     for (int m = 1; m < 4; ++m) {
         const double coef = m == p ? con43 * c3c4 : c3c4;
-        double *nr = nj + 5 * m;
-        for (int col = 0; col < 5; ++col) nr[col] = 0.0;
-        nr[0] = -coef * tmp2 * u[m];
-        nr[m] = coef * tmp1;
-        nj[20 + m] = (coef - c1345) * tmp2 * u[m];
+        for (int n = 0; n < 5; ++n) nj[BLK(m, n)] = 0.0;
+        nj[BLK(m, 0)] = -coef * tmp2 * u[m];
+        nj[BLK(m, m)] = coef * tmp1;
+        nj[BLK(4, m)] = (coef - c1345) * tmp2 * u[m];
         sum = sum - (coef - c1345) * tmp3 * (u[m] * u[m]);
     }
-    nj[20] = sum - c1345 * tmp2 * u[4];
-    nj[24] = c1345 * tmp1;
+    nj[BLK(4, 0)] = sum - c1345 * tmp2 * u[4];
+    nj[BLK(4, 4)] = c1345 * tmp1;
 }
 
 /* Per-thread work arrays of a line: fjac and njac at positions -1..n, lhsa and lhsb at
@@ -911,7 +922,8 @@ static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C
                 const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
                 eliminate_line(C, axis, P0, s, 1, 1, &w, w.lhsc, 25);
                 for (int q = n - 2; q >= 0; --q)
-                    matvec_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s), r + 5 * (P0 + q * s));
+                    block_times_vector_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s),
+                                           r + 5 * (P0 + q * s));
             }
         line_work_free(&w);
     }
@@ -950,19 +962,19 @@ static void backsubstitute(struct cell *C, int axis, int last)
             for (int j = lo[1]; j < hi[1]; ++j)
                 for (int i = hi[0] - 1; i >= 0; --i) {
                     ptrdiff_t P = at(C, i, j, b);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         } else if (axis == 1) {
             for (int j = hi[1] - 1; j >= 0; --j)
                 for (int i = lo[0]; i < hi[0]; ++i) {
                     ptrdiff_t P = at(C, i, j, b);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         } else {
             for (int k = hi[2] - 1; k >= 0; --k)
                 for (int i = lo[0]; i < hi[0]; ++i) {
                     ptrdiff_t P = at(C, i, b, k);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         }
     }
