@@ -2,15 +2,15 @@
 
 Builds copies of bt.c with the class's time steps cut to --steps (the official BT reads the
 same count from inputbt.data), in variants that each change one compiler-level thing: `own`
-(hpceval's NPB flags, FMA contraction included), `nofma` (-ffp-contract=off), `noinl`
-(the 5x5 block routines not inlined, as NPB's separately compiled solve_subs.f), `novec`
+(hpceval's NPB flags, FMA contraction included; the 5x5 block routines are separate
+functions, as NPB's separately compiled solve_subs.f), `nofma` (-ffp-contract=off), `novec`
 (-fno-tree-vectorize -fno-tree-slp-vectorize). Runs the official program and every variant as
 MPI singletons, interleaved (the order rotated per round), and prints the CPU seconds of each
 run (getrusage of the children) and per variant the median ratio official / variant. The
 runs do not verify (fewer steps than the class's references); the work per step is the
 class's. Results: perf/results/npb-bt-cost-gap-2026-11-25.txt.
 
-Usage: .venv/bin/python perf/npb_bt_variants.py [--class A] [--steps 40] [--rounds 3]
+Usage: .venv/bin/python perf/npb_bt_variants.py [--class A] [--steps 40] [--rounds 3] [--rt]
            [--official /work/ref/build-npb-bt/NPB3.4-MPI/bin/bt.A.x]
 """
 
@@ -23,6 +23,7 @@ import resource
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from hpceval.benchmarks.npb import NPB_CFLAGS
@@ -30,13 +31,10 @@ from hpceval.benchmarks.npb import NPB_CFLAGS
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "hpceval" / "benchmarks" / "npb"
 GRID = {"S": 12, "W": 24, "A": 64, "B": 102, "C": 162}
 DT = {"S": "0.010d0", "W": "0.0008d0", "A": "0.0008d0", "B": "0.0003d0", "C": "0.0001d0"}
-BLOCK_ROUTINES = r"static inline __attribute__\(\(always_inline\)\) void " \
-    r"(matvec_sub|matmul_sub|binvcrhs|binvrhs)"  # fmt: skip
 VARIANTS = {
-    "own": ((), False),
-    "nofma": (("-ffp-contract=off",), False),
-    "noinl": ((), True),
-    "novec": (("-fno-tree-vectorize", "-fno-tree-slp-vectorize"), False),
+    "own": (),
+    "nofma": ("-ffp-contract=off",),
+    "novec": ("-fno-tree-vectorize", "-fno-tree-slp-vectorize"),
 }
 
 
@@ -49,10 +47,9 @@ def build(work: Path, class_name: str, steps: int) -> dict[str, Path]:
     if count != 1:
         raise SystemExit(f"class {class_name} not found in bt.c's class table")
     exes = {}
-    for name, (flags, noinline) in VARIANTS.items():
+    for name, flags in VARIANTS.items():
         src = work / f"bt-{name}.c"
-        variant = re.sub(BLOCK_ROUTINES, r"static __attribute__((noinline)) void \1", text)
-        src.write_text(variant if noinline else text)
+        src.write_text(text)
         exe = work / f"bt-{name}"
         subprocess.run(
             ["mpicc", *NPB_CFLAGS, *flags, f"-I{SOURCE}", "-o", str(exe), str(src),
@@ -63,7 +60,10 @@ def build(work: Path, class_name: str, steps: int) -> dict[str, Path]:
     return exes
 
 
-def cpu_seconds(argv: list[str], cwd: Path) -> float:
+def cpu_seconds(argv: list[str], cwd: Path, rt: bool) -> float:
+    if rt:  # SCHED_FIFO priority 10, as npb_vs_official.py --rt; a pause gives the CPUs back
+        argv = ["chrt", "-f", "10", *argv]
+        time.sleep(2.0)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
@@ -76,6 +76,7 @@ def main() -> int:
     parser.add_argument("--class", dest="class_name", default="A", choices=sorted(GRID))
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rt", action="store_true", help="runs under chrt -f 10 (as root)")
     parser.add_argument(
         "--official", type=Path, default=Path("/work/ref/build-npb-bt/NPB3.4-MPI/bin/bt.A.x")
     )
@@ -92,7 +93,7 @@ def main() -> int:
         for round_no in range(opts.rounds):
             shift = round_no % len(names)
             for name in names[shift:] + names[:shift]:
-                cpu[name].append(cpu_seconds(programs[name], work))
+                cpu[name].append(cpu_seconds(programs[name], work, opts.rt))
                 print(f"{round_no + 1} {name:9s} {cpu[name][-1]:8.2f} s  "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         for name in names[1:]:

@@ -25,7 +25,7 @@
  *
  * Storage: one cell's arrays have two ghost points on every side (index -2..size+1 per
  * axis), x fastest; a point holds its 5 components (u, rhs, forcing) or its 5x5 block
- * (lhsc, row-major: row = equation, column = unknown). */
+ * (lhsc, column by column as NPB's Fortran arrays: element (row m, column n) at m + 5n). */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
