@@ -170,9 +170,19 @@ def launch(
     if rt:
         program = [*RT_PREFIX, *program]
         time.sleep(RT_PAUSE_S)
+    # As npb_class_c.py: single-threaded ranks bound round-robin to the cores (left to the
+    # kernel, 4 SCHED_FIFO ranks on 2 cores may run 1 on one core and 3 on the other),
+    # threaded ranks unbound; ranks yield when waiting once ranks x threads exceed the CPUs.
+    placement = (
+        ["--map-by", "core", "--bind-to", "core:overload-allowed"]
+        if threads == 1
+        else ["--bind-to", "none"]
+    )
+    if ranks * threads > (os.cpu_count() or 1):
+        placement += ["--mca", "mpi_yield_when_idle", "1"]
     argv = [
         "/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file),
-        toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
+        toolchain.mpirun, *root, "--oversubscribe", *placement, "-np", str(ranks), *program,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(
@@ -347,6 +357,10 @@ def main(program: str, default_ranks: str, description: str) -> int:
         f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}; "
         f"{'ranks under ' + ' '.join(RT_PREFIX) if rt else 'normal priority'}; "
         f"load at start {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "# mpirun --map-by core --bind-to core:overload-allowed (threads > 1: --bind-to none;"
+        " --mca mpi_yield_when_idle 1 when ranks x threads exceed the CPUs)"
     )
     print("round class ranks program   time_s     Mop/s  peak_MiB    cpu_s  load1")
     pairs = [(c, r, t) for c in classes for r, t in placements]
