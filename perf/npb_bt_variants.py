@@ -10,7 +10,11 @@ run (getrusage of the children) and per variant the median ratio official / vari
 runs do not verify (fewer steps than the class's references); the work per step is the
 class's. Results: perf/results/npb-bt-cost-gap-2026-11-25.txt.
 
+`--base REV` adds bt.c as it was at git revision REV (variant `base`, hpceval's flags),
+to measure a change of bt.c against the official program and the code before it.
+
 Usage: .venv/bin/python perf/npb_bt_variants.py [--class A] [--steps 40] [--rounds 3] [--rt]
+           [--variants own,nofma,novec] [--base REV]
            [--official /work/ref/build-npb-bt/NPB3.4-MPI/bin/bt.A.x]
 """
 
@@ -38,18 +42,32 @@ VARIANTS = {
 }
 
 
-def build(work: Path, class_name: str, steps: int) -> dict[str, Path]:
-    text = (SOURCE / "bt.c").read_text()
-    # The class table's entry: {'A', 64, 200, ...} -> {'A', 64, steps, ...}
+def with_steps(text: str, class_name: str, steps: int) -> str:
+    """bt.c with the class table's entry {'A', 64, 200, ...} -> {'A', 64, steps, ...}."""
     text, count = re.subn(
         rf"\{{'{class_name}', (\d+), \d+,", rf"{{'{class_name}', \1, {steps},", text
     )
     if count != 1:
         raise SystemExit(f"class {class_name} not found in bt.c's class table")
+    return text
+
+
+def build(
+    work: Path, class_name: str, steps: int, names: list[str], base: str | None
+) -> dict[str, Path]:
+    """The variants named (and `base`: bt.c at git revision `base`, hpceval's flags)."""
+    text = with_steps((SOURCE / "bt.c").read_text(), class_name, steps)
+    variants = {name: (text, VARIANTS[name]) for name in names}
+    if base is not None:
+        old = subprocess.run(
+            ["git", "show", f"{base}:src/hpceval/benchmarks/npb/bt.c"],
+            cwd=SOURCE, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        variants["base"] = (with_steps(old, class_name, steps), ())
     exes = {}
-    for name, flags in VARIANTS.items():
+    for name, (source_text, flags) in variants.items():
         src = work / f"bt-{name}.c"
-        src.write_text(text)
+        src.write_text(source_text)
         exe = work / f"bt-{name}"
         subprocess.run(
             ["mpicc", *NPB_CFLAGS, *flags, f"-I{SOURCE}", "-o", str(exe), str(src),
@@ -78,6 +96,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rt", action="store_true", help="runs under chrt -f 10 (as root)")
     parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"some of {','.join(VARIANTS)}"
+    )
+    parser.add_argument("--base", help="also bt.c at this git revision (variant `base`)")
+    parser.add_argument(
         "--official", type=Path, default=Path("/work/ref/build-npb-bt/NPB3.4-MPI/bin/bt.A.x")
     )
     opts = parser.parse_args()
@@ -86,7 +108,10 @@ def main() -> int:
         n = GRID[opts.class_name]
         (work / "inputbt.data").write_text(f"{opts.steps}\n{DT[opts.class_name]}\n{n} {n} {n}\n")
         programs = {"official": [str(opts.official)]}
-        for name, exe in build(work, opts.class_name, opts.steps).items():
+        names = opts.variants.split(",")
+        if unknown := set(names) - set(VARIANTS):
+            parser.error(f"--variants: unknown {', '.join(sorted(unknown))}")
+        for name, exe in build(work, opts.class_name, opts.steps, names, opts.base).items():
             programs[name] = [str(exe), "--class", opts.class_name]
         names = list(programs)
         cpu: dict[str, list[float]] = {name: [] for name in names}

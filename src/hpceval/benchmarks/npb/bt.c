@@ -43,10 +43,15 @@
 #ifndef BT_REFERENCE_ERROR
 #define BT_REFERENCE_ERROR 0.0
 #endif
-#define GHOST 2
+/* Ghost layers of a cell's arrays (GHOST) and of the derived fields compute_rhs fills
+ * (DERIVED_GHOSTS). A BT-MZ zone has none: its boundary points are its own outermost
+ * points, which the zone exchange fills, and NPB-MZ allocates the zone (nx x ny x nz) and
+ * no more. */
 #ifdef BT_ZONE_SOLVER
-#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#define GHOST 0
+#define DERIVED_GHOSTS 0
 #else
+#define GHOST 2
 #define DERIVED_GHOSTS 1
 #endif
 #define TAG_FACES 100      /* + 2 * axis + direction (0: towards higher index) */
