@@ -507,6 +507,36 @@ static inline __attribute__((always_inline)) void dissipate(const struct cell *C
     }
 }
 
+/* The fourth-order dissipation along `axis` over the cell's interior points, in NPB's
+ * passes (rhs.f): the two points next to the grid boundary at the start, then the points
+ * with the full stencil, then the two next to the boundary at the end, each pass a sweep
+ * over the cell in k, j, i order. Called inside a parallel region: each pass is shared
+ * among the threads by planes k. */
+static inline __attribute__((always_inline)) void dissipation_sweeps(const struct cell *C,
+                                                                     const int axis,
+                                                                     ptrdiff_t s)
+{
+    const int n = C->size[axis], st = C->start[axis], en = C->end[axis];
+    const int passes[3][3] = {{st, 1, 3}, {1, 3 * st, n - 3 * en}, {en, n - 3, n - 1}};
+    for (int p = 0; p < 3; ++p) {
+        if (!passes[p][0]) continue;
+        int lo[3], hi[3];
+        for (int a = 0; a < 3; ++a) {
+            lo[a] = C->start[a];
+            hi[a] = C->size[a] - C->end[a];
+        }
+        lo[axis] = passes[p][1];
+        hi[axis] = passes[p][2];
+#pragma omp for schedule(static)
+        for (int k = lo[2]; k < hi[2]; ++k)
+            for (int j = lo[1]; j < hi[1]; ++j)
+                for (int i = lo[0]; i < hi[0]; ++i) {
+                    const int idx[3] = {i, j, k};
+                    dissipate(C, at(C, i, j, k), s, idx[axis], axis);
+                }
+    }
+}
+
 static void compute_rhs_cell(struct cell *C)
 {
     const int *n = C->size, *st = C->start, *en = C->end;
@@ -535,30 +565,24 @@ static void compute_rhs_cell(struct cell *C)
                 ptrdiff_t P = at(C, 0, j, k);
                 memcpy(C->rhs + 5 * P, C->forcing + 5 * P, 5 * (size_t)n[0] * sizeof(double));
             }
-        /* NPB's separate sweeps over the cell: the xi, eta and zeta fluxes, each line
-         * followed by its dissipation, then the scaling by dt (one pass over the grid
-         * each, as NPB's rhs.f: fusing them per plane would save memory traffic NPB
-         * pays). */
+        /* NPB's separate sweeps over the cell (rhs.f): the xi fluxes, then the xi
+         * dissipation, likewise eta and zeta, then the scaling by dt. Fusing a line's or a
+         * plane's dissipation with its fluxes would save memory traffic NPB pays. */
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k)
-            for (int j = st[1]; j < n[1] - en[1]; ++j) {
+            for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
-            }
+        dissipation_sweeps(C, 0, 1);
 #pragma omp for schedule(static)
-        for (int k = st[2]; k < n[2] - en[2]; ++k) {
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sy, 2, &dir[1]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sy, j, 1);
-        }
+        dissipation_sweeps(C, 1, sy);
 #pragma omp for schedule(static)
-        for (int k = st[2]; k < n[2] - en[2]; ++k) {
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sz, 3, &dir[2]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sz, k, 2);
-        }
+        dissipation_sweeps(C, 2, sz);
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
