@@ -325,9 +325,15 @@ def main(program: str, default_ranks: str, description: str) -> int:
         "--summarize", type=Path, help="only print the summary of a log of this script"
     )
     parser.add_argument("--rt", action="store_true", help="ranks under chrt -f 10 (as root)")
+    parser.add_argument(
+        "--rt-priority", type=int, default=10, help="with --rt: the SCHED_FIFO priority"
+    )
     opts = parser.parse_args()
     global rt
     rt = opts.rt
+    # Another tenant's SCHED_FIFO jobs at a higher priority starve ranks at 10; at the same
+    # priority a run waits for theirs to end and then runs undisturbed.
+    RT_PREFIX[2] = str(opts.rt_priority)
     if opts.summarize:
         summarize_log(opts.summarize.read_text())
         return 0

@@ -78,9 +78,9 @@ def build(
     return exes
 
 
-def cpu_seconds(argv: list[str], cwd: Path, rt: bool) -> float:
-    if rt:  # SCHED_FIFO priority 10, as npb_vs_official.py --rt; a pause gives the CPUs back
-        argv = ["chrt", "-f", "10", *argv]
+def cpu_seconds(argv: list[str], cwd: Path, rt: int) -> float:
+    if rt:  # SCHED_FIFO priority rt (10), as npb_vs_official.py --rt; a pause gives the CPUs back
+        argv = ["chrt", "-f", str(rt), *argv]
         time.sleep(2.0)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,6 +95,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rt", action="store_true", help="runs under chrt -f 10 (as root)")
+    parser.add_argument(
+        "--rt-priority", type=int, default=10, help="with --rt: the SCHED_FIFO priority"
+    )
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help=f"some of {','.join(VARIANTS)}"
     )
@@ -118,7 +121,8 @@ def main() -> int:
         for round_no in range(opts.rounds):
             shift = round_no % len(names)
             for name in names[shift:] + names[:shift]:
-                cpu[name].append(cpu_seconds(programs[name], work, opts.rt))
+                priority = opts.rt_priority if opts.rt else 0
+                cpu[name].append(cpu_seconds(programs[name], work, priority))
                 print(f"{round_no + 1} {name:9s} {cpu[name][-1]:8.2f} s  "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         for name in names[1:]:
