@@ -200,10 +200,10 @@ def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
     (bt.c 21 per point, u, rhs, forcing and six derived fields, no ghost layers, as NPB-MZ;
     sp.c about 26 with its padding and two ghost layers per side, its lhs being per line;
-    lu.c 15, u, rsd and frct with two ghost layers in i and j, plus one flux array of the
-    largest zone)."""
+    lu.c 17, u, rsd, frct, rho_i and qs with two ghost layers in i and j, plus one flux array
+    of the largest zone)."""
     owner = zone_owners(mz, ranks)
-    per_point = {"bt-mz": 21, "sp-mz": 26, "lu-mz": 15}[program]
+    per_point = {"bt-mz": 21, "sp-mz": 26, "lu-mz": 17}[program]
     ghosts_xy = 0 if program == "bt-mz" else 4
     ghosts_z = 4 if program == "sp-mz" else 0
     load = [0.0] * ranks
