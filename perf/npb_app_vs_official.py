@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,12 @@ OFFICIAL_FFLAGS = "-O3 -march=native -fallow-argument-mismatch"
 OFFICIAL_MZ_FFLAGS = "-O3 -march=native -fopenmp -fallow-argument-mismatch"
 RUN_TIMEOUT_S = 3600
 CONFIDENCE = 0.95
+# --rt: every rank under SCHED_FIFO priority 10 (as root; mpirun stays a normal process), as
+# npb_vs_official.py's --rt: a loaded machine's other tenants keep the 5 % that the kernel's
+# RT throttling leaves them, and a pause before each run gives the CPUs back.
+RT_PREFIX = ["chrt", "-f", "10"]
+RT_PAUSE_S = 2.0
+rt = False
 
 
 def make_def(fflags: str, multi_zone: bool) -> str:
@@ -159,16 +166,30 @@ def launch(
     process of the tree and the CPU seconds of the tree."""
     rss_file = work / "rss.txt"
     root = toolchain.run_as_root().mpirun_args if os.geteuid() == 0 else ()
+    name = program[0]
+    if rt:
+        program = [*RT_PREFIX, *program]
+        time.sleep(RT_PAUSE_S)
+    # As npb_class_c.py: single-threaded ranks bound round-robin to the cores (left to the
+    # kernel, 4 SCHED_FIFO ranks on 2 cores may run 1 on one core and 3 on the other),
+    # threaded ranks unbound; ranks yield when waiting once ranks x threads exceed the CPUs.
+    placement = (
+        ["--map-by", "core", "--bind-to", "core:overload-allowed"]
+        if threads == 1
+        else ["--bind-to", "none"]
+    )
+    if ranks * threads > (os.cpu_count() or 1):
+        placement += ["--mca", "mpi_yield_when_idle", "1"]
     argv = [
         "/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file),
-        toolchain.mpirun, *root, "--oversubscribe", "-np", str(ranks), *program,
+        toolchain.mpirun, *root, "--oversubscribe", *placement, "-np", str(ranks), *program,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(
         argv, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{program[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        raise RuntimeError(f"{name} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     rss_kib, user_s, system_s = rss_file.read_text().split()[-3:]
     return proc.stdout, int(rss_kib) / 1024.0, float(user_s) + float(system_s)
 
@@ -303,7 +324,16 @@ def main(program: str, default_ranks: str, description: str) -> int:
     parser.add_argument(
         "--summarize", type=Path, help="only print the summary of a log of this script"
     )
+    parser.add_argument("--rt", action="store_true", help="ranks under chrt -f 10 (as root)")
+    parser.add_argument(
+        "--rt-priority", type=int, default=10, help="with --rt: the SCHED_FIFO priority"
+    )
     opts = parser.parse_args()
+    global rt
+    rt = opts.rt
+    # Another tenant's SCHED_FIFO jobs at a higher priority starve ranks at 10; at the same
+    # priority a run waits for theirs to end and then runs undisturbed.
+    RT_PREFIX[2] = str(opts.rt_priority)
     if opts.summarize:
         summarize_log(opts.summarize.read_text())
         return 0
@@ -329,7 +359,15 @@ def main(program: str, default_ranks: str, description: str) -> int:
     flags = OFFICIAL_MZ_FFLAGS if multi_zone else OFFICIAL_FFLAGS
     print(f"# own: {own} ({' '.join(NPB_CFLAGS)}, OMP_NUM_THREADS per placement)")
     print(f"# official: {opts.build_dir / opts.npb_source.name} (gfortran {flags})")
-    print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
+    print(
+        f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}; "
+        f"{'ranks under ' + ' '.join(RT_PREFIX) if rt else 'normal priority'}; "
+        f"load at start {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "# mpirun --map-by core --bind-to core:overload-allowed (threads > 1: --bind-to none;"
+        " --mca mpi_yield_when_idle 1 when ranks x threads exceed the CPUs)"
+    )
     print("round class ranks program   time_s     Mop/s  peak_MiB    cpu_s  load1")
     pairs = [(c, r, t) for c in classes for r, t in placements]
     own_runs: Runs = {p: [] for p in pairs}

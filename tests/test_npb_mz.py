@@ -141,8 +141,9 @@ def test_thread_balancing_gives_busy_ranks_more_threads(
 def test_memory_estimate_follows_the_busiest_rank() -> None:
     one = memory_per_rank("bt-mz", "A", 1)
     assert memory_per_rank("bt-mz", "A", 2) < 0.6 * one
-    # bt_mz.c class W on one rank peaks near 38 MiB (measured RSS).
-    assert 25 << 20 < memory_per_rank("bt-mz", "W", 1) < 60 << 20
+    # bt_mz.c class A on one rank peaks near 54 MiB, the official BT-MZ's 56 (measured
+    # RSS, perf/results/npb-bt-mz-vs-official-2026-11-26.txt).
+    assert 45 << 20 < memory_per_rank("bt-mz", "A", 1) < 65 << 20
     # lu_mz.c class A peaks near 50 MiB on one rank, 32 MiB on two (measured RSS,
     # perf/results/npb-lu-mz-vs-official-2026-11-25.txt).
     assert 40 << 20 < memory_per_rank("lu-mz", "A", 1) < 60 << 20

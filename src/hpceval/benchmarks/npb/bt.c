@@ -25,7 +25,7 @@
  *
  * Storage: one cell's arrays have two ghost points on every side (index -2..size+1 per
  * axis), x fastest; a point holds its 5 components (u, rhs, forcing) or its 5x5 block
- * (lhsc, row-major: row = equation, column = unknown). */
+ * (lhsc, column by column as NPB's Fortran arrays: element (row m, column n) at m + 5n). */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -43,10 +43,15 @@
 #ifndef BT_REFERENCE_ERROR
 #define BT_REFERENCE_ERROR 0.0
 #endif
-#define GHOST 2
+/* Ghost layers of a cell's arrays (GHOST) and of the derived fields compute_rhs fills
+ * (DERIVED_GHOSTS). A BT-MZ zone has none: its boundary points are its own outermost
+ * points, which the zone exchange fills, and NPB-MZ allocates the zone (nx x ny x nz) and
+ * no more. */
 #ifdef BT_ZONE_SOLVER
-#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#define GHOST 0
+#define DERIVED_GHOSTS 0
 #else
+#define GHOST 2
 #define DERIVED_GHOSTS 1
 #endif
 #define TAG_FACES 100      /* + 2 * axis + direction (0: towards higher index) */
@@ -502,6 +507,36 @@ static inline __attribute__((always_inline)) void dissipate(const struct cell *C
     }
 }
 
+/* The fourth-order dissipation along `axis` over the cell's interior points, in NPB's
+ * passes (rhs.f): the two points next to the grid boundary at the start, then the points
+ * with the full stencil, then the two next to the boundary at the end, each pass a sweep
+ * over the cell in k, j, i order. Called inside a parallel region: each pass is shared
+ * among the threads by planes k. */
+static inline __attribute__((always_inline)) void dissipation_sweeps(const struct cell *C,
+                                                                     const int axis,
+                                                                     ptrdiff_t s)
+{
+    const int n = C->size[axis], st = C->start[axis], en = C->end[axis];
+    const int passes[3][3] = {{st, 1, 3}, {1, 3 * st, n - 3 * en}, {en, n - 3, n - 1}};
+    for (int p = 0; p < 3; ++p) {
+        if (!passes[p][0]) continue;
+        int lo[3], hi[3];
+        for (int a = 0; a < 3; ++a) {
+            lo[a] = C->start[a];
+            hi[a] = C->size[a] - C->end[a];
+        }
+        lo[axis] = passes[p][1];
+        hi[axis] = passes[p][2];
+#pragma omp for schedule(static)
+        for (int k = lo[2]; k < hi[2]; ++k)
+            for (int j = lo[1]; j < hi[1]; ++j)
+                for (int i = lo[0]; i < hi[0]; ++i) {
+                    const int idx[3] = {i, j, k};
+                    dissipate(C, at(C, i, j, k), s, idx[axis], axis);
+                }
+    }
+}
+
 static void compute_rhs_cell(struct cell *C)
 {
     const int *n = C->size, *st = C->start, *en = C->end;
@@ -530,30 +565,24 @@ static void compute_rhs_cell(struct cell *C)
                 ptrdiff_t P = at(C, 0, j, k);
                 memcpy(C->rhs + 5 * P, C->forcing + 5 * P, 5 * (size_t)n[0] * sizeof(double));
             }
-        /* NPB's separate sweeps over the cell: the xi, eta and zeta fluxes, each line
-         * followed by its dissipation, then the scaling by dt (one pass over the grid
-         * each, as NPB's rhs.f: fusing them per plane would save memory traffic NPB
-         * pays). */
+        /* NPB's separate sweeps over the cell (rhs.f): the xi fluxes, then the xi
+         * dissipation, likewise eta and zeta, then the scaling by dt. Fusing a line's or a
+         * plane's dissipation with its fluxes would save memory traffic NPB pays. */
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k)
-            for (int j = st[1]; j < n[1] - en[1]; ++j) {
+            for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), 1, 1, &dir[0]);
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), 1, i, 0);
-            }
+        dissipation_sweeps(C, 0, 1);
 #pragma omp for schedule(static)
-        for (int k = st[2]; k < n[2] - en[2]; ++k) {
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sy, 2, &dir[1]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sy, j, 1);
-        }
+        dissipation_sweeps(C, 1, sy);
 #pragma omp for schedule(static)
-        for (int k = st[2]; k < n[2] - en[2]; ++k) {
+        for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
                 for (int i = st[0]; i < n[0] - en[0]; ++i) flux(C, at(C, i, j, k), sz, 3, &dir[2]);
-            for (int j = st[1]; j < n[1] - en[1]; ++j)
-                for (int i = st[0]; i < n[0] - en[0]; ++i) dissipate(C, at(C, i, j, k), sz, k, 2);
-        }
+        dissipation_sweeps(C, 2, sz);
 #pragma omp for schedule(static)
         for (int k = st[2]; k < n[2] - en[2]; ++k)
             for (int j = st[1]; j < n[1] - en[1]; ++j)
@@ -649,59 +678,73 @@ static void copy_faces(void)
 
 /* --------------------------------------------------------- block algebra -- */
 
-/* b = b - A v */
-static inline __attribute__((always_inline)) void matvec_sub(const double *restrict A,
-                                                             const double *restrict v,
-                                                             double *restrict b)
+/* A 5x5 block is stored as NPB's Fortran arrays hold it, column by column: element (row m,
+ * column n) at BLK(m, n). The layout decides which loops of the block routines run over
+ * contiguous memory, hence what the compiler can vectorize: NPB's rows are strided. */
+#define BLK(m, n) ((m) + 5 * (n))
+
+/* b = b - A v, row by row in NPB's order; inlined where NPB writes the loops in place (the
+ * back substitution). */
+static inline __attribute__((always_inline)) void block_times_vector_sub(const double *restrict A,
+                                                                         const double *restrict v,
+                                                                         double *restrict b)
 {
-    for (int r = 0; r < 5; ++r)
-        b[r] = b[r] - A[5 * r] * v[0] - A[5 * r + 1] * v[1] - A[5 * r + 2] * v[2] -
-               A[5 * r + 3] * v[3] - A[5 * r + 4] * v[4];
+    for (int m = 0; m < 5; ++m)
+        b[m] = b[m] - A[BLK(m, 0)] * v[0] - A[BLK(m, 1)] * v[1] - A[BLK(m, 2)] * v[2] -
+               A[BLK(m, 3)] * v[3] - A[BLK(m, 4)] * v[4];
 }
 
-/* C = C - A B */
-static inline __attribute__((always_inline)) void matmul_sub(const double *restrict A,
-                                                             const double *restrict B,
-                                                             double *restrict C)
+/* NPB's block routines of the elimination (solve_subs.f) are compiled apart from their
+ * callers, so every call is a real call on memory operands and no caller's code is mixed
+ * into theirs. NPB_SEPARATE_ROUTINE gives these functions the same standing: not inlined,
+ * not cloned, nothing known about them at the call sites. */
+
+/* b = b - A v (NPB's matvec_sub). */
+static NPB_SEPARATE_ROUTINE void matvec_sub(const double *restrict A, const double *restrict v,
+                                            double *restrict b)
 {
-    for (int col = 0; col < 5; ++col)
-        for (int r = 0; r < 5; ++r)
-            C[5 * r + col] = C[5 * r + col] - A[5 * r] * B[col] - A[5 * r + 1] * B[5 + col] -
-                             A[5 * r + 2] * B[10 + col] - A[5 * r + 3] * B[15 + col] -
-                             A[5 * r + 4] * B[20 + col];
+    block_times_vector_sub(A, v, b);
+}
+
+/* C = C - A B, column by column (NPB's matmul_sub). */
+static NPB_SEPARATE_ROUTINE void matmul_sub(const double *restrict A, const double *restrict B,
+                                            double *restrict C)
+{
+    for (int n = 0; n < 5; ++n) block_times_vector_sub(A, B + 5 * n, C + 5 * n);
 }
 
 /* Gauss-Jordan elimination of the block L (destroyed) applied to C and r: C = L^-1 C,
- * r = L^-1 r. No pivoting (the blocks are diagonally dominant), as NPB. */
-static inline __attribute__((always_inline)) void binvcrhs(double *restrict L, double *restrict C,
-                                                           double *restrict r)
+ * r = L^-1 r (NPB's binvcrhs). No pivoting (the blocks are diagonally dominant), as NPB:
+ * pivot row p is scaled, then subtracted from every other row. */
+static NPB_SEPARATE_ROUTINE void binvcrhs(double *restrict L, double *restrict C,
+                                          double *restrict r)
 {
     for (int p = 0; p < 5; ++p) {
-        const double pivot = 1.0 / L[6 * p];
-        for (int col = p + 1; col < 5; ++col) L[5 * p + col] *= pivot;
-        for (int col = 0; col < 5; ++col) C[5 * p + col] *= pivot;
+        const double pivot = 1.0 / L[BLK(p, p)];
+        for (int n = p + 1; n < 5; ++n) L[BLK(p, n)] *= pivot;
+        for (int n = 0; n < 5; ++n) C[BLK(p, n)] *= pivot;
         r[p] *= pivot;
         for (int q = 0; q < 5; ++q) {
             if (q == p) continue;
-            const double coeff = L[5 * q + p];
-            for (int col = p + 1; col < 5; ++col) L[5 * q + col] -= coeff * L[5 * p + col];
-            for (int col = 0; col < 5; ++col) C[5 * q + col] -= coeff * C[5 * p + col];
+            const double coeff = L[BLK(q, p)];
+            for (int n = p + 1; n < 5; ++n) L[BLK(q, n)] -= coeff * L[BLK(p, n)];
+            for (int n = 0; n < 5; ++n) C[BLK(q, n)] -= coeff * C[BLK(p, n)];
             r[q] -= coeff * r[p];
         }
     }
 }
 
-/* The same without a C block (the last point of a line). */
-static inline __attribute__((always_inline)) void binvrhs(double *restrict L, double *restrict r)
+/* The same without a C block, for the last point of a line (NPB's binvrhs). */
+static NPB_SEPARATE_ROUTINE void binvrhs(double *restrict L, double *restrict r)
 {
     for (int p = 0; p < 5; ++p) {
-        const double pivot = 1.0 / L[6 * p];
-        for (int col = p + 1; col < 5; ++col) L[5 * p + col] *= pivot;
+        const double pivot = 1.0 / L[BLK(p, p)];
+        for (int n = p + 1; n < 5; ++n) L[BLK(p, n)] *= pivot;
         r[p] *= pivot;
         for (int q = 0; q < 5; ++q) {
             if (q == p) continue;
-            const double coeff = L[5 * q + p];
-            for (int col = p + 1; col < 5; ++col) L[5 * q + col] -= coeff * L[5 * p + col];
+            const double coeff = L[BLK(q, p)];
+            for (int n = p + 1; n < 5; ++n) L[BLK(q, n)] -= coeff * L[BLK(p, n)];
             r[q] -= coeff * r[p];
         }
     }
@@ -718,41 +761,38 @@ static inline __attribute__((always_inline)) void jacobians(const double *u, dou
 {
     const double tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
     const double up = u[p];
-    for (int col = 0; col < 5; ++col) fj[col] = col == p ? 1.0 : 0.0;
+    for (int n = 0; n < 5; ++n) fj[BLK(0, n)] = n == p ? 1.0 : 0.0;
     for (int m = 1; m < 4; ++m) {
-        double *row = fj + 5 * m;
         if (m == p) {
-            row[0] = -(up * up * tmp2) + c2 * qs;
-            for (int col = 1; col < 4; ++col)
-                row[col] = col == p ? (2.0 - c2) * (up * tmp1) : -c2 * (u[col] * tmp1);
-            row[4] = c2;
+            fj[BLK(m, 0)] = -(up * up * tmp2) + c2 * qs;
+            for (int n = 1; n < 4; ++n)
+                fj[BLK(m, n)] = n == p ? (2.0 - c2) * (up * tmp1) : -c2 * (u[n] * tmp1);
+            fj[BLK(m, 4)] = c2;
         } else {
-            row[0] = -(u[m] * up) * tmp2;
-            for (int col = 1; col < 5; ++col) row[col] = 0.0;
-            row[m] = up * tmp1;
-            row[p] = u[m] * tmp1;
+            fj[BLK(m, 0)] = -(u[m] * up) * tmp2;
+            for (int n = 1; n < 5; ++n) fj[BLK(m, n)] = 0.0;
+            fj[BLK(m, m)] = up * tmp1;
+            fj[BLK(m, p)] = u[m] * tmp1;
         }
     }
-    double *row = fj + 20;
-    row[0] = (c2 * 2.0 * qs - c1 * (u[4] * tmp1)) * (up * tmp1);
-    for (int col = 1; col < 4; ++col)
-        row[col] = col == p ? c1 * u[4] * tmp1 - c2 * (up * up * tmp2 + qs)
-                            : -c2 * (u[col] * up) * tmp2;
-    row[4] = c1 * (up * tmp1);
+    fj[BLK(4, 0)] = (c2 * 2.0 * qs - c1 * (u[4] * tmp1)) * (up * tmp1);
+    for (int n = 1; n < 4; ++n)
+        fj[BLK(4, n)] = n == p ? c1 * u[4] * tmp1 - c2 * (up * up * tmp2 + qs)
+                               : -c2 * (u[n] * up) * tmp2;
+    fj[BLK(4, 4)] = c1 * (up * tmp1);
 
-    for (int col = 0; col < 5; ++col) nj[col] = 0.0;
+    for (int n = 0; n < 5; ++n) nj[BLK(0, n)] = 0.0;
     double sum = 0.0;
     for (int m = 1; m < 4; ++m) {
         const double coef = m == p ? con43 * c3c4 : c3c4;
-        double *nr = nj + 5 * m;
-        for (int col = 0; col < 5; ++col) nr[col] = 0.0;
-        nr[0] = -coef * tmp2 * u[m];
-        nr[m] = coef * tmp1;
-        nj[20 + m] = (coef - c1345) * tmp2 * u[m];
+        for (int n = 0; n < 5; ++n) nj[BLK(m, n)] = 0.0;
+        nj[BLK(m, 0)] = -coef * tmp2 * u[m];
+        nj[BLK(m, m)] = coef * tmp1;
+        nj[BLK(4, m)] = (coef - c1345) * tmp2 * u[m];
         sum = sum - (coef - c1345) * tmp3 * (u[m] * u[m]);
     }
-    nj[20] = sum - c1345 * tmp2 * u[4];
-    nj[24] = c1345 * tmp1;
+    nj[BLK(4, 0)] = sum - c1345 * tmp2 * u[4];
+    nj[BLK(4, 4)] = c1345 * tmp1;
 }
 
 /* Per-thread work arrays of a line: fjac and njac at positions -1..n, lhsa and lhsb at
@@ -911,7 +951,8 @@ static inline __attribute__((always_inline)) void solve_zone_axis(struct cell *C
                 const ptrdiff_t P0 = at(C, idx[0], idx[1], idx[2]);
                 eliminate_line(C, axis, P0, s, 1, 1, &w, w.lhsc, 25);
                 for (int q = n - 2; q >= 0; --q)
-                    matvec_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s), r + 5 * (P0 + q * s));
+                    block_times_vector_sub(w.lhsc + 25 * q, r + 5 * (P0 + (q + 1) * s),
+                                           r + 5 * (P0 + q * s));
             }
         line_work_free(&w);
     }
@@ -950,19 +991,19 @@ static void backsubstitute(struct cell *C, int axis, int last)
             for (int j = lo[1]; j < hi[1]; ++j)
                 for (int i = hi[0] - 1; i >= 0; --i) {
                     ptrdiff_t P = at(C, i, j, b);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         } else if (axis == 1) {
             for (int j = hi[1] - 1; j >= 0; --j)
                 for (int i = lo[0]; i < hi[0]; ++i) {
                     ptrdiff_t P = at(C, i, j, b);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         } else {
             for (int k = hi[2] - 1; k >= 0; --k)
                 for (int i = lo[0]; i < hi[0]; ++i) {
                     ptrdiff_t P = at(C, i, b, k);
-                    matvec_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
+                    block_times_vector_sub(lc + 25 * P, r + 5 * (P + s), r + 5 * P);
                 }
         }
     }

@@ -117,6 +117,15 @@ void npb_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
                                              __LINE__, #call, npb_rc_);                      \
     } while (0)
 
+/* A routine NPB compiles in a file of its own (BT's solve_subs.f): its callers cannot
+ * inline it, clone it or learn anything from its body. GCC's noipa says all that of a
+ * function in the same file; elsewhere noinline is the nearest. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define NPB_SEPARATE_ROUTINE __attribute__((noipa))
+#else
+#define NPB_SEPARATE_ROUTINE __attribute__((noinline))
+#endif
+
 /* malloc that aborts all ranks, naming what it was for and how much it asked. */
 void *npb_alloc(size_t bytes, const char *what);
 

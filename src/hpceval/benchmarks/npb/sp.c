@@ -1126,6 +1126,41 @@ static inline __attribute__((always_inline)) void lhs_build(int d, int c)
  * two rows of a cell are normalized and passed on (with their rhs) to the next cell of the
  * line; the back substitution runs the other way with two solved rows passed back. */
 
+/* The points of cell c's interior planes from..to (step +1 or -1) along sweep axis d, the
+ * body run with p the point's rhs/lhs offset, in NPB's loop orders: for z, the j rows of
+ * every k plane shared among the threads (the same rows to the same thread at every k);
+ * for y, the k planes shared, j inside; for x, the (k, j) lines shared. No barrier at the
+ * end (nowait). */
+#define SWEEP_POINTS(d, lo, hi, from, to, step, p, ...)                                      \
+    do {                                                                                     \
+        if ((d) == 2) {                                                                      \
+            for (int k = (from); (step) > 0 ? k <= (to) : k >= (to); k += (step)) {          \
+                _Pragma("omp for schedule(static) nowait")                                   \
+                for (int j = (lo)[1]; j <= (hi)[1]; ++j)                                     \
+                    for (int i = (lo)[0]; i <= (hi)[0]; ++i) {                               \
+                        const ptrdiff_t p = RIX(i, j, k);                                    \
+                        __VA_ARGS__;                                                         \
+                    }                                                                        \
+            }                                                                                \
+        } else if ((d) == 1) {                                                               \
+            _Pragma("omp for schedule(static) nowait")                                       \
+            for (int k = (lo)[2]; k <= (hi)[2]; ++k)                                         \
+                for (int j = (from); (step) > 0 ? j <= (to) : j >= (to); j += (step))        \
+                    for (int i = (lo)[0]; i <= (hi)[0]; ++i) {                               \
+                        const ptrdiff_t p = RIX(i, j, k);                                    \
+                        __VA_ARGS__;                                                         \
+                    }                                                                        \
+        } else {                                                                             \
+            _Pragma("omp for collapse(2) schedule(static) nowait")                           \
+            for (int k = (lo)[2]; k <= (hi)[2]; ++k)                                         \
+                for (int j = (lo)[1]; j <= (hi)[1]; ++j)                                     \
+                    for (int i = (from); (step) > 0 ? i <= (to) : i >= (to); i += (step)) {  \
+                        const ptrdiff_t p = RIX(i, j, k);                                    \
+                        __VA_ARGS__;                                                         \
+                    }                                                                        \
+        }                                                                                    \
+    } while (0)
+
 /* Forward elimination of rows 0..n-3 of every line of the cell along axis d, for the lhs
  * set `set` and the nr rhs components from m0 (nr = 3: the u system serves components
  * 0..2). Inside a parallel region; the transverse planes are shared by the threads (for
@@ -1158,32 +1193,7 @@ static inline __attribute__((always_inline)) void forward_rows(int d, int c, int
         lc[p2] = lc[p2] - la[p2] * le[p];                                                    \
         for (int m = 0; m < nr; ++m) r[m * rm + p2] = r[m * rm + p2] - la[p2] * r[m * rm + (p)]; \
     } while (0)
-    if (d == 2) {
-        for (int k = lo[2]; k <= hi[2]; ++k) {
-#pragma omp for schedule(static) nowait
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = lo[0]; i <= hi[0]; ++i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    ELIMINATE_ROW(p);
-                }
-        }
-    } else if (d == 1) {
-#pragma omp for schedule(static) nowait
-        for (int k = lo[2]; k <= hi[2]; ++k)
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = lo[0]; i <= hi[0]; ++i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    ELIMINATE_ROW(p);
-                }
-    } else {
-#pragma omp for collapse(2) schedule(static) nowait
-        for (int k = lo[2]; k <= hi[2]; ++k)
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = lo[0]; i <= hi[0]; ++i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    ELIMINATE_ROW(p);
-                }
-    }
+    SWEEP_POINTS(d, lo, hi, 0, cl->size[d] - 3, 1, p, ELIMINATE_ROW(p));
 #undef ELIMINATE_ROW
 
     /* The last two rows: no rows below to eliminate into; both normalized. */
@@ -1221,33 +1231,8 @@ static inline __attribute__((always_inline)) void backward_rows(int d, int c, in
     const ptrdiff_t st = d == 0 ? 1 : r_stride[d];
     int lo[3], hi[3];
     interior(cl, lo, hi);
-    const int top = cl->size[d] - 3;
-    if (d == 2) {
-        for (int k = top; k >= 0; --k) {
-#pragma omp for schedule(static) nowait
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = lo[0]; i <= hi[0]; ++i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    r[p] = r[p] - ld[p] * r[p + st] - le[p] * r[p + 2 * st];
-                }
-        }
-    } else if (d == 1) {
-#pragma omp for schedule(static) nowait
-        for (int k = lo[2]; k <= hi[2]; ++k)
-            for (int j = top; j >= 0; --j)
-                for (int i = lo[0]; i <= hi[0]; ++i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    r[p] = r[p] - ld[p] * r[p + st] - le[p] * r[p + 2 * st];
-                }
-    } else {
-#pragma omp for collapse(2) schedule(static) nowait
-        for (int k = lo[2]; k <= hi[2]; ++k)
-            for (int j = lo[1]; j <= hi[1]; ++j)
-                for (int i = top; i >= 0; --i) {
-                    const ptrdiff_t p = RIX(i, j, k);
-                    r[p] = r[p] - ld[p] * r[p + 1] - le[p] * r[p + 2];
-                }
-    }
+    SWEEP_POINTS(d, lo, hi, cl->size[d] - 3, 0, -1, p,
+                 r[p] = r[p] - ld[p] * r[p + st] - le[p] * r[p + 2 * st]);
 }
 
 /* The transverse points of the interior of cell c for a sweep along d, in NPB's order
