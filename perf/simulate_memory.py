@@ -79,8 +79,16 @@ def table(db: str) -> None:
         for run in store.runs():
             if run.origin is not Origin.SIMULATED:
                 continue
-            memory = {r["ranks"]: r for r in (run.suite_config.get("memory") or {}).get(
-                "cases", [])}  # fmt: skip
+            record = run.suite_config.get("memory") or {}
+            memory = {r["ranks"]: r for r in record.get("cases", [])}
+            demand = record.get("demand") or {}
+            if demand:  # the op rate the stretches rest on, and how sure it is
+                samples = demand.get("samples") or [demand["mops_per_rank"]]
+                print(f"run {run.id} {run.platform_name} npb {demand['kernel']}: rate "
+                      f"{demand['mops_per_rank']:.5g} Mop/s per rank, {len(samples)} fit(s) "
+                      f"{min(samples):.5g}-{max(samples):.5g}, spread "
+                      + (f"{demand.get('spread', 0.0):.1%}" if len(samples) > 1 else
+                         "unknown (one fit, before the repeated fit)"))  # fmt: skip
             walls = {e.case_key: (e.ended or e.started) - e.started
                      for e in store.executions(run.id)}  # fmt: skip
             for sm in store.measurements(run.id, metric="time"):
