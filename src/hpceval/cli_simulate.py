@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import re
 import statistics
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -269,8 +267,9 @@ def simulate_command(
         bool,
         typer.Option(
             "--validate",
-            help="Hold the projection against the platform's measured runs (or the "
-            "profile's published figures): error per figure.",
+            help="Hold the projection against the platform's latest stored measured runs "
+            "(or the profile's published figures): error per figure. Measures nothing itself "
+            "(measure under chrt -f 10 first on a shared machine: docs/simulation.md).",
         ),
     ] = False,
     sampling: Annotated[
@@ -309,9 +308,8 @@ def simulate_command(
     Results are stored as origin "simulated", tied to their calibration; they are never
     mixed with measured ones.
     """
-    from hpceval.build import cache_root
     from hpceval.simulate.plan import Request
-    from hpceval.simulate.runner import execute, obtain_calibration, prepare
+    from hpceval.simulate.runner import calibrate_simulation, execute, prepare
     from hpceval.store import open_store
 
     if backbone not in (None, "fatpipe", "shared"):
@@ -346,19 +344,7 @@ def simulate_command(
         err.print(
             f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
         )
-        # One directory per command: two calibrations at once must not share platform files.
-        (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
-        calibrating = tempfile.TemporaryDirectory(dir=cache_root() / "simulate",
-                                                  prefix="calibrating-")  # fmt: skip
-        calibration, reused = obtain_calibration(
-            store,
-            sim.target,
-            sim.tools,
-            kernel=request.kernel,
-            tolerance=tolerance,
-            recalibrate=recalibrate,
-            workdir=Path(calibrating.name),
-        )
+        calibration, reused = calibrate_simulation(store, sim)
         out = _Consoles.out
         out.print(calibration_table(calibration))
         for line in contention_lines(calibration):
