@@ -99,9 +99,10 @@ def table(db: str) -> None:
                     continue
                 ranks = int(m.parameters["ranks"])
                 stretch = memory.get(ranks, {}).get("stretch", 1.0)
+                wall = walls.get(sm.case_key, float("nan"))
                 rows.append(Point(run.platform_name, str(m.parameters["kernel"]),
-                                  str(m.parameters["class"]), ranks, m.value, stretch,
-                                  walls.get(sm.case_key, float("nan")), run.id, calibration))  # fmt: skip
+                                  str(m.parameters["class"]), ranks, m.value, stretch, wall,
+                                  run.id, calibration))  # fmt: skip
     print_curves(rows)
 
 
@@ -196,7 +197,7 @@ def local_table(db: str) -> None:
         two, one = statistics.median(stream[2]), statistics.median(stream[1])
         print(f"STREAM 2/1 processes: {two / one:.2f}")
     print(f"{'kernel':6s} {'measured 1':>10s} {'measured 2':>10s} {'speedup':>8s} "
-          f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}")
+          f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}")  # fmt: skip
     for kernel in sorted({k for k, _ in measured}):
         m1, m2 = (statistics.median(measured.get((kernel, r), [float("nan")])) for r in (1, 2))
         p1, p2 = projected.get((kernel, 1), float("nan")), projected.get((kernel, 2), float("nan"))
