@@ -77,6 +77,7 @@ static const struct lu_mz_class mz_classes[] = {
 /* One zone of this rank: its fields (lu.c's layout) and sizes. */
 struct lu_zone {
     vec5 *u, *rsd, *frct;
+    double *rho_inv, *q_kin; /* NPB-MZ's rho_i and qs */
     int nx, ny, nz;
 };
 
@@ -92,6 +93,8 @@ static void select_zone(const struct lu_zone *Z)
     u = Z->u;
     rsd = Z->rsd;
     frct = Z->frct;
+    rho_inv = Z->rho_inv;
+    q_kin = Z->q_kin;
     flux = zone_flux;
     nx = nx0 = Z->nx;
     ny = ny0 = Z->ny;
@@ -129,6 +132,10 @@ static void make_zones(void)
         memset(Z->u, 0, points * sizeof(vec5));
         memset(Z->rsd, 0, points * sizeof(vec5));
         memset(Z->frct, 0, points * sizeof(vec5));
+        Z->rho_inv = NPB_FOLDABLE_ALLOC(points * sizeof(double), "rho_i");
+        Z->q_kin = NPB_FOLDABLE_ALLOC(points * sizeof(double), "qs");
+        memset(Z->rho_inv, 0, points * sizeof(double));
+        memset(Z->q_kin, 0, points * sizeof(double));
         if (points > largest) largest = points;
         if (Z->nx > max_nx) max_nx = Z->nx;
         if (Z->ny > max_ny) max_ny = Z->ny;
@@ -204,6 +211,8 @@ static void release_zones(void)
         NPB_FOLDABLE_FREE(zones[c].u);
         NPB_FOLDABLE_FREE(zones[c].rsd);
         NPB_FOLDABLE_FREE(zones[c].frct);
+        NPB_FOLDABLE_FREE(zones[c].rho_inv);
+        NPB_FOLDABLE_FREE(zones[c].q_kin);
     }
     NPB_FOLDABLE_FREE(zone_flux);
     release_work();

@@ -199,10 +199,10 @@ def rank_threads(mz: ZoneMesh, threads: Sequence[int], *, balance: bool) -> list
 def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
     (bt.c 46 per point with two ghost layers per side; sp.c about 26 with its padding, its
-    lhs being per line; lu.c 15, u, rsd and frct with two ghost layers in i and j, plus one
-    flux array of the largest zone)."""
+    lhs being per line; lu.c 17, u, rsd, frct, rho_i and qs with two ghost layers in i and
+    j, plus one flux array of the largest zone)."""
     owner = zone_owners(mz, ranks)
-    per_point = {"bt-mz": 46, "sp-mz": 26, "lu-mz": 15}[program]
+    per_point = {"bt-mz": 46, "sp-mz": 26, "lu-mz": 17}[program]
     ghosts_z = 0 if program == "lu-mz" else 4
     load = [0.0] * ranks
     for z, (nx, ny, nz) in enumerate(mz.sizes()):
