@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from hpceval.model import Origin
 from hpceval.store import open_store
@@ -79,30 +80,68 @@ def table(db: str) -> None:
         for run in store.runs():
             if run.origin is not Origin.SIMULATED:
                 continue
-            memory = {r["ranks"]: r for r in (run.suite_config.get("memory") or {}).get(
-                "cases", [])}  # fmt: skip
+            record = run.suite_config.get("memory") or {}
+            memory = {r["ranks"]: r for r in record.get("cases", [])}
+            demand = record.get("demand") or {}
+            if demand:  # the op rate the stretches rest on, and how sure it is
+                samples = demand.get("samples") or [demand["mops_per_rank"]]
+                print(f"run {run.id} {run.platform_name} npb {demand['kernel']}: rate "
+                      f"{demand['mops_per_rank']:.5g} Mop/s per rank, {len(samples)} fit(s) "
+                      f"{min(samples):.5g}-{max(samples):.5g}, spread "
+                      + (f"{demand.get('spread', 0.0):.1%}" if len(samples) > 1 else
+                         "unknown (one fit, before the repeated fit)"))  # fmt: skip
             walls = {e.case_key: (e.ended or e.started) - e.started
                      for e in store.executions(run.id)}  # fmt: skip
+            calibration = int((run.suite_config.get("calibration") or {}).get("id", 0))
             for sm in store.measurements(run.id, metric="time"):
                 m = sm.measurement
                 if m.benchmark != "npb":
                     continue
                 ranks = int(m.parameters["ranks"])
                 stretch = memory.get(ranks, {}).get("stretch", 1.0)
-                rows.append((run.platform_name, str(m.parameters["kernel"]),
-                             str(m.parameters["class"]), ranks, m.value, stretch,
-                             walls.get(sm.case_key, float("nan")), run.id))  # fmt: skip
+                wall = walls.get(sm.case_key, float("nan"))
+                rows.append(Point(run.platform_name, str(m.parameters["kernel"]),
+                                  str(m.parameters["class"]), ranks, m.value, stretch, wall,
+                                  run.id, calibration))  # fmt: skip
+    print_curves(rows)
+
+
+class Point(NamedTuple):
+    profile: str
+    kernel: str
+    class_name: str
+    ranks: int
+    time_s: float
+    stretch: float
+    wall_s: float
+    run: int
+    calibration: int
+
+
+def single_rank_base(point: Point, rows: list[Point]) -> Point | None:
+    """The 1-rank projection a point's speedup is over: its own run's, else the latest run's
+    on the same calibration (a 512-rank point projected alone), else none."""
+    ones = [r for r in rows if r.ranks == 1 and r[:3] == point[:3]]
+    same_run = [r for r in ones if r.run == point.run]
+    same_calibration = [r for r in ones if r.calibration == point.calibration]
+    found = same_run or same_calibration
+    return max(found, key=lambda r: r.run) if found else None
+
+
+def print_curves(rows: list[Point]) -> None:
+    """Speedup over the projected single rank, efficiency, stretch and smpirun wall time per
+    point; the run and calibration of the point and of its base, so mixed runs show."""
     rows.sort()
     print(f"\n{'profile':9s} {'kernel':6s} {'ranks':>5s} {'time s':>9s} {'speedup':>8s} "
-          f"{'eff.':>6s} {'stretch':>8s} {'wall s':>8s}  published (EC2-CC)")  # fmt: skip
-    base: dict[tuple[str, str, str], float] = {}
-    for profile, kernel, class_name, ranks, value, stretch, wall, _ in rows:
-        if ranks == 1:
-            base[(profile, kernel, class_name)] = value
-        one = base.get((profile, kernel, class_name))
-        speedup = one / value if one else float("nan")
-        print(f"{profile:9s} {kernel:6s} {ranks:5d} {value:9.3f} {speedup:8.2f} "
-              f"{speedup / ranks:6.2f} {stretch:8.3f} {wall:8.1f}  not in methodology §5")
+          f"{'eff.':>6s} {'stretch':>8s} {'wall s':>8s} {'run':>4s} {'cal':>4s} {'base':>5s}"
+          "  published (EC2-CC)")  # fmt: skip
+    for point in rows:
+        base = single_rank_base(point, rows)
+        speedup = base.time_s / point.time_s if base else float("nan")
+        print(f"{point.profile:9s} {point.kernel:6s} {point.ranks:5d} {point.time_s:9.3f} "
+              f"{speedup:8.2f} {speedup / point.ranks:6.2f} {point.stretch:8.3f} "
+              f"{point.wall_s:8.1f} {point.run:4d} {point.calibration:4d} "
+              f"{base.run if base else '-':>5}  none in methodology §5")  # fmt: skip
 
 
 def suite(path: Path, kernels: list[str]) -> Path:
@@ -158,7 +197,7 @@ def local_table(db: str) -> None:
         two, one = statistics.median(stream[2]), statistics.median(stream[1])
         print(f"STREAM 2/1 processes: {two / one:.2f}")
     print(f"{'kernel':6s} {'measured 1':>10s} {'measured 2':>10s} {'speedup':>8s} "
-          f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}")
+          f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}")  # fmt: skip
     for kernel in sorted({k for k, _ in measured}):
         m1, m2 = (statistics.median(measured.get((kernel, r), [float("nan")])) for r in (1, 2))
         p1, p2 = projected.get((kernel, 1), float("nan")), projected.get((kernel, 2), float("nan"))

@@ -14,13 +14,14 @@ from typer.testing import CliRunner
 
 from hpceval.benchmarks import Case
 from hpceval.cli import app
-from hpceval.errors import ConfigError
+from hpceval.errors import ConfigError, UserError
 from hpceval.model import Placement
 from hpceval.simulate.memory import (
     NOT_MODELLED,
     MemoryDemand,
     NodeMemory,
     bytes_per_op,
+    fitted_rate,
     memory_stretches,
     store_memory,
     stretch,
@@ -114,6 +115,29 @@ def test_stretches_per_case_and_when_nothing_applies() -> None:
     assert relative["mg-16"] == pytest.approx(absolute["mg-16"] / absolute["mg-1"])
 
 
+def test_the_op_rate_is_the_median_of_repeated_fits_and_a_wide_spread_is_refused() -> None:
+    demand = fitted_rate("mg", "C", [7000.0, 6000.0, 6500.0], load=3.5)
+    assert demand.mops_per_rank == 6500.0 and demand.samples == (7000.0, 6000.0, 6500.0)
+    assert demand.spread == pytest.approx(1000 / 6500)
+    assert demand.describe() == (
+        "6500 Mop/s per rank (median of 3 fitted: simulated 1-rank npb mg class C runs, "
+        "load average 3.5: 6000-7000, spread 15.4%)"
+    )
+    # What every projection shows: the rate used and its spread.
+    _, record = memory_stretches("npb", "mg", "C", [case(16, 8)], NodeMemory(20e9, None, "t"),
+                                 lambda: demand)  # fmt: skip
+    assert "6500 Mop/s per rank (median of 3" in record["how"] and "spread 15.4%" in record["how"]
+    assert record["demand"]["samples"] == (7000.0, 6000.0, 6500.0)
+    # Issue 21's two fits under load (7633 and 4621 Mop/s) are 49 % apart: refused, every
+    # sample and the load named.
+    with pytest.raises(UserError, match=r"disagree by 49% \(Mop/s 7633, 4621, 6200, load "
+                                        r"average 30.0\), more than 25%"):  # fmt: skip
+        fitted_rate("mg", "C", [7633.0, 4621.0, 6200.0], load=30.0)
+    assert fitted_rate("mg", "C", [5000.0]).describe().startswith("5000 Mop/s per rank (fitted")
+    with pytest.raises(ValueError, match="not positive"):
+        fitted_rate("mg", "C", [5000.0, 0.0])
+
+
 def test_shipped_cc_profiles_state_an_assumed_node_bandwidth() -> None:
     for name, per_node in (("ec2-cc1", 64e9), ("ec2-cc2", 102.4e9)):
         memory = profile_target(name).memory
@@ -201,6 +225,9 @@ def test_smpirun_stretches_the_computation_of_ranks_sharing_a_node(tmp_path: Pat
             for s in store.measurements(run.id, metric="mops_total")
         }
         fitted = record["demand"]["mops_per_rank"]
+        # The rate is the median of three single-rank simulations, their spread recorded.
+        assert len(record["demand"]["samples"]) == 3 and "spread" in record["how"]
+        assert fitted == sorted(record["demand"]["samples"])[1]
         # MG class S on one rank is all computation: its rate falls by the stretch (host
         # noise between two runs of the same computation: well inside a factor 1.5).
         ratio = fitted / mops[1]

@@ -227,6 +227,28 @@ def test_smpirun_writes_its_hostfile_through_the_scheduler(tmp_path: Path) -> No
     assert starter.origin is Origin.SIMULATED
 
 
+def test_smpirun_runs_one_rank_without_the_collective_selector(tmp_path: Path) -> None:
+    # SimGrid 3.32's Open MPI selector aborts a one-rank MPI_Reduce (tests/test_smpi_programs
+    # runs FT both ways); one rank communicates nothing, so it goes without.
+    starter = get_starter_class("smpirun")()
+    cfg = {"smpi/coll-selector": "ompi", "smpi/x": "1"}
+    options = starter.options_model.model_validate(  # type: ignore[union-attr]
+        {"platform_file": "/p.xml", "workdir": str(tmp_path), "cfg": cfg}
+    )
+
+    def command(ranks: int) -> Command:
+        return starter.command(StartRequest(
+            placement=Placement(1, ranks), program=PROGRAM, implementation="SMPI",
+            executable="smpirun", options=options,
+        ))  # fmt: skip
+
+    one, two = command(1), command(2)
+    assert "--cfg=smpi/coll-selector:ompi" not in one.argv and "--cfg=smpi/x:1" in one.argv
+    assert any("no collective selector" in n for n in one.notes)
+    assert "--cfg=smpi/coll-selector:ompi" in two.argv
+    assert options.cfg == cfg  # the platform's settings are left as they were
+
+
 # --------------------------------------------------------------------------- platforms
 
 

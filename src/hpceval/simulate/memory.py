@@ -171,12 +171,24 @@ def bytes_per_op(kernel: str, class_name: str, ranks: int) -> float | None:
 
 @dataclass(frozen=True)
 class MemoryDemand:
-    """One rank's memory traffic alone on the target core, fitted on a 1-rank simulation."""
+    """One rank's memory traffic alone on the target core, fitted on 1-rank simulations."""
 
     kernel: str
     class_name: str
-    mops_per_rank: float  # simulated single-rank Mop/s (the fit)
+    mops_per_rank: float  # simulated single-rank Mop/s (the fit: median of `samples`)
     fitted_on: str  # which simulation, in words
+    samples: tuple[float, ...] = ()  # the Mop/s of each single-rank simulation
+    spread: float = 0.0  # (largest - smallest) / median of the samples
+
+    def describe(self) -> str:
+        """The rate used and how sure it is, for every projection's memory line."""
+        if len(self.samples) < 2:
+            return f"{self.mops_per_rank:.5g} Mop/s per rank ({self.fitted_on})"
+        return (
+            f"{self.mops_per_rank:.5g} Mop/s per rank (median of {len(self.samples)} "
+            f"{self.fitted_on}: {min(self.samples):.5g}-{max(self.samples):.5g}, spread "
+            f"{self.spread:.1%})"
+        )
 
     def demand_Bps(self, ranks: int) -> float:
         per_op = bytes_per_op(self.kernel, self.class_name, ranks) or 0.0
@@ -184,6 +196,39 @@ class MemoryDemand:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Repeated single-rank simulations of the op rate (SMPI times each burst in thread CPU time,
+# which a busy host still slows through shared caches, memory and frequency: 7633 against
+# 4621 Mop/s for MG class C in two fits under load). More than this spread: refused.
+RATE_FITS = 3
+RATE_MAX_SPREAD = 0.25
+
+
+def fitted_rate(
+    kernel: str, class_name: str, samples: Sequence[float], *, load: float | None = None,
+    max_spread: float = RATE_MAX_SPREAD,
+) -> MemoryDemand:
+    """The single-rank op rate from repeated simulations: their median, with the spread
+    (largest - smallest over the median) recorded; a spread above `max_spread` is refused
+    (UserError, one line naming every sample and the host's load)."""
+    from hpceval.errors import UserError
+
+    if not samples or not all(v > 0 and math.isfinite(v) for v in samples):
+        raise ValueError(f"op rates {list(samples)!r} are not positive")
+    median = statistics.median(samples)
+    spread = (max(samples) - min(samples)) / median
+    busy = f", load average {load:.1f}" if load is not None else ""
+    if spread > max_spread:
+        rates = ", ".join(f"{v:.5g}" for v in samples)
+        raise UserError(
+            f"npb {kernel} class {class_name}: {len(samples)} single-rank simulations of the "
+            f"core's op rate disagree by {spread:.0%} (Mop/s {rates}{busy}), more than "
+            f"{max_spread:.0%}: this host's CPU time is too disturbed to fit a memory demand; "
+            "re-run when it is quieter"
+        )
+    what = f"simulated 1-rank npb {kernel} class {class_name} runs{busy}"
+    return MemoryDemand(kernel, class_name, median, f"fitted: {what}", tuple(samples), spread)
 
 
 def stretch(
@@ -268,7 +313,7 @@ def memory_stretches(
         speed_fitted) else ""  # fmt: skip
     how = (
         f"memory: {memory.describe()}; npb {kernel} class {class_name} at "
-        f"{demand.mops_per_rank:.5g} Mop/s per rank ({demand.fitted_on}); computation "
+        f"{demand.describe()}; computation "
         f"stretched {applied}{relative}"
     )
     return stretches, {"how": how, "node": memory.to_dict(), "demand": demand.to_dict(),

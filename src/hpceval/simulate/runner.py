@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import tempfile
 import time
 from collections.abc import Mapping
@@ -44,8 +45,10 @@ from hpceval.simulate.contention import NONE as NO_CONTENTION
 from hpceval.simulate.contention import Contention, RingPattern, fit_contention, selector_config
 from hpceval.simulate.flows import FLOW_PATTERN, flow_model
 from hpceval.simulate.memory import (
+    RATE_FITS,
     MemoryDemand,
     NodeMemory,
+    fitted_rate,
     memory_stretches,
     stretched_config,
 )
@@ -492,21 +495,24 @@ def execute(
 
 
 def fit_memory_demand(sim: Simulation, launcher: Launcher, workdir: Path) -> MemoryDemand:
-    """The simulated core's op rate on the kernel: one single-rank smpirun of the same kernel,
-    class and build on the calibrated platform (kept in `workdir`, reused)."""
+    """The simulated core's op rate on the kernel: RATE_FITS single-rank smpiruns of the same
+    kernel, class and build on the calibrated platform, their median and spread (a spread
+    above RATE_MAX_SPREAD refused); kept in `workdir`, reused."""
     kernel, class_name = sim.request.kernel, sim.request.class_name
     assert kernel is not None and class_name is not None
     tag = "-".join(str(v) for v in (sim.build.option.values() if sim.build else ()))
-    cached = workdir / f"memory-demand-{kernel}-{class_name}-{tag}.json"
+    cached = workdir / f"memory-rate-{kernel}-{class_name}-{tag}.json"
     if cached.is_file():
-        return MemoryDemand(**json.loads(cached.read_text()))
+        record = json.loads(cached.read_text())
+        return MemoryDemand(**{**record, "samples": tuple(record["samples"])})
     single = replace(sim.request, ranks=(1,), ppn=1)
     placement = placement_for(1, 1, sim.spec)
     (case,) = plan(single, launcher.platform, [placement], sim.build)
-    measured = run_once(launcher, get_benchmark("npb"), sim.programs["npb"], case,
-                        sim.request.time_limit_s)  # fmt: skip
-    mops = next(float(m.value) for m in measured if m.metric == "mops_total")
-    demand = MemoryDemand(kernel, class_name, mops,
-                          f"fitted: simulated 1-rank npb {kernel} class {class_name}")  # fmt: skip
+    samples = []
+    for _ in range(RATE_FITS):
+        measured = run_once(launcher, get_benchmark("npb"), sim.programs["npb"], case,
+                            sim.request.time_limit_s)  # fmt: skip
+        samples.append(next(float(m.value) for m in measured if m.metric == "mops_total"))
+    demand = fitted_rate(kernel, class_name, samples, load=os.getloadavg()[0])
     cached.write_text(json.dumps(demand.to_dict()))
     return demand

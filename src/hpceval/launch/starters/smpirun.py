@@ -34,6 +34,12 @@ from hpceval.model import Origin, Placement
 
 SIMULATED_HOST_PREFIX = "node-"
 SHARED_CORES_NOTE = "more ranks than simulated cores: they share them"
+# SimGrid 3.32's Open MPI selector aborts an MPI_Reduce on a one-rank communicator (its
+# pipelined reduce sends to parent rank -1: "Actor pid=-1 is gone??"); Open MPI itself never
+# reaches its tuned algorithms there (coll/self copies locally). One rank communicates nothing,
+# so a one-rank smpirun goes without the selector: SimGrid's default algorithms copy locally.
+COLLECTIVE_SELECTOR = "smpi/coll-selector"
+SINGLE_RANK_NOTE = "one rank: no collective selector (nothing to communicate)"
 
 
 class SmpirunOptions(StrictModel):
@@ -85,12 +91,14 @@ class SmpirunStarter(Starter):
             )
         options: SmpirunOptions = request.options
         hostfile = hostfile_path(options, placement)
+        cfg = dict(options.cfg)
+        single = placement.ranks == 1 and cfg.pop(COLLECTIVE_SELECTOR, None) is not None
         argv = [
             request.executable,
             "-np", str(placement.ranks),
             "-platform", options.platform_file,
             "-hostfile", str(hostfile),
-            *cfg_args(options.cfg),
+            *cfg_args(cfg),
             *request.extra_args,
             *request.program,
         ]  # fmt: skip
@@ -98,5 +106,7 @@ class SmpirunStarter(Starter):
         notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
         if request.oversubscribed:
             notes += (SHARED_CORES_NOTE,)
+        if single:
+            notes += (SINGLE_RANK_NOTE,)
         files = {str(hostfile): "\n".join(hostfile_lines(placement)) + "\n"}
         return Command(tuple(argv), env, placement, request.oversubscribed, notes, files)
