@@ -227,8 +227,8 @@ def npb_main(
         print("|---|---|---|---|")
         for kernel in kernels:
             for ranks in ranks_list:
-                j, rest = mops[(kernel, ranks, "Java")], outside[(kernel, ranks, "Java")]
-                print(f"| {kernel.upper()} | {ranks} | {fmt(j)} | {fmt(rest)} |")
+                java, spent = mops[(kernel, ranks, "Java")], outside[(kernel, ranks, "Java")]
+                print(f"| {kernel.upper()} | {ranks} | {fmt(java)} | {fmt(spent)} |")
         return
     print("# 'C yield': Open MPI's ranks yield when idle (as on an oversubscribed node)")
     print(
@@ -319,8 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kernels = args.kernels.split(",")
         if unknown := set(kernels) - set(NPB_KERNELS):
             parser.error(f"--kernels: unknown {', '.join(sorted(unknown))}")
-        ranks = tuple(int(r) for r in args.ranks.split(","))
-        npb_main(args.npb, args.repeat, kernels, not args.no_c_yield, ranks, args.java_only)
+        npb_ranks = tuple(int(r) for r in args.ranks.split(","))
+        npb_main(args.npb, args.repeat, kernels, not args.no_c_yield, npb_ranks, args.java_only)
         if args.only_npb:
             return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets

@@ -138,14 +138,21 @@ def contention_lines(row: Any) -> list[str]:
     if c.get("gap_s") or c.get("flow_scales"):
         from hpceval.simulate.flows import FlowModel
 
-        lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
-            (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
+        lines.append(
+            "flows: "
+            + FlowModel(
+                c.get("gap_s", 0.0),
+                tuple((int(p), float(k)) for p, k in c.get("flow_scales", [])),
+                c["fitted_on"],
+            ).describe()
+        )
     for r in [r for r in row.residuals
               if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
         lines.append(
             f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks"
-            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "") + ": measured "
+            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "")
+            + ": measured "
             f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
             f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
         )
@@ -343,9 +350,7 @@ def simulate_command(
     store = open_store(db, create=platform is None)
     with store:
         sim = prepare(store, platform, profile, request)
-        err.print(
-            f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
-        )
+        err.print(f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False)
         # One directory per command: two calibrations at once must not share platform files.
         (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
         calibrating = tempfile.TemporaryDirectory(dir=cache_root() / "simulate",
@@ -364,7 +369,8 @@ def simulate_command(
         for line in contention_lines(calibration):
             out.print(line, highlight=False)
         out.print(
-            ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
+            ("reused " if reused else "stored ")
+            + f"calibration {calibration.id}; "
             + _speed_line(calibration),
             highlight=False,
         )

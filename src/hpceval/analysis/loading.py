@@ -77,6 +77,7 @@ def paused_garbage_collection() -> Iterator[None]:
         if enabled:
             gc.enable()
 
+
 # --------------------------------------------------------------------------- frame cache
 
 # Bump when the frame's layout or the cache file's layout changes: old entries then miss.

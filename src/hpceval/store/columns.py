@@ -181,9 +181,7 @@ class ColumnReads(StoreBase):
         for code in distinct.tolist():
             platform_series, implementation = divmod(int(code), len(implementations))
             platform, series_id = divmod(platform_series, per_platform)
-            kinds.append(
-                (names[platform], *described[series_id], implementations[implementation])
-            )
+            kinds.append((names[platform], *described[series_id], implementations[implementation]))
         kind = kind.astype(np.int64).reshape(-1)
         if len(run_ids_read) and (np.diff(run_ids_read) < 0).any():
             # Runs interleaved in storage (a run resumed after another, an import): a stable
