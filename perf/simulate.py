@@ -80,11 +80,13 @@ def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None,
     ring_ranks = [r for r in ranks if r >= 4]
     placement = f"ranks_per_node = [{ppn}]" if ppn else ""
     mpibench_blocks = "".join(
-        "[[benchmark]]\nname = \"mpibench\"\n"
+        '[[benchmark]]\nname = "mpibench"\n'
         f"patterns = {list(patterns)!r}\nsizes = {sizes!r}\nranks = {rank_list!r}\n"
         f"{placement}\nbudget_s = 0.3\n"
         for patterns, sizes, rank_list in (
-            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks), (RINGS, RING_SIZES, ring_ranks))
+            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks),
+            (RINGS, RING_SIZES, ring_ranks),
+        )
         if rank_list
     )
     path.write_text(
@@ -282,16 +284,26 @@ def main() -> None:
     parser.add_argument("--class-b", action="store_true")
     parser.add_argument("--skip-512", action="store_true")
     parser.add_argument("--skip-local", action="store_true")
-    parser.add_argument("--netns", action="store_true",
-                        help="also across netns-4x1-1gbe (root; 1 rank per emulated node)")
+    parser.add_argument(
+        "--netns",
+        action="store_true",
+        help="also across netns-4x1-1gbe (root; 1 rank per emulated node)",
+    )
     parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
-    parser.add_argument("--magellan", action="store_true",
-                        help="project the Magellan profiles' rings at 32 and 256 ranks")
-    parser.add_argument("--netns-flows", action="store_true",
-                        help="calibrate on PingPong + concurrent pairs across netns-2x2-1gbe "
-                        "(root) and project its rings, collectives and NPB class A")
-    parser.add_argument("--magellan-table", metavar="DB",
-                        help="print the Magellan table of a database and stop")
+    parser.add_argument(
+        "--magellan",
+        action="store_true",
+        help="project the Magellan profiles' rings at 32 and 256 ranks",
+    )
+    parser.add_argument(
+        "--netns-flows",
+        action="store_true",
+        help="calibrate on PingPong + concurrent pairs across netns-2x2-1gbe "
+        "(root) and project its rings, collectives and NPB class A",
+    )
+    parser.add_argument(
+        "--magellan-table", metavar="DB", help="print the Magellan table of a database and stop"
+    )
     args = parser.parse_args()
     if args.magellan_table:
         magellan_table(args.magellan_table)

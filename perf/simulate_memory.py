@@ -101,8 +101,10 @@ def table(db: str) -> None:
             base[(profile, kernel, class_name)] = value
         one = base.get((profile, kernel, class_name))
         speedup = one / value if one else float("nan")
-        print(f"{profile:9s} {kernel:6s} {ranks:5d} {value:9.3f} {speedup:8.2f} "
-              f"{speedup / ranks:6.2f} {stretch:8.3f} {wall:8.1f}  not in methodology §5")
+        print(
+            f"{profile:9s} {kernel:6s} {ranks:5d} {value:9.3f} {speedup:8.2f} "
+            f"{speedup / ranks:6.2f} {stretch:8.3f} {wall:8.1f}  not in methodology §5"
+        )
 
 
 def suite(path: Path, kernels: list[str]) -> Path:
@@ -157,8 +159,10 @@ def local_table(db: str) -> None:
     if 1 in stream and 2 in stream:
         two, one = statistics.median(stream[2]), statistics.median(stream[1])
         print(f"STREAM 2/1 processes: {two / one:.2f}")
-    print(f"{'kernel':6s} {'measured 1':>10s} {'measured 2':>10s} {'speedup':>8s} "
-          f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}")
+    print(
+        f"{'kernel':6s} {'measured 1':>10s} {'measured 2':>10s} {'speedup':>8s} "
+        f"{'proj. 1':>9s} {'proj. 2':>9s} {'speedup':>8s} {'stretch@2':>9s}"
+    )
     for kernel in sorted({k for k, _ in measured}):
         m1, m2 = (statistics.median(measured.get((kernel, r), [float("nan")])) for r in (1, 2))
         p1, p2 = projected.get((kernel, 1), float("nan")), projected.get((kernel, 2), float("nan"))
