@@ -54,11 +54,31 @@ OFFICIAL_MZ_FFLAGS = "-O3 -march=native -fopenmp -fallow-argument-mismatch"
 RUN_TIMEOUT_S = 3600
 CONFIDENCE = 0.95
 
-MAKE_DEF = f"""MPIFC = mpif90
+
+def make_def(fflags: str, multi_zone: bool) -> str:
+    """config/make.def of NPB3.4-MPI, or of NPB3.4-MZ-MPI (which names FC, not MPIFC)."""
+    if multi_zone:
+        return f"""FC = mpif90
+FLINK = $(FC)
+F_LIB =
+F_INC =
+FFLAGS = {fflags}
+FLINKFLAGS = $(FFLAGS)
+CC = mpicc
+CLINK = $(CC)
+C_LIB =
+C_INC =
+CFLAGS = -O3 -march=native -fopenmp
+CLINKFLAGS = $(CFLAGS)
+UCC = gcc
+BINDIR = ../bin
+RAND = randi8
+"""
+    return f"""MPIFC = mpif90
 FLINK = $(MPIFC)
 FMPI_LIB =
 FMPI_INC =
-FFLAGS = {OFFICIAL_FFLAGS}
+FFLAGS = {fflags}
 FLINKFLAGS = $(FFLAGS)
 MPICC = mpicc
 CLINK = $(MPICC)
@@ -72,22 +92,6 @@ CONVERTFLAG = -DFORTRAN_REC_SIZE=1
 RAND = randi8
 """
 
-MAKE_DEF_MZ = f"""FC = mpif90
-FLINK = $(FC)
-F_LIB =
-F_INC =
-FFLAGS = {OFFICIAL_MZ_FFLAGS}
-FLINKFLAGS = $(FFLAGS)
-CC = mpicc
-CLINK = $(CC)
-C_LIB =
-C_INC =
-CFLAGS = -O3 -march=native -fopenmp
-CLINKFLAGS = $(CFLAGS)
-UCC = gcc
-BINDIR = ../bin
-RAND = randi8
-"""
 
 OFFICIAL_TIME = re.compile(r"Time in seconds\s*=\s*(\S+)")
 OFFICIAL_MOPS = re.compile(r"Mop/s total\s*=\s*(\S+)")
@@ -104,15 +108,18 @@ class RunResult:
 
 
 def build_official(
-    program: str, source: Path, build_dir: Path, classes: list[str]
+    program: str, source: Path, build_dir: Path, classes: list[str],
+    make_def_text: str | None = None,
 ) -> dict[str, Path]:
+    """The official executables per class; make_def_text replaces the default make.def."""
     if shutil.which("gfortran") is None:
         sys.exit("gfortran is missing: apt-get install -y gfortran")
     multi_zone = program.endswith("-mz")
     tree = build_dir / source.name
     if not tree.is_dir():
         shutil.copytree(source, tree)
-    (tree / "config" / "make.def").write_text(MAKE_DEF_MZ if multi_zone else MAKE_DEF)
+    default = make_def(OFFICIAL_MZ_FFLAGS if multi_zone else OFFICIAL_FFLAGS, multi_zone)
+    (tree / "config" / "make.def").write_text(make_def_text or default)
     (tree / "bin").mkdir(exist_ok=True)
     env = {**os.environ, "OMPI_FC": "gfortran"}
     exes = {}
