@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -159,8 +160,9 @@ NPB_RANKS = (1, 2)
 class NpbSide(Side):
     """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`."""
 
-    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
-        """One verified run: its Mop/s and the wall seconds outside the timed section."""
+    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float, float]:
+        """One verified run: its Mop/s, the wall seconds outside the timed section and the CPU
+        seconds (user + system) of the whole run, all its processes and threads."""
         c = Case(
             key=f"{self.name}:{kernel}:{class_name}:{ranks}",
             benchmark=self.name,
@@ -170,6 +172,7 @@ class NpbSide(Side):
             time_limit_s=900,
         )
         command = self.launcher.command(c.placement, self.bench.command(c, self.program, c.points))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.run(
             list(command.argv), env={**os.environ, **command.env, **self.extra_env},
@@ -177,10 +180,12 @@ class NpbSide(Side):
             text=True, timeout=900, check=False,
         )  # fmt: skip
         wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         self.bench.verify(proc.stdout, c, c.points)  # a run that does not verify stops here
         (point,) = self.bench.parse(proc.stdout, c)
         by_metric = {m.metric: m.value for m in point.measurements}
-        return by_metric["mops_total"], wall - by_metric["time"]
+        return by_metric["mops_total"], wall - by_metric["time"], cpu
 
 
 def npb_main(
@@ -202,6 +207,7 @@ def npb_main(
         del sides["C"]
     mops: dict[tuple[str, int, str], list[float]] = {}
     outside: dict[tuple[str, int, str], list[float]] = {}
+    cpu: dict[tuple[str, int, str], list[float]] = {}
     loads = [os.getloadavg()[0]]
     for rep in range(repeat):
         order = list(sides) if rep % 2 == 0 else list(reversed(sides))
@@ -209,33 +215,38 @@ def npb_main(
             for ranks in ranks_list:
                 for side in order:
                     start = time.monotonic()
-                    m, rest = sides[side].run_npb(kernel, class_name, ranks)
+                    m, rest, cpu_s = sides[side].run_npb(kernel, class_name, ranks)
                     loads.append(os.getloadavg()[0])
                     # Each run as it ends (a long class B/C measurement cut short keeps them).
                     print(f"run {rep + 1}: {kernel} np {ranks} {side}: {m:.6g} Mop/s, "
                           f"{rest:.3g} s outside, {time.monotonic() - start:.0f} s wall, "
+                          f"{cpu_s:.1f} CPU s, "
                           f"load {loads[-1]:.1f}", file=sys.stderr, flush=True)  # fmt: skip
                     mops.setdefault((kernel, ranks, side), []).append(m)
                     outside.setdefault((kernel, ranks, side), []).append(rest)
+                    cpu.setdefault((kernel, ranks, side), []).append(cpu_s)
         print(f"npb repeat {rep + 1}/{repeat} done", file=sys.stderr)
     print(f"# NPB class {class_name}: Java (npb-java, MPJ Express 0.44 multicore) vs C (npb, "
           f"Open MPI), {repeat} repeats interleaved; load avg {min(loads):.1f}-{max(loads):.1f} "
           f"(median {float(np.median(loads)):.1f})")  # fmt: skip
     print("# Mop/s of the official timed section, median [95 % bootstrap CI]; Java/C paired")
     if java_only:
-        print("| kernel | ranks | Java Mop/s | Java s outside |")
-        print("|---|---|---|---|")
+        print("| kernel | ranks | Java Mop/s | Java s outside | Java CPU s |")
+        print("|---|---|---|---|---|")
         for kernel in kernels:
             for ranks in ranks_list:
-                java, spent = mops[(kernel, ranks, "Java")], outside[(kernel, ranks, "Java")]
-                print(f"| {kernel.upper()} | {ranks} | {fmt(java)} | {fmt(spent)} |")
+                key = (kernel, ranks, "Java")
+                print(f"| {kernel.upper()} | {ranks} | {fmt(mops[key])} | {fmt(outside[key])} "
+                      f"| {fmt(cpu[key])} |")  # fmt: skip
         return
     print("# 'C yield': Open MPI's ranks yield when idle (as on an oversubscribed node)")
+    print("# CPU s: user + system seconds of the whole run (all processes and threads: start-up,")
+    print("# JIT and GC included), Java/C CPU paired against the first C side")
     print(
         "| kernel | ranks | C Mop/s | C yield Mop/s | Java Mop/s | Java/C | Java/C yield "
-        "| C s outside | Java s outside |"
+        "| C s outside | Java s outside | C CPU s | Java CPU s | Java/C CPU |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kernel in kernels:
         for ranks in ranks_list:
             c, j = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "Java")]
@@ -244,7 +255,9 @@ def npb_main(
                 f"| {kernel.upper()} | {ranks} | {fmt(c)} | {fmt(cy)} | {fmt(j)} "
                 f"| {fmt(paired(j, c))} | {fmt(paired(j, cy))} "
                 f"| {fmt(outside[(kernel, ranks, 'C')])} "
-                f"| {fmt(outside[(kernel, ranks, 'Java')])} |"
+                f"| {fmt(outside[(kernel, ranks, 'Java')])} "
+                f"| {fmt(cpu[(kernel, ranks, 'C')])} | {fmt(cpu[(kernel, ranks, 'Java')])} "
+                f"| {fmt(paired(cpu[(kernel, ranks, 'Java')], cpu[(kernel, ranks, 'C')]))} |"
             )
 
 
