@@ -195,6 +195,7 @@ def npb_main(
     c_yield: bool = True,
     ranks_list: Sequence[int] = NPB_RANKS,
     java_only: bool = False,
+    yield_only: bool = False,
 ) -> None:
     sides = {
         "C": NpbSide("npb", "local"),
@@ -203,6 +204,8 @@ def npb_main(
     }
     if not c_yield or java_only:
         del sides["C yield"]
+    if yield_only:  # busy-polling C ranks on a loaded machine measure the scheduler
+        del sides["C"]
     if java_only:
         del sides["C"]
     mops: dict[tuple[str, int, str], list[float]] = {}
@@ -241,24 +244,24 @@ def npb_main(
         return
     print("# 'C yield': Open MPI's ranks yield when idle (as on an oversubscribed node)")
     print("# CPU s: user + system seconds of the whole run (all processes and threads: start-up,")
-    print("# JIT and GC included), Java/C CPU paired against the first C side")
-    print(
-        "| kernel | ranks | C Mop/s | C yield Mop/s | Java Mop/s | Java/C | Java/C yield "
-        "| C s outside | Java s outside | C CPU s | Java CPU s | Java/C CPU |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("# JIT and GC included); Java/C ratios paired repeat by repeat")
+    c_sides = [name for name in sides if name != "Java"]
+    header = ["kernel", "ranks", *(f"{name} Mop/s" for name in sides)]
+    header += [f"Java/{name}" for name in c_sides]
+    header += [f"{name} s outside" for name in sides]
+    header += [f"{name} CPU s" for name in sides] + [f"Java/{name} CPU" for name in c_sides]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
     for kernel in kernels:
         for ranks in ranks_list:
-            c, j = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "Java")]
-            cy = mops.get((kernel, ranks, "C yield"), [float("nan")])
-            print(
-                f"| {kernel.upper()} | {ranks} | {fmt(c)} | {fmt(cy)} | {fmt(j)} "
-                f"| {fmt(paired(j, c))} | {fmt(paired(j, cy))} "
-                f"| {fmt(outside[(kernel, ranks, 'C')])} "
-                f"| {fmt(outside[(kernel, ranks, 'Java')])} "
-                f"| {fmt(cpu[(kernel, ranks, 'C')])} | {fmt(cpu[(kernel, ranks, 'Java')])} "
-                f"| {fmt(paired(cpu[(kernel, ranks, 'Java')], cpu[(kernel, ranks, 'C')]))} |"
-            )
+            rate = {name: mops[(kernel, ranks, name)] for name in sides}
+            spent = {name: outside[(kernel, ranks, name)] for name in sides}
+            used = {name: cpu[(kernel, ranks, name)] for name in sides}
+            row = [kernel.upper(), str(ranks), *(fmt(rate[name]) for name in sides)]
+            row += [fmt(paired(rate["Java"], rate[name])) for name in c_sides]
+            row += [fmt(spent[name]) for name in sides] + [fmt(used[name]) for name in sides]
+            row += [fmt(paired(used["Java"], used[name])) for name in c_sides]
+            print("| " + " | ".join(row) + " |")
 
 
 def internode_main(repeat: int, budget: float) -> None:
@@ -318,6 +321,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--ranks", default="1,2", help="NPB: rank counts, comma-separated")
     parser.add_argument(
+        "--c-yield-only", action="store_true",
+        help="NPB: C with ranks that yield when idle only (no busy-polling C side)",
+    )  # fmt: skip
+    parser.add_argument(
         "--java-only", action="store_true", help="NPB: the Java kernels alone (class C once)"
     )
     parser.add_argument(
@@ -333,7 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown := set(kernels) - set(NPB_KERNELS):
             parser.error(f"--kernels: unknown {', '.join(sorted(unknown))}")
         npb_ranks = tuple(int(r) for r in args.ranks.split(","))
-        npb_main(args.npb, args.repeat, kernels, not args.no_c_yield, npb_ranks, args.java_only)
+        npb_main(
+            args.npb, args.repeat, kernels, not args.no_c_yield, npb_ranks, args.java_only,
+            args.c_yield_only,
+        )  # fmt: skip
         if args.only_npb:
             return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets
