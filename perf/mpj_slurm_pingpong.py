@@ -13,10 +13,11 @@ with the same link (paired by round), and the load average around each run:
 - C (Open MPI over TCP, ranks yield when idle) on that netns cluster;
 - Java on the netns cluster with unshaped links.
 
-With --rt, every run is started under `chrt -f 10` (SCHED_FIFO, root): the netns ranks inherit
-it from hpceval; for the Slurm runs the cluster's slurmd processes are switched to SCHED_FIFO for
-the run (their job steps inherit it) and back afterwards. A latency that drops under SCHED_FIFO
-is time spent waiting for a core, not in the link or the daemons.
+With --rt, every run is started under `chrt -f 20` (SCHED_FIFO, root): the netns ranks inherit
+it from hpceval; for the Slurm runs the cluster's daemons are switched to SCHED_FIFO for the
+run (the slurmds' job steps inherit it) and back afterwards. Run the script itself under
+`chrt -f 20` on a loaded machine (its own start-up otherwise waits for a core). A latency
+that drops under SCHED_FIFO is time spent waiting for a core, not in the link or the daemons.
 
 Needs root and a Slurm cluster with shaped links up:
     hpceval cluster slurm up --name jsg --link 1GbE
@@ -41,7 +42,10 @@ from hpceval.clusters import slurm_netns
 from hpceval.store import open_store
 
 SIZES = (0, 8, 1024)
-RT_PREFIX = ("chrt", "-f", "10")
+# Above the SCHED_FIFO 10 of the NPB measurements sharing the machine (a rank that wakes
+# up then takes a core at once): the PingPong ranks block between messages.
+RT_PRIORITY = "20"
+RT_PREFIX = ("chrt", "-f", RT_PRIORITY)
 
 
 def suite(benchmark: str) -> str:
@@ -68,13 +72,12 @@ def platform(name: str, kind: str, java: bool, cluster: str, link: str) -> str:
 
 @contextlib.contextmanager
 def slurmd_fifo(cluster: slurm_netns.SlurmNetnsCluster, on: bool) -> Iterator[None]:
-    """The cluster's slurmd processes under SCHED_FIFO while the block runs (job steps they
-    start inherit it)."""
-    pids = [
-        str(record["pid"]) for name, record in cluster.daemons.items() if name.startswith("slurmd")
-    ] if on else []  # fmt: skip
+    """The cluster's daemons (munged, slurmctld, the slurmds) under SCHED_FIFO while the block
+    runs: the job steps the slurmds start inherit it, and the job is not held up by a loaded
+    machine before it starts."""
+    pids = [str(record["pid"]) for record in cluster.daemons.values()] if on else []
     for pid in pids:
-        subprocess.run(["chrt", "-f", "-p", "10", pid], check=True)
+        subprocess.run(["chrt", "-f", "-p", RT_PRIORITY, pid], check=True)
     try:
         yield
     finally:
@@ -91,7 +94,7 @@ def run_once(platform_file: Path, suite_file: Path, db: Path, rt: bool) -> dict[
     if proc.returncode != 0:
         raise SystemExit(f"{platform_file.name}: hpceval run failed:\n{proc.stderr[-2000:]}")
     store = open_store(f"sqlite:///{db}")
-    run = store.runs()[-1]
+    (run,) = store.runs()  # a database of its own per run
     return {
         int(sm.measurement.parameters["size"]): sm.measurement.value
         for sm in store.measurements(run.id)
@@ -142,10 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kind, java, _ = setups[name]
                 slug = name.replace(" ", "-").lower()
                 bench = "mpibench-java" if java else "mpibench"
+                db = work / f"{slug}-{rnd}.db"
                 with slurmd_fifo(cluster, args.rt and kind == "slurm-netns"):
-                    result = run_once(
-                        work / f"{slug}.toml", work / f"{bench}.toml", work / "r.db", args.rt
-                    )
+                    result = run_once(work / f"{slug}.toml", work / f"{bench}.toml", db, args.rt)
                 loads.append(os.getloadavg()[0])
                 print(f"round {rnd + 1}: {name}: "
                       + ", ".join(f"{s} B {result[s]:.1f} µs" for s in SIZES)
