@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,7 @@ from hpceval.mpj import (
 from hpceval.store import open_store
 
 from .conftest import requires_mpi, write
+from .mpj_helpers import wait_for_jvms, wait_for_no_jvm
 from .test_cli import hpceval, one_line_error
 
 DATA = Path(__file__).parent / "data" / "mpibench_java"
@@ -335,19 +335,6 @@ def test_niodev_with_its_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
     assert f"port {DEFAULT_DAEMON_PORT} is in use" in one_line_error(proc)
 
 
-def jvms_of(marker: str) -> list[str]:
-    ps = subprocess.run(
-        ["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True
-    )
-    # The JVMs (program java: not the reapers whose argv names java) whose argv names
-    # `marker`: the starter's, the ranks', MPJ daemons' (their class paths name MPJ_HOME).
-    return [
-        ln
-        for ln in ps.stdout.splitlines()
-        if marker in ln and len(ln.split()) > 1 and Path(ln.split()[1]).name == "java"
-    ]
-
-
 @requires_mpj
 def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
     # A point that cannot reach its CI target samples for its whole 30 s budget.
@@ -361,18 +348,11 @@ def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while len(jvms_of(str(cache))) < 2:  # the starter and the ranks' JVM
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the JVMs never started"
-            time.sleep(0.2)
+        wait_for_jvms(proc, cache, 2, timeout_s=480)  # the starter and the ranks' JVM
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert "interrupted by SIGTERM" in err or proc.returncode != 0
-        deadline = time.monotonic() + 10
-        while jvms_of(str(cache)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert jvms_of(str(cache)) == []
+        assert wait_for_no_jvm(cache, timeout_s=10) == []
     finally:
         if proc.poll() is None:
             proc.kill()

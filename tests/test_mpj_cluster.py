@@ -12,7 +12,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,9 @@ from hpceval.provenance.display import summarize
 from hpceval.store import open_store
 
 from .conftest import write
+from .mpj_helpers import LONG_PINGPONG, jvms_of, wait_for_jvms, wait_for_no_jvm
 from .test_cli import hpceval, one_line_error
-from .test_mpibench_java import jvms_of, requires_mpj
+from .test_mpibench_java import requires_mpj
 from .test_netns import requires_netns
 
 JAR = "/cache/npb-java.jar"
@@ -155,20 +155,6 @@ def test_npb_java_verifies_across_two_nodes(tmp_path: Path, platform: str, devic
     assert str(mpi["jvm"]).startswith("openjdk")
 
 
-LONG_PINGPONG = """name = "long"
-[[benchmark]]
-name = "mpibench-java"
-patterns = ["pingpong"]
-sizes = [8]
-ranks = [2]
-ranks_per_node = [1]
-binding = "none"
-budget_s = 60
-target_rci = 0.00001
-max_samples = 100000000
-"""
-
-
 @requires_netns
 @requires_mpj
 def test_sigkill_leaves_no_daemon_or_jvm(tmp_path: Path) -> None:
@@ -182,19 +168,12 @@ def test_sigkill_leaves_no_daemon_or_jvm(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 180
         # 2 daemons, MPJRun and the 2 ranks' JVMs (their class paths name hpceval's MPJ_HOME).
-        while len(jvms_of(str(cache))) < 5:
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, jvms_of(str(cache))
-            time.sleep(0.3)
+        wait_for_jvms(proc, cache, 5, timeout_s=180)
         assert any("daemon.jar" in ln for ln in jvms_of(str(cache)))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 15
-        while jvms_of(str(cache)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert jvms_of(str(cache)) == []
+        assert wait_for_no_jvm(cache, timeout_s=15) == []
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -33,8 +33,9 @@ from hpceval.mpj import STARTER_CLASS, MpjInstallation
 from hpceval.store import open_store
 
 from .conftest import write
+from .mpj_helpers import LONG_PINGPONG, PINGPONG_ENTRY, jvms_of, suite, wait_for_jvms
 from .test_launch_hostfile import SshCluster, in_node, requires_ssh, requires_sshd
-from .test_mpibench_java import jvms_of, requires_mpj
+from .test_mpibench_java import requires_mpj
 from .test_netns import requires_netns
 
 JAR = "/cache/mpibench-java.jar"
@@ -128,32 +129,7 @@ def platform_text(cluster: SshCluster, hosts: list[str], device: str = "niodev")
     ])  # fmt: skip
 
 
-PINGPONG = """name = "mpj-ssh"
-[[benchmark]]
-name = "mpibench-java"
-patterns = ["pingpong"]
-sizes = [0, 1024]
-ranks = [2]
-ranks_per_node = [1]
-binding = "none"
-budget_s = 0.2
-jit_warmup_s = 0.2
-min_samples = 5
-max_samples = 40
-"""
-
-LONG_PINGPONG = """name = "long"
-[[benchmark]]
-name = "mpibench-java"
-patterns = ["pingpong"]
-sizes = [8]
-ranks = [2]
-ranks_per_node = [1]
-binding = "none"
-budget_s = 60
-target_rci = 0.00001
-max_samples = 100000000
-"""
+PINGPONG = suite("mpj-ssh", PINGPONG_ENTRY)
 
 
 def java_header(stdout: str) -> dict[str, Any]:
@@ -225,12 +201,8 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
         # 2 daemons (one per host, started over SSH), MPJRun and the 2 ranks' JVMs.
-        while len(jvms_of(str(cache))) < 5:
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, jvms_of(str(cache))
-            time.sleep(0.3)
+        wait_for_jvms(proc, cache, 5, timeout_s=300)
         assert sum("daemon.jar" in ln for ln in jvms_of(str(cache))) == 2
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

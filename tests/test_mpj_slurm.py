@@ -32,9 +32,10 @@ from hpceval.mpj import DEFAULT_DAEMON_PORT, STARTER_CLASS
 from hpceval.store import open_store
 
 from .conftest import write
+from .mpj_helpers import PINGPONG_ENTRY, jvms_of, suite
 from .slurm_netns_cluster import requires_slurm_netns
 from .slurm_netns_cluster import slurm_netns as slurm_netns  # the module fixture
-from .test_mpibench_java import jvms_of, requires_mpj
+from .test_mpibench_java import requires_mpj
 
 JAR = "/cache/npb-java.jar"
 
@@ -74,26 +75,17 @@ def test_multicore_is_refused_in_a_job_in_one_line() -> None:
         slurm_mpj("multicore").command(Placement(1, 2, 1, "none"), [JAR])
 
 
-SUITE = """name = "mpj-slurm"
-[[benchmark]]
-name = "mpibench-java"
-patterns = ["pingpong"]
-sizes = [0, 1024]
-ranks = [2]
-ranks_per_node = [1]
-binding = "none"
-budget_s = 0.2
-jit_warmup_s = 0.2
-min_samples = 5
-max_samples = 40
-
-[[benchmark]]
+SUITE = suite(
+    "mpj-slurm",
+    PINGPONG_ENTRY,
+    """[[benchmark]]
 name = "npb-java"
 kernels = ["cg"]
 classes = ["S"]
 ranks = [4]
 ranks_per_node = [2]
-"""
+""",
+)
 
 
 @requires_slurm_netns

@@ -493,7 +493,12 @@ def test_a_shaped_link_limits_the_bandwidth(tmp_path: Path) -> None:
     (run,) = store.runs()
     (bw,) = [sm.measurement for sm in store.measurements(run.id) if sm.measurement.unit == "MB/s"]
     limit = 100e6 / 8 / 1e6  # 100 Mbit/s in MB/s
-    assert 0.5 * limit < bw.value < limit, bw.value
+    # The token bucket lets through at most its 25,000-byte burst beyond the rate: no sample
+    # of a 1 MiB message is faster, however quiet or loaded the machine (load only slows).
+    assert max(bw.samples) < limit * (1 << 20) / ((1 << 20) - 25_000), bw.samples
+    # How near the rate the transfer comes is a timing claim: Open MPI's TCP progress needs
+    # the CPU, and at load 35-40 this suite's single unwarmed sample moved 1.3-2.5 MB/s.
+    # perf/mpibench_shape.py --netns measures it (warmed up: 0.95-0.98 of the rate at load 33).
 
 
 CONCURRENT_PAIRS_SUITE = """

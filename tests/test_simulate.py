@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from hpceval.benchmarks import Program, get_benchmark
 from hpceval.benchmarks.npb import SMPI_BUILD_OPTION
+from hpceval.build import cache_root
 from hpceval.cli import app
 from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import UserError
@@ -464,6 +465,8 @@ def test_simulate_mpibench_pingpong_from_a_profile(tmp_path: Path) -> None:
         # The published 55 µs and 4.9 Gbps, within the calibration's tolerance.
         assert inter[0] == pytest.approx(55, rel=0.10)
         assert inter[4194304] == pytest.approx(55 + 4194304 / 612.5, rel=0.10)
+    # The calibration's scratch platform files went with it.
+    assert list((cache_root() / "simulate").glob("calibrating-*")) == []
     # The same inputs again: the calibration is reused, a second simulated run is added.
     again = simulate_ok(
         db, "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern", "allreduce",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -353,11 +354,11 @@ def test_campaign_through_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> 
     assert not list((Path(os.environ["HPCEVAL_CACHE"]) / "slurm-jobs").glob("job-*"))
 
 
-@requires_mpi
-def test_kill_9_of_hpceval_cancels_its_jobs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    """hpceval killed by SIGKILL while its batch job runs: its guard scancels the job (a
-    job left in the queue would hold the nodes until Slurm's own time limit)."""
-    # Points that cannot reach their CI target: each samples for its whole 30 s budget.
+def start_long_campaign(
+    cluster: SlurmCluster, tmp_path: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], set[str]]:
+    """`hpceval run` of points that cannot reach their CI target (each samples for its whole
+    30 s budget) on slurm-local; the process and the jobs queued before it."""
     long_points = SMALL_SUITE.replace("budget_s = 0.03", "budget_s = 30").replace(
         "min_samples = 3", "min_samples = 3\nmax_samples = 100000000\ntarget_rci = 0.00001"
     )
@@ -365,31 +366,75 @@ def test_kill_9_of_hpceval_cancels_its_jobs(slurm_cluster: SlurmCluster, tmp_pat
     # Without the transport probe (a job of its own, a second long): the first job is the case.
     shipped = (Path(hpceval_package.__file__).parent / "data/platforms/slurm-local.toml")
     platform = write(tmp_path / "p.toml", "transport_probe = false\n" + shipped.read_text())
-    before = set(slurm_cluster.queue())
+    before = set(cluster.queue())
     argv = ["run", "--platform", str(platform), "--suite", str(suite)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "hpceval", *argv],
         cwd=tmp_path,
-        env=slurm_cluster.env,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    return proc, before
+
+
+def wait_for_a_job(
+    cluster: SlurmCluster, proc: subprocess.Popen[str], before: set[str]
+) -> set[str]:
+    deadline = time.monotonic() + 240
+    while not set(cluster.queue()) - before:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "hpceval submitted no job"
+        time.sleep(0.2)
+    return set(cluster.queue()) - before
+
+
+def assert_cancelled(cluster: SlurmCluster, jobs: set[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while jobs & set(cluster.queue()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not jobs & set(cluster.queue()), "the job outlived hpceval"
+
+
+@requires_mpi
+def test_kill_9_of_hpceval_cancels_its_jobs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """hpceval killed by SIGKILL while its batch job runs: its guard scancels the job (a
+    job left in the queue would hold the nodes until Slurm's own time limit)."""
+    proc, before = start_long_campaign(slurm_cluster, tmp_path, slurm_cluster.env)
     try:
-        deadline = time.monotonic() + 240
-        while not set(slurm_cluster.queue()) - before:
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "hpceval submitted no job"
-            time.sleep(0.2)
-        jobs = set(slurm_cluster.queue()) - before
+        jobs = wait_for_a_job(slurm_cluster, proc, before)
         time.sleep(2)  # running, not only queued
         assert jobs <= set(slurm_cluster.queue()), "the job ended by itself"
         proc.kill()
         proc.wait()
-        deadline = time.monotonic() + 30
-        while jobs & set(slurm_cluster.queue()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not jobs & set(slurm_cluster.queue()), "the job outlived hpceval"
+        assert_cancelled(slurm_cluster, jobs, timeout_s=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@requires_mpi
+def test_kill_9_while_sbatch_answers_cancels_the_job(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """hpceval killed by SIGKILL after sbatch queued the job but before its id came back (an
+    sbatch that answers 20 s late): the guard, armed before sbatch, finds the job by its
+    script once that sbatch ends, and cancels it."""
+    real = shutil.which("sbatch", path=slurm_cluster.env.get("PATH"))
+    assert real is not None
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    write(slow / "sbatch", f'#!/bin/sh\nanswer=$("{real}" "$@") || exit $?\nsleep 20\n'
+          'echo "$answer"\n').chmod(0o755)  # fmt: skip
+    env = {**slurm_cluster.env, "PATH": f"{slow}:{slurm_cluster.env.get('PATH', '')}"}
+    proc, before = start_long_campaign(slurm_cluster, tmp_path, env)
+    try:
+        jobs = wait_for_a_job(slurm_cluster, proc, before)
+        proc.kill()  # sbatch is still sleeping on the job's id
+        proc.wait()
+        assert_cancelled(slurm_cluster, jobs, timeout_s=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -391,6 +391,12 @@ def test_a_tiny_recipe_runs_on_local_and_reports(tmp_path: Path) -> None:
     report = runner.invoke(app, ["study", "report", str(recipe), "--db", db])
     assert report.exit_code == 0, report.output
     assert "**Does a 64 KiB message take longer than an 8 B one?** (local)" in report.output
+    assert "- tables and figures: median (median of samples" in report.output
+    mean = runner.invoke(app, ["study", "report", str(recipe), "--db", db, "--statistic", "mean"])
+    assert mean.exit_code == 0 and "- tables and figures: mean (mean of samples" in mean.output
+    bad_statistic = runner.invoke(app, ["study", "report", str(recipe), "--db", db,
+                                        "--statistic", "mode"])  # fmt: skip
+    assert bad_statistic.exit_code == 2 and "--statistic 'mode'" in bad_statistic.output
     # Nothing is left to resume, and a baseline that is not among the platforms is refused.
     resumed = runner.invoke(app, ["study", "run", str(recipe), "--resume", "--db", db])
     assert resumed.exit_code == 2 and "no unfinished study run of 'tiny'" in resumed.output

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import hpceval
+from hpceval.analysis.policy import StatisticPolicy
 from hpceval.campaign import SilentReporter
 from hpceval.cli import app
 from hpceval.errors import UserError
@@ -21,7 +22,7 @@ from hpceval.model import Environment, Measurement, Origin
 from hpceval.store import Store, open_store
 from hpceval.study.costs import cost_lines
 from hpceval.study.extend import extend_study
-from hpceval.study.figures import convert, write_figures
+from hpceval.study.figures import convert, series_of, write_figures
 from hpceval.study.recipe import Cost, Figure, Recipe, Table
 from hpceval.study.runner import measured_runs, projected_runs
 from hpceval.study.tables import Column, differing_parameters, table_lines
@@ -104,6 +105,67 @@ def test_a_table_row_never_pools_points_that_differ_in_an_unlisted_parameter(
     assert "| ft | 2 | 1 | 4 s |" in lines and "| ft | 2 | 2 | 2 s |" in lines
     assert "| ep | 2 | 2 | 1 s |" in lines  # never "3 s": the mean of two different points
     assert any("Columns ranks_per_node added" in line for line in lines)
+
+
+def outlying_latencies(store: Store) -> int:
+    """A run whose 8 B point is one measurement stored the old way (value = the mean of its
+    samples, one of them an outlier) and whose 1 KiB point is three repetitions, one of them
+    an outlier (stored values: their medians)."""
+    run = add_run(store, "bare", "mpibench", {})
+    samples = {8: [[10.0, 10.0, 10.0, 10.0, 1000.0]], 1024: [[20.0] * 3, [20.0] * 3, [500.0] * 3]}
+    for size, repetitions in samples.items():
+        for rep, values in enumerate(repetitions):
+            old = size == 8
+            m = Measurement(
+                "mpibench",
+                "latency",
+                sum(values) / len(values) if old else sorted(values)[len(values) // 2],
+                "us",
+                {"pattern": "pingpong", "size": size, "rep": rep},
+                samples=tuple(values),
+                statistic="mean" if old else "median",
+            )
+            store.add_measurement(run, None, "k", f"size={size},rep={rep}", m)
+    return run
+
+
+def test_a_cell_is_the_policys_statistic_of_its_samples_not_a_mean_of_values(
+    tmp_path: Path,
+) -> None:
+    select = table(["size"], benchmark="mpibench", metric="latency")
+    with open_store(str(tmp_path / "r.db")) as store:
+        columns = [Column("bare", (outlying_latencies(store),))]
+        median = table_lines(store, select, columns, "bare")
+        mean = table_lines(store, select, columns, "bare", StatisticPolicy("mean"))
+    # The median: one slow sample, or one slow repetition, does not move the point.
+    assert "| 8 | 10 us |" in median and "| 1024 | 20 us |" in median
+    # The mean (asked for): the outliers count, hierarchically (mean of repetitions' means).
+    assert "| 8 | 208 us |" in mean and "| 1024 | 180 us |" in mean
+
+
+def latency_figure(**more: Any) -> Figure:
+    """A figure of mpibench's latency by size (lat.svg), with `more` of the figure's keys."""
+    return Figure.model_validate(
+        {
+            "kind": "lines",
+            "title": "latency by size",
+            "file": "lat",
+            "select": {"benchmark": "mpibench", "metric": "latency"},
+            "x": "size",
+            **more,
+        }
+    )
+
+
+def test_a_figure_point_is_the_policys_statistic_of_its_samples(tmp_path: Path) -> None:
+    spec = latency_figure()
+    with open_store(str(tmp_path / "r.db")) as store:
+        columns = [Column("bare", (outlying_latencies(store),))]
+        (median,) = series_of(store, spec, columns, StatisticPolicy())
+        (mean,) = series_of(store, spec, columns, StatisticPolicy("mean"))
+    assert median.points == {8.0: 10.0, 1024.0: 20.0}
+    assert mean.points == {8.0: 208.0, 1024.0: 180.0}
+    assert median.unit == "us"
 
 
 def test_the_fewest_parameters_that_keep_points_apart_are_added() -> None:
@@ -202,18 +264,7 @@ def test_figures_overlay_published_points_and_label_projections(tmp_path: Path) 
             ]
         }
 
-    spec = Figure.model_validate(
-        {
-            "kind": "lines",
-            "title": "latency by size",
-            "file": "lat",
-            "select": {"benchmark": "mpibench", "metric": "latency"},
-            "x": "size",
-            "series": ["pair"],
-            "log_x": True,
-            "published": "ec2-cc-p2p-latency",
-        }
-    )
+    spec = latency_figure(series=["pair"], log_x=True, published="ec2-cc-p2p-latency")
     with open_store(str(tmp_path / "r.db")) as store:
         columns = [
             Column("bare", (add_run(store, "bare", "mpibench", latencies(1.0)),)),

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import re
 import statistics
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -138,21 +136,14 @@ def contention_lines(row: Any) -> list[str]:
     if c.get("gap_s") or c.get("flow_scales"):
         from hpceval.simulate.flows import FlowModel
 
-        lines.append(
-            "flows: "
-            + FlowModel(
-                c.get("gap_s", 0.0),
-                tuple((int(p), float(k)) for p, k in c.get("flow_scales", [])),
-                c["fitted_on"],
-            ).describe()
-        )
+        lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
+            (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
     for r in [r for r in row.residuals
               if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
         lines.append(
             f"  {r['path']} {r['metric']} at {r['size']} B, {r['ranks']} ranks"
-            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "")
-            + ": measured "
+            + (f" ({r['pairs']} pairs)" if r.get("pairs") else "") + ": measured "
             f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
             f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
         )
@@ -276,8 +267,9 @@ def simulate_command(
         bool,
         typer.Option(
             "--validate",
-            help="Hold the projection against the platform's measured runs (or the "
-            "profile's published figures): error per figure.",
+            help="Hold the projection against the platform's latest stored measured runs "
+            "(or the profile's published figures): error per figure. Measures nothing itself "
+            "(measure under chrt -f 10 first on a shared machine: docs/simulation.md).",
         ),
     ] = False,
     sampling: Annotated[
@@ -316,9 +308,8 @@ def simulate_command(
     Results are stored as origin "simulated", tied to their calibration; they are never
     mixed with measured ones.
     """
-    from hpceval.build import cache_root
     from hpceval.simulate.plan import Request
-    from hpceval.simulate.runner import execute, obtain_calibration, prepare
+    from hpceval.simulate.runner import calibrate_simulation, execute, prepare
     from hpceval.store import open_store
 
     if backbone not in (None, "fatpipe", "shared"):
@@ -350,27 +341,16 @@ def simulate_command(
     store = open_store(db, create=platform is None)
     with store:
         sim = prepare(store, platform, profile, request)
-        err.print(f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False)
-        # One directory per command: two calibrations at once must not share platform files.
-        (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
-        calibrating = tempfile.TemporaryDirectory(dir=cache_root() / "simulate",
-                                                  prefix="calibrating-")  # fmt: skip
-        calibration, reused = obtain_calibration(
-            store,
-            sim.target,
-            sim.tools,
-            kernel=request.kernel,
-            tolerance=tolerance,
-            recalibrate=recalibrate,
-            workdir=Path(calibrating.name),
+        err.print(
+            f"calibrating {sim.target.name} ({sim.target.source_kind}) ...", highlight=False
         )
+        calibration, reused = calibrate_simulation(store, sim)
         out = _Consoles.out
         out.print(calibration_table(calibration))
         for line in contention_lines(calibration):
             out.print(line, highlight=False)
         out.print(
-            ("reused " if reused else "stored ")
-            + f"calibration {calibration.id}; "
+            ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
             + _speed_line(calibration),
             highlight=False,
         )

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from hpceval.cli_common import DbOption, console, err, user_errors
+from hpceval.cli_policy import StatisticOption, policy_option
 from hpceval.errors import UserError
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ def study_report(
             "--instance", help="The catalog entry a node is priced as \\[default: the study's]."
         ),
     ] = None,
+    statistic: StatisticOption = None,
     db: DbOption = None,
 ) -> None:
     """The study's tables with your platforms (and projections, labelled), the published
@@ -259,6 +261,7 @@ def study_report(
             instance=instance,
             figures_in=figures_in,
             stem=output.stem if output is not None else "study",
+            policy=policy_option(statistic),
         )
     except OSError as e:
         raise UserError(f"cannot write a figure: {e.strerror}", source=str(figures_in)) from None

@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from hpceval.analysis.frame import FloatArray, IntArray, flatten_samples
+from hpceval.analysis.frame import FloatArray, IntArray, build_frame, flatten_samples
 from hpceval.errors import UserError
+from hpceval.model import Measurement
 from hpceval.units import HIGHER_IS_BETTER
 
 BoolArray = npt.NDArray[np.bool_]
+Key = TypeVar("Key", bound=Hashable)
 StatisticName = Literal["median", "mean", "min"]
 STATISTICS: Final[tuple[str, ...]] = get_args(StatisticName)
 DEFAULT_STATISTIC: Final = "median"
@@ -194,6 +197,27 @@ def summarize_groups(
         offsets=offsets,
         unit_count=unit_count.astype(np.int64),
     )
+
+
+def values_of_groups(
+    measurements: Sequence[Measurement], groups: Sequence[Key], policy: StatisticPolicy
+) -> dict[Key, float]:
+    """The policy's value of each group of measurements (`groups[i]` the group of
+    `measurements[i]`), taken from their samples as `summarize_groups` does: each measurement
+    (a repetition) by the statistic of its samples, then over the group's repetitions. A
+    stored value is never re-averaged, so records stored with another statistic (an older
+    mean) and measurements with an outlying sample or repetition read as every analysis
+    reads them."""
+    if len(measurements) != len(groups):
+        raise ValueError(f"{len(measurements)} measurements but {len(groups)} group keys")
+    codes: dict[Key, int] = {}
+    rows = np.fromiter((codes.setdefault(g, len(codes)) for g in groups), np.int64, len(groups))
+    if not len(rows):
+        return {}
+    first = np.unique(rows, return_index=True)[1].astype(np.int64)  # a row of each group
+    frame = build_frame(("", None, m) for m in measurements)
+    summary = summarize_groups(frame, rows, first, [], policy)
+    return {g: float(summary.value[code]) for g, code in codes.items()}
 
 
 def _natural(time_values: FloatArray, rate: BoolArray) -> FloatArray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -382,6 +383,25 @@ def prepare(
     cases = plan(request, dummy, placements_, build)
     programs = build_programs([c.benchmark for c in cases], tools, build)
     return Simulation(target, request, tools, cases, programs, spec, build)
+
+
+def calibrate_simulation(store: Store, sim: Simulation) -> tuple[CalibrationRow, bool]:
+    """`obtain_calibration` for a prepared simulation, with its request's tolerance and
+    --recalibrate, in a scratch directory of its own under the build cache (two calibrations
+    at once must not share platform files), removed when it is done. Returns (calibration,
+    reused). `hpceval simulate` and a study's projections both calibrate through here."""
+    scratch = cache_root() / "simulate"
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix="calibrating-") as workdir:
+        return obtain_calibration(
+            store,
+            sim.target,
+            sim.tools,
+            kernel=sim.request.kernel,
+            tolerance=sim.request.tolerance,
+            recalibrate=sim.request.recalibrate,
+            workdir=Path(workdir),
+        )
 
 
 def simulation_environment(tools: SmpiTools, programs: Mapping[str, Program]) -> Environment:

@@ -6,12 +6,9 @@ a run of origin "simulated" grouped with the study; a platform that cannot be pr
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from hpceval.build import cache_root
 from hpceval.campaign import Reporter
 from hpceval.errors import UserError
 from hpceval.model import Origin
@@ -101,9 +98,8 @@ def _project(
     reporter: Callable[[], Reporter],
     accept_curve: bool,
 ) -> Projected:
-    from hpceval.simulate.calibrate import DEFAULT_TOLERANCE
     from hpceval.simulate.plan import Request
-    from hpceval.simulate.runner import execute, obtain_calibration, prepare
+    from hpceval.simulate.runner import calibrate_simulation, execute, prepare
 
     label = projection_label(extension, bench)
     what = describe(size, bench)
@@ -119,19 +115,7 @@ def _project(
     )
     try:
         sim = prepare(store, platform, None, request)
-        (cache_root() / "simulate").mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(
-            dir=cache_root() / "simulate", prefix="calibrating-"
-        ) as workdir:
-            calibration, _ = obtain_calibration(
-                store,
-                sim.target,
-                sim.tools,
-                kernel=request.kernel,
-                tolerance=DEFAULT_TOLERANCE,
-                recalibrate=False,
-                workdir=Path(workdir),
-            )
+        calibration, _ = calibrate_simulation(store, sim)
         run_id, result = execute(store, sim, calibration, reporter())
     except UserError as e:
         note = f"{label}: {what} not projected: {e}"

@@ -16,6 +16,7 @@ from matplotlib import colormaps
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure as MplFigure
 
+from hpceval.analysis.policy import StatisticPolicy, values_of_groups
 from hpceval.model import Origin
 from hpceval.report.figures import RenderedFigure, render
 from hpceval.report.styles import Palette, mpl_text, origin_style
@@ -57,11 +58,13 @@ class Series:
     column: Column
     label: str  # the series' parameters ("pair=inter-node")
     key: tuple[str, ...]
-    points: dict[float, list[float]]
+    points: dict[float, float]  # x -> the policy's value of the point's measurements
     unit: str
 
 
-def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Series]:
+def series_of(
+    store: Store, spec: Figure, columns: Sequence[Column], policy: StatisticPolicy
+) -> list[Series]:
     allowed = {k: {_text(v) for v in values} for k, values in spec.only.items()}
     found = []
     for c in columns:
@@ -77,6 +80,7 @@ def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Ser
     added = differing_parameters(groups, [spec.x, *spec.series], lambda k: (k[0], *k[2:]))
     names = [*spec.series, *added]
     out: dict[tuple[str, ...], Series] = {}
+    at: list[tuple[tuple[str, ...], float]] = []
     for c, m, point in found:
         try:
             x = float(point.get(spec.x, ""))
@@ -84,8 +88,10 @@ def series_of(store: Store, spec: Figure, columns: Sequence[Column]) -> list[Ser
             x = float("nan")
         key = (c.label, *(point.get(n, "") for n in names))
         label = ", ".join(f"{n}={point[n]}" for n in names if point.get(n, ""))
-        s = out.setdefault(key, Series(c, label, key[1:], {}, m.unit))
-        s.points.setdefault(x, []).append(m.value)
+        out.setdefault(key, Series(c, label, key[1:], {}, m.unit))
+        at.append((key, x))
+    for (key, x), value in values_of_groups([m for _, m, _ in found], at, policy).items():
+        out[key].points[x] = value
     return list(out.values())
 
 
@@ -96,9 +102,11 @@ def _text(value: str | int | float) -> str:
     return str(value)
 
 
-def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigure, str] | None:
+def draw(
+    store: Store, spec: Figure, columns: Sequence[Column], policy: StatisticPolicy
+) -> tuple[MplFigure, str] | None:
     """The figure and its caption, or None when the study has no point of it."""
-    series = series_of(store, spec, columns)
+    series = series_of(store, spec, columns, policy)
     if not series:
         return None
     palette = Palette(c.platform for c in columns)
@@ -124,7 +132,7 @@ def draw(store: Store, spec: Figure, columns: Sequence[Column]) -> tuple[MplFigu
             xs = np.array(sorted(x for x in s.points if not np.isnan(x)))
             if not len(xs):
                 continue
-            ys = np.array([float(np.mean(s.points[x])) for x in xs])
+            ys = np.array([s.points[x] for x in xs])
             if speedup:
                 base = _speedup_base(s, series)
                 ys = base[1] / ys
@@ -187,7 +195,7 @@ def _speedup_base(s: Series, series: Sequence[Series]) -> tuple[float, float, bo
     )
     ref = measured or s
     x = min(ref.points)
-    return x, float(np.mean(ref.points[x])), measured is not None
+    return x, ref.points[x], measured is not None
 
 
 def _bars(
@@ -205,7 +213,7 @@ def _bars(
         )
         style = origin_style(Origin.SIMULATED.value if s.column.simulated else "measured")
         xs = [categories.index(x) + i * width for x in s.points]
-        ys = [float(np.mean(v)) for v in s.points.values()]
+        ys = list(s.points.values())
         color = colors.get(s.key, palette.color(s.column.platform, shade))
         ax.bar(xs, ys, width=width, color=color,
                hatch=style.hatch, edgecolor="white",
@@ -261,12 +269,18 @@ def _published_x(figure: PublishedFigure, spec: Figure) -> float | None:
 
 
 def write_figures(
-    store: Store, specs: Sequence[Figure], columns: Sequence[Column], directory: Path, stem: str
+    store: Store,
+    specs: Sequence[Figure],
+    columns: Sequence[Column],
+    directory: Path,
+    stem: str,
+    policy: StatisticPolicy | None = None,
 ) -> list[tuple[Figure, RenderedFigure, Path]]:
-    """Each figure as SVG and PNG in `directory` (`STEM-FILE.svg`, `.png`)."""
+    """Each figure as SVG and PNG in `directory` (`STEM-FILE.svg`, `.png`); a point is the
+    policy's statistic (default: median) of its measurements' samples."""
     written = []
     for spec in specs:
-        drawn = draw(store, spec, columns)
+        drawn = draw(store, spec, columns, policy or StatisticPolicy())
         if drawn is None:
             continue
         fig, caption = drawn

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from hpceval.analysis.policy import DESCRIPTIONS, StatisticPolicy
 from hpceval.store import Store
 from hpceval.store.studies import StudyRow
 from hpceval.study.answers import answer_all
@@ -27,9 +28,12 @@ def render_report(
     instance: str | None = None,
     figures_in: Path | None = None,
     stem: str = "study",
+    policy: StatisticPolicy | None = None,
 ) -> str:
     """The Markdown; with `figures_in`, the figures are written there (STEM-NAME.svg/.png)
-    and shown in the Markdown by their file names."""
+    and shown in the Markdown by their file names. Table cells and figure points are the
+    policy's statistic (default: median) of their measurements' samples."""
+    policy = policy or StatisticPolicy()
     runs = measured_runs(store, study.id)
     projections = projected_runs(store, study.id)
     columns = study_columns(runs, projections)
@@ -49,6 +53,7 @@ def render_report(
             if study.options.get("max_ranks")
             else ""
         ),
+        f"- tables and figures: {policy.statistic} ({DESCRIPTIONS[policy.statistic]})",
     ]
     if projections:
         lines.append(
@@ -62,10 +67,10 @@ def render_report(
     lines += [f"- {p}: no run (nothing of the study could run there)" for p in missing]
     for table in recipe.table:
         lines += ["", f"## {table.title}", ""]
-        lines += table_lines(store, table, columns, study.baseline)
+        lines += table_lines(store, table, columns, study.baseline, policy)
     if recipe.figure:
         lines += ["", "## Figures", ""]
-        lines += _figure_lines(store, recipe, columns, figures_in, stem)
+        lines += _figure_lines(store, recipe, columns, figures_in, stem, policy)
     if recipe.cost is not None:
         lines += ["", "## Cost", ""]
         lines += cost_lines(store, recipe.cost, columns, catalog_name=catalog, instance=instance)
@@ -80,14 +85,19 @@ def render_report(
 
 
 def _figure_lines(
-    store: Store, recipe: Recipe, columns: Sequence[Column], figures_in: Path | None, stem: str
+    store: Store,
+    recipe: Recipe,
+    columns: Sequence[Column],
+    figures_in: Path | None,
+    stem: str,
+    policy: StatisticPolicy,
 ) -> list[str]:
     if figures_in is None:
         return ["Figures are written with `--output FILE.md` (SVG and PNG beside it)."]
     from hpceval.study.figures import write_figures
 
     lines: list[str] = []
-    written = write_figures(store, recipe.figure, columns, figures_in, stem)
+    written = write_figures(store, recipe.figure, columns, figures_in, stem, policy)
     for spec, rendered, path in written:
         png = path.with_suffix(".png").name
         lines += [f"![{spec.title}]({path.name})", "", f"*{rendered.caption}* (PNG: {png})", ""]

@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from hpceval.analysis.frame import NON_POINT_PARAMETERS
+from hpceval.analysis.policy import StatisticPolicy, values_of_groups
 from hpceval.model import Measurement
 from hpceval.store import Store
 from hpceval.study.answers import REPETITION_KEYS, _same
@@ -49,7 +48,7 @@ def study_columns(
 class TableData:
     keys: list[str]  # the table's `by`, then the parameters added so that nothing is pooled
     added: list[str]
-    # row -> column label -> (mean of the values, unit)
+    # row -> column label -> (the policy's value of the cell's measurements, unit)
     values: dict[tuple[str, ...], dict[str, tuple[float, str]]] = field(default_factory=dict)
 
 
@@ -107,7 +106,11 @@ def differing_parameters(
 
 
 def table_data(
-    store: Store, select: Selection, by: Sequence[str], columns: Sequence[Column]
+    store: Store,
+    select: Selection,
+    by: Sequence[str],
+    columns: Sequence[Column],
+    policy: StatisticPolicy,
 ) -> TableData:
     found = [(c, m, point_of(m)) for c in columns for m in selected(store, c, select)]
     groups: dict[tuple[Any, ...], list[dict[str, str]]] = {}
@@ -115,15 +118,12 @@ def table_data(
         groups.setdefault((c.label, *(point.get(b, "") for b in by)), []).append(point)
     added = differing_parameters(groups, by)
     keys = [*by, *added]
-    pooled: dict[tuple[str, ...], dict[str, list[float]]] = {}
-    units: dict[tuple[tuple[str, ...], str], str] = {}
-    for c, m, point in found:
-        row = tuple(point.get(k, "") for k in keys)
-        pooled.setdefault(row, {}).setdefault(c.label, []).append(m.value)
-        units[row, c.label] = m.unit
+    cells = [(tuple(point.get(k, "") for k in keys), c.label) for c, _, point in found]
+    units = {cell: m.unit for cell, (_, m, _) in zip(cells, found, strict=True)}
+    values = values_of_groups([m for _, m, _ in found], cells, policy)
     data = TableData(keys, added)
-    for row, by_column in pooled.items():
-        data.values[row] = {c: (float(np.mean(v)), units[row, c]) for c, v in by_column.items()}
+    for (row, label), value in values.items():
+        data.values.setdefault(row, {})[label] = (value, units[row, label])
     return data
 
 
@@ -150,8 +150,16 @@ def relative_to_lowest(
     }
 
 
-def table_lines(store: Store, table: Table, columns: Sequence[Column], baseline: str) -> list[str]:
-    data = table_data(store, table.select, table.by, columns)
+def table_lines(
+    store: Store,
+    table: Table,
+    columns: Sequence[Column],
+    baseline: str,
+    policy: StatisticPolicy | None = None,
+) -> list[str]:
+    """The table as Markdown; each cell is the policy's statistic (default: median) of its
+    measurements' samples, never a mean of their stored values."""
+    data = table_data(store, table.select, table.by, columns, policy or StatisticPolicy())
     figure = published().find_figure(table.published) if table.published else None
     # A platform's projections show where they have a point of this table.
     filled = {label for cells in data.values.values() for label in cells}

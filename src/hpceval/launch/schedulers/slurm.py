@@ -87,9 +87,15 @@ class JobGuard:
             os.close(read_end)
         self._pipe = os.fdopen(write_end, "w", buffering=1)
 
-    def submitted(self, job_id: str) -> None:
+    def submitting(self, script: Path) -> None:
+        """Before sbatch: a job of this script is cancelled too if hpceval dies before its id
+        comes back (the guard finds it in the queue by its command)."""
+        with contextlib.suppress(OSError):
+            self._pipe.write(f"?{script}\n")
+
+    def submitted(self, job_id: str, script: Path) -> None:
         with contextlib.suppress(OSError):  # a guard that died: the jobs are still stopped here
-            self._pipe.write(f"+{job_id}\n")
+            self._pipe.write(f"+{job_id} {script}\n")
 
     def close(self) -> None:
         """The jobs were stopped here: the guard ends without cancelling anything."""
@@ -140,13 +146,14 @@ class SlurmExecutor:
         client_env = slurm_env(options)
         guard = launcher.guard(client_env)
         submitted = time.monotonic()
+        guard.submitting(script)
         answer = run_slurm(sbatch_argv(options, script), client_env)
         job_id = answer.stdout.strip().split(";")[0]
         if answer.returncode != 0 or not job_id.isdigit():
             if controller_unreachable(answer.stderr):
                 raise StartFailed(describe_slurm_failure("sbatch", answer))
             raise StartFailed(f"Slurm rejected the job: {slurm_error(answer.stderr)}")
-        guard.submitted(job_id)
+        guard.submitted(job_id, script)
         job = SlurmJob(job_id, directory, client_env, options.poll_s, submitted).follow()
         launcher.jobs.append(job)
         return job
