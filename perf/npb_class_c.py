@@ -12,7 +12,9 @@ Every run: mpirun --map-by core --bind-to core (4 ranks: 2 per core), --bind-to 
 MZ rank of 2 threads (its threads need both cores), with
 mpi_yield_when_idle when ranks x threads exceed the CPUs; each rank under GNU time (its peak
 RSS, one line per rank); with --rt each rank under chrt -f 10 (SCHED_FIFO, root), so that the
-other jobs of this shared machine do not stretch a run of many minutes.
+other jobs of this shared machine do not stretch a run of many minutes; --rt N uses priority N
+(other jobs under SCHED_FIFO 10 that never block hold a core against ranks of the same
+priority: a single-threaded Java NPB run starved a bound rank for 20 minutes).
 
 Printed per run: wall seconds of the mpirun, the program's own time, Mop/s, CPU seconds of
 all ranks (getrusage of the children), the peak RSS of every rank, verification, and the load
@@ -23,7 +25,7 @@ hpceval cheaper), with a 95 % t-interval on the log ratios from two rounds on, a
 largest per-rank peak RSS of each side. `--summarize LOG` prints the summary of a log again.
 
 Usage: .venv/bin/python perf/npb_class_c.py [--programs bt,sp,lu,bt-mz,sp-mz,lu-mz]
-           [--class C] [--placements 2x1,1x2] [--rounds 1] [--rt]
+           [--class C] [--placements 2x1,1x2] [--rounds 1] [--rt [PRIORITY]]
            [--build-dir /work/ref/build-npb-c] [--summarize LOG] [--check-references]
 """
 
@@ -70,7 +72,6 @@ DEFAULT_PLACEMENTS = {
 }
 # gfortran contracts to FMA and has no errno by default; spelled out as hpceval's NPB_CFLAGS.
 FFLAGS = "-O3 -march=native -fno-math-errno -ffp-contract=fast -fallow-argument-mismatch"
-RT_PREFIX = ("chrt", "-f", "10")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def load1() -> float:
 
 
 def launch(
-    toolchain: MpiToolchain, exe: list[str], ranks: int, threads: int, work: Path, rt: bool
+    toolchain: MpiToolchain, exe: list[str], ranks: int, threads: int, work: Path, rt: int
 ) -> tuple[str, float, float, tuple[float, ...]]:
     """Runs exe; returns its stdout, wall seconds, CPU seconds of the ranks, peak RSS per rank."""
     rss_file = work / "rss.txt"
@@ -112,7 +113,7 @@ def launch(
         argv += ["--bind-to", "none"]
     if ranks * threads > (os.cpu_count() or 1):
         argv += ["--mca", "mpi_yield_when_idle", "1"]
-    argv += ["-np", str(ranks), *(RT_PREFIX if rt else ())]
+    argv += ["-np", str(ranks), *(("chrt", "-f", str(rt)) if rt else ())]
     argv += ["/usr/bin/time", "-a", "-o", str(rss_file), "-f", "%M", *exe]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -124,7 +125,10 @@ def launch(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if proc.returncode != 0:
-        raise RuntimeError(f"exit {proc.returncode}: {proc.stderr.strip()[-500:]}")
+        # NPB's programs print their own error (before MPI_Abort) on stdout.
+        raise RuntimeError(
+            f"exit {proc.returncode}: {proc.stdout.strip()[-800:]} | {proc.stderr.strip()[-300:]}"
+        )
     # GNU time adds "Command exited with non-zero status" lines on failure: numbers only.
     lines = rss_file.read_text().split()
     rss = tuple(int(x) / 1024.0 for x in lines if x.isdigit())
@@ -139,7 +143,7 @@ def measure(
     class_name: str,
     placement: str,
     work: Path,
-    rt: bool,
+    rt: int,
 ) -> Run:
     ranks, threads = parse_placement(placement)
     argv = [str(exe), "--class", class_name] if side == "own" else [str(exe)]
@@ -252,7 +256,15 @@ def main() -> int:
         "--placements", help="RANKS[xTHREADS],... for every program (default: per program)"
     )
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--rt", action="store_true", help="ranks under chrt -f 10 (root)")
+    parser.add_argument(
+        "--rt",
+        nargs="?",
+        type=int,
+        const=10,
+        default=0,
+        metavar="PRIORITY",
+        help="ranks under chrt -f PRIORITY (SCHED_FIFO, root; 10 if not given)",
+    )
     parser.add_argument("--build-dir", type=Path, default=Path("/work/ref/build-npb-c"))
     parser.add_argument("--summarize", type=Path, help="only print the summary of a log")
     parser.add_argument(
@@ -310,7 +322,7 @@ def main() -> int:
     print(
         "# mpirun --map-by core --bind-to core:overload-allowed (threads > 1: --bind-to none;"
         " --mca mpi_yield_when_idle 1 when oversubscribed)"
-        + ("; ranks under chrt -f 10 (SCHED_FIFO)" if opts.rt else "")
+        + (f"; ranks under chrt -f {opts.rt} (SCHED_FIFO)" if opts.rt else "")
     )
     print(HEADER, flush=True)
     runs: list[Run] = []

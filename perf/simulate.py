@@ -31,14 +31,26 @@ are measured beside them and projected: every figure's error. Four ranks on this
 machine are oversubscribed (stated in the table): the rings and collectives are never
 calibration input, the pairs are (they need 2 pairs).
 
+With --netns-validate (issue 21, item 3; root) the emulated cluster netns-4x1-1gbe is measured
+--rounds times (one rank per node; with --rt every process of the run under SCHED_FIFO 10, the
+perf scripts' priority, so that the host's other users do not take the emulated nodes' cores):
+PingPong, concurrent pairs at 2 and 4 ranks, the rings, Allreduce/Alltoall/Bcast at 8 B, 64
+KiB, 1 MiB and NPB CG/FT/IS/MG class A at 1, 2, 4 ranks. Then every figure is projected and
+validated: 2 ranks (one core each) from the PingPong and the single-rank times; 4 ranks (4
+emulated nodes on 2 cores, half a core each) with --host-share (calibrated on the pairs at 4
+ranks and the single-rank time / 0.5) and, for comparison, without it (the model of independent
+nodes, in a copy of the database). --measured-db DB skips the measurement.
+
 Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
                                 [--skip-512] [--tolerance 0.1] [--magellan]
                                 [--magellan-table DB] [--netns-flows]
+                                [--netns-validate [--rounds 2] [--rt] [--measured-db DB]]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,13 +92,11 @@ def suite(path: Path, classes: list[str], ranks: list[int], ppn: int | None,
     ring_ranks = [r for r in ranks if r >= 4]
     placement = f"ranks_per_node = [{ppn}]" if ppn else ""
     mpibench_blocks = "".join(
-        '[[benchmark]]\nname = "mpibench"\n'
+        "[[benchmark]]\nname = \"mpibench\"\n"
         f"patterns = {list(patterns)!r}\nsizes = {sizes!r}\nranks = {rank_list!r}\n"
         f"{placement}\nbudget_s = 0.3\n"
         for patterns, sizes, rank_list in (
-            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks),
-            (RINGS, RING_SIZES, ring_ranks),
-        )
+            (COLLECTIVES, COLLECTIVE_SIZES, collective_ranks), (RINGS, RING_SIZES, ring_ranks))
         if rank_list
     )
     path.write_text(
@@ -220,6 +230,60 @@ def netns_flows(db: str, work: Path) -> None:
                 "--ppn", "2", *common)  # fmt: skip
 
 
+def validation_suite(path: Path) -> Path:
+    """--netns-validate: the calibration input and every figure item 3 of issue 21 lists,
+    one rank per emulated node."""
+    blocks = [("pingpong", '"0..4MiB"', "[2]", "0.3"),
+              (PAIRS, "[8, 128, 1024, 8192, 65536, 262144, 1048576, 4194304]", "[2, 4]", "0.5"),
+              ('natural_ring", "random_ring', f"{RING_SIZES}", "[4]", "0.3"),
+              ('allreduce", "alltoall", "bcast', f"{COLLECTIVE_SIZES}", "[4]", "0.3")]  # fmt: skip
+    text = 'name = "netns-validation"\n'
+    for patterns, sizes, ranks, budget in blocks:
+        text += (f'[[benchmark]]\nname = "mpibench"\npatterns = ["{patterns}"]\n'
+                 f"sizes = {sizes}\nranks = {ranks}\nranks_per_node = [1]\n"
+                 f"budget_s = {budget}\n")  # fmt: skip
+    text += ('[[benchmark]]\nname = "npb"\nkernels = ["cg", "ft", "is", "mg"]\n'
+             'classes = ["A"]\nranks = [1, 2, 4]\nranks_per_node = [1]\n')  # fmt: skip
+    path.write_text(text)
+    return path
+
+
+def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool) -> None:
+    """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure."""
+    if measure:
+        suite_path = str(validation_suite(work / "validation.toml"))
+        for round_no in range(1, rounds + 1):
+            started = time.monotonic()
+            load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+            subprocess.run([*(["chrt", "-f", "10"] if rt else []), sys.executable, "-m",
+                            "hpceval", "run", "--platform", NETNS, "--suite", suite_path,
+                            "--db", db], check=False, capture_output=True)  # fmt: skip
+            after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+            print(f"round {round_no}: {time.monotonic() - started:.0f} s, load before {load}, "
+                  f"after {after}")  # fmt: skip
+    independent = str(work / "independent.db")
+    shutil.copy(db, independent)
+    common = ["--platform", NETNS, "--ppn", "1", "--accept-curve", "--validate"]
+    mpibench = [(r, ",".join(map(str, RING_SIZES))) for r in RINGS] + [
+        (c, ",".join(map(str, COLLECTIVE_SIZES))) for c in COLLECTIVES]  # fmt: skip
+    # Most telling first (a loaded host may not leave time for all): the messages at the
+    # share, then the kernels on their own cores, then the kernels at the share, then the
+    # model of independent nodes.
+    for share, target in ((["--host-share"], db), ([], independent)):
+        for pattern, sizes in mpibench:
+            hpceval("simulate", "--bench", "mpibench", "--pattern", pattern, "--sizes", sizes,
+                    "--ranks", "4", *share, *common, "--db", target)  # fmt: skip
+        for ranks in (["2"] if share else []) + ["4"]:
+            for kernel in NETNS_KERNELS:
+                hpceval("simulate", "--bench", f"npb.{kernel}", "--class", "A", "--ranks",
+                        ranks, *(share if ranks == "4" else []), *common,
+                        "--db", target)  # fmt: skip
+    print("\n4 ranks with --host-share; 2 ranks (one core each) plain")
+    table(db, NETNS, Origin.EMULATED)
+    print("\n4 ranks as independent nodes (no --host-share): the model without the share")
+    table(independent, NETNS, Origin.EMULATED)
+
+
 MAGELLAN = ("magellan-ib", "magellan-tcpoib", "magellan-10gbe", "magellan-amazon-cc",
             "magellan-10gbe-vm", "magellan-1gbe")  # fmt: skip
 
@@ -272,10 +336,17 @@ def magellan_table(db: str) -> None:
         row = calibrations.get(profile)
         if row is not None:
             c = row.parameters.get("contention", {})
-            print(f"{'':20s} fitted: overhead {c.get('overhead_s', 0) * 1e6:.3g} us per side, "
-                  f"NIC {c.get('nic_scale', 1):.3g}x at {c.get('nic_ppn', 1)} ranks/node; "
-                  f"calibration wall {row.parameters.get('wall_s', 0):.0f} s; flags: "
-                  f"{len(c.get('flags', []))}")  # fmt: skip
+            memory = c.get("memory_copy_Bps")
+            print(f"{'':20s} fitted: Isend overhead {c.get('isend_overhead_s', 0) * 1e6:.3g} us, "
+                  f"gap {c.get('gap_s', 0) * 1e6:.3g} us, NIC {c.get('nic_scale', 1):.3g}x at "
+                  f"{c.get('nic_ppn', 1)} ranks/node, node memory copies "
+                  f"{f'{memory / 1e9:.3g} GB/s' if memory else 'unshared'}; calibration wall "
+                  f"{row.parameters.get('wall_s', 0):.0f} s")  # fmt: skip
+            for block, fit in sorted((c.get("fit") or {}).items()):
+                pins = "; ".join(f"{p} <- {f}" for p, f in fit.get("pins", []))
+                print(f"{'':20s} {block}: {pins}; condition {fit.get('condition')}")
+            for flag in c.get("flags", []):
+                print(f"{'':20s} flag: {flag}")
 
 
 def main() -> None:
@@ -284,27 +355,31 @@ def main() -> None:
     parser.add_argument("--class-b", action="store_true")
     parser.add_argument("--skip-512", action="store_true")
     parser.add_argument("--skip-local", action="store_true")
-    parser.add_argument(
-        "--netns",
-        action="store_true",
-        help="also across netns-4x1-1gbe (root; 1 rank per emulated node)",
-    )
+    parser.add_argument("--netns", action="store_true",
+                        help="also across netns-4x1-1gbe (root; 1 rank per emulated node)")
     parser.add_argument("--tolerance", default="0.1", help="calibration tolerance")
-    parser.add_argument(
-        "--magellan",
-        action="store_true",
-        help="project the Magellan profiles' rings at 32 and 256 ranks",
-    )
-    parser.add_argument(
-        "--netns-flows",
-        action="store_true",
-        help="calibrate on PingPong + concurrent pairs across netns-2x2-1gbe "
-        "(root) and project its rings, collectives and NPB class A",
-    )
-    parser.add_argument(
-        "--magellan-table", metavar="DB", help="print the Magellan table of a database and stop"
-    )
+    parser.add_argument("--magellan", action="store_true",
+                        help="project the Magellan profiles' rings at 32 and 256 ranks")
+    parser.add_argument("--netns-flows", action="store_true",
+                        help="calibrate on PingPong + concurrent pairs across netns-2x2-1gbe "
+                        "(root) and project its rings, collectives and NPB class A")
+    parser.add_argument("--magellan-table", metavar="DB",
+                        help="print the Magellan table of a database and stop")
+    parser.add_argument("--netns-validate", action="store_true",
+                        help="measure netns-4x1-1gbe and validate every projection (root)")
+    parser.add_argument("--rounds", type=int, default=2, help="--netns-validate rounds")
+    parser.add_argument("--rt", action="store_true", help="--netns-validate under SCHED_FIFO")
+    parser.add_argument("--measured-db", metavar="DB",
+                        help="--netns-validate: project from this database's measurements "
+                        "(copied), measure nothing")  # fmt: skip
     args = parser.parse_args()
+    if args.netns_validate:
+        work = Path(tempfile.mkdtemp(prefix="hpceval-validate-"))
+        db = args.db or str(work / "netns.db")
+        if args.measured_db:
+            shutil.copy(args.measured_db, db)
+        netns_validate(db, work, args.rounds, args.rt, measure=not args.measured_db)
+        return
     if args.magellan_table:
         magellan_table(args.magellan_table)
         return

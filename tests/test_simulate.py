@@ -81,6 +81,13 @@ def spec(**kw: object) -> PlatformSpec:
             "cluster-shared.xml",
             {"backbone": "shared", "backbone_bandwidth_Bps": 2.5e9, "link_sharing": "shared"},
         ),
+        # A node's intra-node messages share its memory copies: the Floyd zone (issue 21).
+        ("zone-memory.xml", {"nodes": 2, "memory_copy_Bps": 1.5e10}),
+        (
+            "zone-memory-shared.xml",
+            {"nodes": 2, "memory_copy_Bps": 1.5e10, "backbone": "shared",
+             "backbone_bandwidth_Bps": 2.5e9, "link_sharing": "shared"},
+        ),
     ],
 )
 def test_platform_xml_golden(golden: str, overrides: dict[str, object]) -> None:
@@ -90,6 +97,10 @@ def test_platform_xml_golden(golden: str, overrides: dict[str, object]) -> None:
 def test_platform_checks_and_placements() -> None:
     with pytest.raises(ValueError, match="shared backbone needs its bandwidth"):
         spec(backbone="shared")
+    with pytest.raises(ValueError, match="flat topology only"):
+        spec(memory_copy_Bps=1e10, topology="torus", torus_dims=(2, 2))
+    with pytest.raises(ValueError, match="not positive"):
+        spec(memory_copy_Bps=0.0)
     s = spec()
     assert placement_for(32, 8, s) == Placement(4, 8, 1, "core")
     assert placement_for(1, 8, s) == Placement(1, 1, 1, "core")

@@ -135,40 +135,45 @@ def synthetic_target(rings: RingFigures | None = None) -> Target:
     )  # fmt: skip
 
 
-def test_overheads_keep_both_pingpongs_and_recover_a_known_share() -> None:
-    """A ring whose latency is overhead + half the wire (a synthetic law): the fitted share
-    is the one that produced the target, and the PingPongs do not move."""
+def test_the_isend_overhead_keeps_both_pingpongs_and_is_recovered() -> None:
+    """A ring whose per-message latency is one Isend overhead + half the wire (a synthetic
+    law, as SMPI gives for a rank posting two messages): the fitted overhead is the one that
+    produced the target, os = or stay 0, and the PingPongs do not move."""
     target = synthetic_target()
     start = nominal_spec(target, nodes=2, cores_per_node=8, speed=REFERENCE_SPEED_FLOPS)
     network = calibrate_network(target, start, fake_pingpong, tolerance=0.10)
     alpha = network.segments[0].alpha_us
-    cap = 2.0e-6 / 4  # send + receive: half the intra-node start-up (as the runner caps)
+    cap = 2 * alpha * 1e-6  # as the runner bounds it
 
     def ring(cfg, platform, pattern, wanted):  # type: ignore[no-untyped-def]
-        o = float(cfg["smpi/os"].split(":")[1]) * 1e6
-        wire = alpha - 2 * o
-        return (2 * o + wire / 2, 100.0)
+        ois = float(cfg["smpi/ois"].split(":")[1]) * 1e6
+        return (ois + alpha / 2, 100.0)
 
-    known_share = 0.06  # 2o = 0.76 µs < 1 µs, half the 2 µs intra-node start-up
-    rings = RingFigures(32, 8, 8, 2000000, (known_share * alpha + (1 - known_share) * alpha / 2),
-                        1.0, 1.0, 1.0, "synthetic")  # fmt: skip
+    known_ois = 0.3 * alpha
+    # One rank per node: the Isend overhead alone is fitted (no gap, scale or memory).
+    rings = RingFigures(32, 1, 8, 2000000, known_ois + alpha / 2, 1.0, 1.0, 1.0, "synthetic")
     contention, config, spec, residuals = fit_contention(
         rings, {**BASE_CONFIG, **network.config()}, alpha, cap,
         lambda o, g: overhead_settings(target, network, o, g), ring, lambda p, k: p,
     )  # fmt: skip
-    assert contention.overhead_share == pytest.approx(known_share, abs=0.03)
-    # natural latency (overhead), random latency (NIC gap) and bandwidth (NIC) are fitted.
-    assert [r["fitted"] for r in residuals] == [True, False, True, True]
+    assert contention.isend_overhead_s * 1e6 == pytest.approx(known_ois, rel=0.01)
+    assert contention.overhead_s == 0.0 and config["smpi/os"] == config["smpi/or"] == "0:0:0"
+    # natural latency (Isend overhead) is fitted, the rest are checks at one rank per node.
+    assert [r["fitted"] for r in residuals] == [True, False, False, False]
+    assert [tuple(p) for p in contention.fit["latency"]["pins"]] == [
+        ("Isend overhead share", "natural_ring latency at 8 B")]  # fmt: skip
     for path, curve in target.curves.items():
         simulated = fake_pingpong(spec, config, path, curve.sizes)
         worst = max(abs(s - m) / m for s, m in zip(simulated, curve.times_us, strict=True))
         assert worst <= 0.10, path
-    # A target beyond the intra-node cap stops at the cap, and says so.
-    rings = RingFigures(32, 8, 8, 2000000, 100.0, 1.0, 1.0, 1.0, "synthetic")
-    capped, *_ = fit_contention(rings, {**BASE_CONFIG, **network.config()}, alpha, cap,
-                                lambda o, g: overhead_settings(target, network, o, g), ring,
-                                lambda p, k: p)  # fmt: skip
-    assert capped.overhead_s == pytest.approx(cap) and "capped" in capped.flags[0]
+    # A target beyond the bound stops there, and says so.
+    rings = RingFigures(32, 1, 8, 2000000, 100 * alpha, 1.0, 1.0, 1.0, "synthetic")
+    bounded, *_ = fit_contention(rings, {**BASE_CONFIG, **network.config()}, alpha, cap,
+                                 lambda o, g: overhead_settings(target, network, o, g), ring,
+                                 lambda p, k: p)  # fmt: skip
+    assert bounded.isend_overhead_s == pytest.approx(cap)
+    assert any("at its bound" in f for f in bounded.flags)
+    assert any("natural_ring latency at 8 B" in f for f in bounded.flags)
 
 
 # --------------------------------------------------------------------------- profiles

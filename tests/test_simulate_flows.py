@@ -115,19 +115,19 @@ def test_overhead_settings_with_a_gap_keep_both_pingpongs() -> None:
 
 
 def test_the_gap_is_fitted_on_the_random_ring_without_pairs() -> None:
-    """A synthetic law: random-ring latency = 10 µs + 7 gaps (7 messages queue per NIC)."""
+    """A synthetic law: ring latency = 10 µs + 2 overheads, + 7 gaps on the random ring
+    (7 messages queue per NIC): the joint fit finds no overhead and the gap."""
     rings = RingFigures(32, 8, 8, 2000000, 10.0, 24.0, 1.0, 1.0, "synthetic")
     def with_overhead(o, g):  # type: ignore[no-untyped-def]
-        return {"gap": str(g)}, 1.0
+        return {"gap": str(g), "o": str(o)}, 1.0
 
     def ring(cfg, platform, pattern, wanted):  # type: ignore[no-untyped-def]
-        g = float(cfg.get("gap", 0)) * 1e6
-        return (10.0 + (7 * g if pattern == "random_ring" else 0.0), 1.0)
+        g, o = float(cfg.get("gap", 0)) * 1e6, float(cfg.get("o", 0)) * 1e6
+        return (10.0 + 2 * o + (7 * g if pattern == "random_ring" else 0.0), 1.0)
 
     c, _, _, residuals = fit_contention(rings, {}, 10.0, 5e-6, with_overhead, ring,
                                         lambda p, k: p)  # fmt: skip
-    # The bisection stops within 3 % of the latency (0.72 µs here: 0.1 µs of gap).
-    assert c.gap_s * 1e6 == pytest.approx(2.0, abs=0.11)
+    assert c.gap_s * 1e6 == pytest.approx(2.0, abs=0.05) and c.overhead_s < 0.05e-6
     lat = next(r for r in residuals if r["path"] == "random_ring" and r["metric"] == "latency")
     assert lat["fitted"] and abs(lat["residual"]) <= 0.03
     # Measured pairs: their gap and scales are used as they are, the random ring is a check.

@@ -125,8 +125,8 @@ def contention_lines(row: Any) -> list[str]:
     c = params.get("contention") or {}
     if c.get("fitted_on"):
         lines.append(
-            f"contention: per-message overhead {c['overhead_s'] * 1e6:.3g} µs each at send "
-            f"and receive (share {c['overhead_share']:.2f} of the start-up); NIC "
+            f"contention: Isend overhead {c.get('isend_overhead_s', 0) * 1e6:.3g} µs per "
+            f"message (send/receive overheads {c['overhead_s'] * 1e6:.3g} µs); NIC "
             f"{c.get('nic_scale', 1):.3g}x the PingPong's bandwidth at {c.get('nic_ppn', 1)} "
             f"ranks per node (1x at 1, log-linear between); fitted on {c['fitted_on']}"
         )
@@ -138,6 +138,16 @@ def contention_lines(row: Any) -> list[str]:
 
         lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(
             (int(p), float(k)) for p, k in c.get("flow_scales", [])), c["fitted_on"]).describe())
+    if c.get("memory_copy_Bps"):
+        lines.append(f"intra-node: a node's messages share {c['memory_copy_Bps'] / 1e9:.3g} GB/s "
+                     "of memory copies (fitted on the natural ring's bandwidth)")  # fmt: skip
+    for block, fit in sorted((c.get("fit") or {}).items()):
+        if fit.get("pins"):
+            condition = fit.get("condition")
+            lines.append(
+                f"joint fit ({block}): " + "; ".join(f"{p} pinned by {f}" for p, f in fit["pins"])
+                + f"; Jacobian condition {condition:.3g}" if condition is not None else
+                f"joint fit ({block}): not identifiable (singular Jacobian)")  # fmt: skip
     for r in [r for r in row.residuals
               if str(r.get("path", "")).endswith("_ring") or r.get("pairs")]:  # fmt: skip
         unit = "µs" if r["metric"] == "latency" else "MB/s"
@@ -151,11 +161,12 @@ def contention_lines(row: Any) -> list[str]:
     return lines
 
 
-def validation_table(store: Any, run_id: int, rings: Any) -> Table:
+def validation_table(store: Any, run_id: int, rings: Any, host_share: bool = False) -> Table:
     """Projected vs measured (or published) per figure, and the error."""
     from hpceval.simulate.validate import published_rings, validate_run
 
-    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {})
+    checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {},
+                                   host_share)  # fmt: skip
     errors = [abs(c.error) for c in checks]
     t = Table(
         title=f"validation of run {run_id}: {len(checks)} figures held against measurements"
@@ -254,6 +265,15 @@ def simulate_command(
             help="Calibrate on a PingPong curve the input checks refuse (its points flagged).",
         ),
     ] = False,
+    host_share: Annotated[
+        bool,
+        typer.Option(
+            "--host-share",
+            help="An emulated cluster whose nodes share this host's cores: calibrate at the "
+            "share the ranks get (concurrent pairs at the same rank count, core speed / "
+            "share); --validate then holds it against the runs measured on shared cores.",
+        ),
+    ] = False,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -330,6 +350,7 @@ def simulate_command(
         backbone_gbps=backbone_gbps,
         topology=topology,
         accept_curve=accept_curve,
+        host_share=host_share,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,
@@ -371,7 +392,7 @@ def simulate_command(
         )
         if validate:
             published = sim.target.rings if sim.target.source_kind == "profile" else None
-            out.print(validation_table(store, run_id, published))
+            out.print(validation_table(store, run_id, published, host_share))
         if result.failed:
             raise typer.Exit(1)
 

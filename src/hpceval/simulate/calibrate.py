@@ -57,8 +57,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # envelope, one-size segments of large messages as bandwidth. Bump when the procedure
 # changes: old calibrations are not reused. 3: 10 ms samples (plan.MPIBENCH_SIM_OPTIONS),
 # per-message overheads, collective selector, contention fit, input checks. 4: NIC gap and
-# flow-dependent NIC scale (hpceval.simulate.flows).
-CALIBRATION_VERSION: Final = 4
+# flow-dependent NIC scale (hpceval.simulate.flows). 5: Isend overhead and gap fitted jointly
+# (os = or = 0), a node's intra-node copies share a memory link (hpceval.simulate.jointfit).
+CALIBRATION_VERSION: Final = 5
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are

@@ -13,8 +13,7 @@ neighbours at once):
   s of the first PingPong segment's start-up α, split evenly between the send and the
   receive side (os = ois = or = s·α/2: one figure cannot split it further; stated); the
   latency factors give the wire α - s·α, so that the PingPong keeps its time. s is fitted
-  on the natural ring's latency at its small size (bisection on s: the ring latency grows
-  with s).
+  jointly with the NIC gap (below) on both rings' latency at their small size.
 - the overhead is global in SMPI (one value for every path): send + receive overhead is
   capped at half a measured or published intra-node PingPong start-up (the loopback is
   refitted on the rest, so that PingPong keeps its time), and the cap is flagged when it
@@ -40,9 +39,18 @@ A node's NIC also handles messages one after the other (hpceval.simulate.flows):
 per-message **gap** g on the node link, which concurrent messages share. With mpibench's
 concurrent pairs measured, g and the NIC scale per flow count come from them (closed forms,
 hpceval.simulate.flows) and both random-ring figures are checks; without them (a published
-profile), g is fitted on the random ring's latency at its small size (bisection on g in
-[0, the start-up left after the overheads]; it grows with g), last: after the NIC scale,
-because the gap is a bandwidth term and a node link k x as wide makes it 1/k x as long.
+profile), g is fitted with the overhead, after the NIC scale (the gap is a bandwidth term:
+a node link k x as wide makes it 1/k x as long).
+
+The joint fit (hpceval.simulate.jointfit: bounded least squares on the log ratios, every
+evaluation a real simulation). What pins what, on a node of P ranks: the PingPong pins
+2o + wire + g (kept exactly at every o, g); the natural ring pins o (each rank pays four
+overheads where the PingPong pays two, and only two messages per node cross a NIC); the
+random ring's latency pins g (about 2P messages per node queue at one NIC); its bandwidth at
+2 MB pins k. Fitted one after the other, o took the whole natural-ring excess (up to 95 % of
+the start-up) and left g nothing (random ring −33 to −55 % on IB, 10 GbE, TCPoIB, issue 21).
+The Jacobian at the solution (condition number, the figure that pins each parameter) is
+stored with the calibration and flagged when the parameters are not identifiable.
 
 The ring figures not fitted are the checks, reported with their residuals.
 """
@@ -50,11 +58,12 @@ The ring figures not fitted are the checks, reported with their residuals.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
 
 from hpceval.simulate.flows import FlowModel, scale_at
+from hpceval.simulate.jointfit import JACOBIAN_STEP, fit_jointly, forward_jacobian, identifiability
 
 RingPattern = Literal["natural_ring", "random_ring"]
 
@@ -112,6 +121,11 @@ class Contention:
     nic_ppn: int = 1
     gap_s: float = 0.0  # NIC serialisation per message (hpceval.simulate.flows)
     flow_scales: tuple[tuple[int, float], ...] = ()  # measured k(p): replaces the log-linear k
+    # The joint fit's Jacobian reading (hpceval.simulate.jointfit.Identifiability.to_dict).
+    fit: Mapping[str, Any] = field(default_factory=dict)
+    # A node's intra-node message throughput, its ranks' flows share it (None: unshared).
+    memory_copy_Bps: float | None = None
+    isend_overhead_s: float = 0.0  # smpi/ois (os = or = overhead_s)
 
     def nic_scale_at(self, ppn: int) -> float:
         """The node link's bandwidth scale with `ppn` ranks per node (1 at one rank)."""
@@ -129,7 +143,8 @@ class Contention:
         """A stored contention (older ones lack the later fields: their defaults)."""
         merged = {**asdict(NONE), **d}
         return cls(**{**merged, "flags": tuple(merged["flags"]),
-                      "flow_scales": tuple(tuple(x) for x in merged["flow_scales"])})  # fmt: skip
+                      "flow_scales": tuple(tuple(x) for x in merged["flow_scales"]),
+                      "fit": dict(merged["fit"] or {})})  # fmt: skip
 
 
 NONE: Final = Contention(0.0, 0.0, "")
@@ -152,6 +167,11 @@ def mpi_family(implementation: str | None) -> str | None:
 def selector_config(family: str | None) -> dict[str, str]:
     selector = COLL_SELECTORS.get(family or "")
     return {"smpi/coll-selector": selector} if selector else {}
+
+
+def isend_config(isend_s: float) -> dict[str, str]:
+    """SMPI's Isend overhead alone (a constant per message, seconds)."""
+    return {"smpi/ois": f"0:{isend_s:.9g}:0"}
 
 
 def overhead_config(overhead_s: float) -> dict[str, str]:
@@ -217,110 +237,202 @@ def fit_contention(
     rings: RingFigures,
     base_config: Mapping[str, str],
     first_alpha_us: float,
-    max_overhead_s: float,
+    max_isend_overhead_s: float,
     with_overhead: Callable[[float, float], tuple[dict[str, str], Any]],
     simulate: RingSimulator,
     scale_nic: Callable[[Any, float], Any],
     flows: FlowModel | None = None,
+    share_memory: Callable[[Any, float], Any] | None = None,
+    loopback_Bps: float = 0.0,
 ) -> tuple[Contention, dict[str, str], Any, list[dict[str, Any]]]:
-    """Fit the overhead share on the natural ring's latency, the NIC gap on the random
-    ring's latency and the NIC scale on its bandwidth (gap and scale measured instead when
-    `flows` holds concurrent pairs); the ring residuals.
+    """Fit the NIC scale (and the node's memory copies) on the rings' bandwidth, then the
+    Isend overhead and the NIC gap jointly on both rings' latency
+    (hpceval.simulate.jointfit); gap and scale measured instead when `flows` holds
+    concurrent pairs (the Isend overhead alone is fitted on the natural ring then); the
+    ring residuals.
 
     `with_overhead(o, g)` gives the SMPI settings (latency factors reduced by 2o + g, the
     overheads set, the gap in the per-size bandwidth factors) and the platform (its
-    loopback refitted to match) of a per-message overhead o and NIC gap g; o stays below
-    `max_overhead_s`; `scale_nic(platform, k)` the platform with node links k x as wide.
-    Returns the contention, its settings and platform (at scale 1), and the ring residuals
-    (fitted and checks), one dict each."""
+    loopback refitted to match) of a blocking send/receive overhead o and NIC gap g: the
+    PingPong keeps its time whatever o and g. o is held at 0: every figure here has it in
+    series with the wire latency, so none tells them apart. The Isend overhead (SMPI's
+    `smpi/ois`, which the PingPong's blocking calls do not pay) stays below
+    `max_isend_overhead_s`; `scale_nic(platform, k)` the platform with node links k x as
+    wide. `share_memory(platform, M)` the platform whose nodes' intra-node messages share
+    M B/s (hpceval.simulate.platform): with it and the rings at 2+ ranks per node, M is
+    fitted with k on both rings' bandwidth (the natural ring's flows are mostly intra-node,
+    the random ring's mostly leave their node), between the lone loopback `loopback_Bps`
+    and 4 x ppn times it. Returns the contention, its settings and platform (NIC at scale
+    1, memory shared), and the ring residuals (fitted and checks), one dict each."""
     flags: list[str] = []
-    cap = min(MAX_SHARE, 2 * max_overhead_s / (first_alpha_us * 1e-6))
+    alpha_s = first_alpha_us * 1e-6
+    cap = max_isend_overhead_s / alpha_s
     from_pairs = flows is not None and bool(flows.fitted_on)
-    gap = flows.gap_s if flows is not None and from_pairs else 0.0
-
-    def natural_latency(share: float) -> float:
-        settings, platform = with_overhead(share * first_alpha_us * 1e-6 / 2, gap)
-        return simulate({**base_config, **settings}, platform, "natural_ring", LATENCY)[0]
-
-    share, _, _ = bisect(natural_latency, rings.natural_latency_us, MIN_SHARE, cap)
-    if share == cap and cap < MAX_SHARE:
-        flags.append(
-            f"per-message overhead capped at {max_overhead_s * 1e6:.3g} us so that the "
-            "intra-node PingPong keeps its start-up (SMPI's overheads are one for all paths)"
-        )
-    elif share in (MIN_SHARE, MAX_SHARE):
-        flags.append(
-            f"natural-ring latency {rings.natural_latency_us:g} us is beyond what a per-message "
-            f"overhead reaches (share {share:g} of the start-up): other costs (interrupts, "
-            "polling) are not modelled"
-        )
-    overhead_s = share * first_alpha_us * 1e-6 / 2
-    left_s = max(0.0, first_alpha_us * 1e-6 - 2 * overhead_s)
-    if gap > left_s:
-        flags.append(f"NIC gap {gap * 1e6:.3g} us measured is more than the start-up left "
-                     f"after the overheads ({left_s * 1e6:.3g} us): bounded")  # fmt: skip
-        gap = left_s
-    # The NIC scale before the gap: a 2 MB ring hardly feels a gap of microseconds, while
-    # the gap's share of a narrower link grows as 1/k (it is a bandwidth term).
-    settings, platform = with_overhead(overhead_s, gap)
+    pair_gap = flows.gap_s if flows is not None and from_pairs else 0.0
+    # Bandwidths first: a 2 MB ring does not feel microseconds of overhead or gap (the gap's
+    # share of a narrower link grows as 1/k, so the latencies are fitted after k).
+    settings, platform = with_overhead(0.0, pair_gap)
     config = {**base_config, **settings}
-    nic = 1.0
-    if from_pairs and flows is not None and flows.scales:
-        nic = scale_at(flows.scales, rings.ppn)
-    elif rings.ppn >= 2:
-        nic, _, _ = bisect(
-            lambda k: simulate(config, scale_nic(platform, k), "random_ring", BANDWIDTH)[1],
-            rings.random_bandwidth_mb_s, MIN_NIC_SCALE, 1.0, log=True,
-        )  # fmt: skip
-        if nic == 1.0:
-            flags.append(
-                f"random-ring bandwidth {rings.random_bandwidth_mb_s:.4g} MB/s is above what "
-                "the node links give at a lone flow's bandwidth: a NIC that many flows fill "
-                "better than one is not modelled"
-            )
-        elif nic == MIN_NIC_SCALE:
-            flags.append(f"random-ring bandwidth not reached at NIC scale {nic:g}")
-    else:
+    fit_nic = not from_pairs and rings.ppn >= 2
+    fit_memory = bool(share_memory is not None and rings.ppn >= 2 and loopback_Bps > 0)
+    nic = scale_at(flows.scales, rings.ppn) if from_pairs and flows and flows.scales else 1.0
+    memory: float | None = None
+    bandwidth_fit: dict[str, Any] = {}
+    if rings.ppn < 2:
         flags.append("rings at 1 rank per node: the NIC's sharing by a node's ranks is not "
                      "fitted (scale 1 at every placement)")  # fmt: skip
-    if not from_pairs and rings.ppn >= 2:
+    if fit_nic or fit_memory:
+        top = math.log(4 * rings.ppn)  # memory copies at 4 x ppn loopbacks: never limiting
 
-        def random_latency(g: float) -> float:
-            settings, platform = with_overhead(overhead_s, g)
-            return simulate({**base_config, **settings}, scale_nic(platform, nic),
-                            "random_ring", LATENCY)[0]  # fmt: skip
+        def nodes_at(ln_k: float, ln_m: float | None) -> Any:
+            nodes = scale_nic(platform, math.exp(ln_k))
+            if ln_m is not None and share_memory is not None:
+                nodes = share_memory(nodes, loopback_Bps * math.exp(ln_m))
+            return nodes
 
-        gap, reached, _ = bisect(random_latency, rings.random_latency_us, 0.0,
-                                 MAX_SHARE * left_s)  # fmt: skip
-        if reached < rings.random_latency_us * (1 - FIT_TOLERANCE):
-            flags.append(f"random-ring latency {rings.random_latency_us:g} us not reached with "
-                         f"the whole wire start-up as NIC gap ({gap * 1e6:.3g} us)")  # fmt: skip
-        settings, platform = with_overhead(overhead_s, gap)
-        config = {**base_config, **settings}
+        # Bisections, not a gradient step: over most of their range the ring bandwidths do
+        # not move at all with one of the two (a NIC-bound natural ring with memory to
+        # spare), where a least-squares step sees a zero gradient and stays put.
+        ln_k = math.log(nic)
+        if fit_nic:
+            k, _, _ = bisect(
+                lambda k: simulate(config, nodes_at(math.log(k), None), "random_ring",
+                                   BANDWIDTH)[1],
+                rings.random_bandwidth_mb_s, MIN_NIC_SCALE, 1.0, log=True,
+            )  # fmt: skip
+            ln_k = math.log(k)
+            if k == 1.0:
+                flags.append(
+                    f"random-ring bandwidth {rings.random_bandwidth_mb_s:.4g} MB/s is above "
+                    "what the node links give at a lone flow's bandwidth: a NIC that many "
+                    "flows fill better than one is not modelled"
+                )
+            elif k == MIN_NIC_SCALE:
+                flags.append(f"random-ring bandwidth not reached at NIC scale {k:g}")
+        ln_m: float | None = None
+        if fit_memory:
+
+            def natural(m: float) -> float:
+                return simulate(config, nodes_at(ln_k, math.log(m)), "natural_ring",
+                                BANDWIDTH)[1]  # fmt: skip
+
+            # Unshared first: where the NIC alone already gives the figure, memory is no
+            # limit (a flat stretch: every smaller M down to where it binds gives it too).
+            if natural(math.exp(top)) <= rings.natural_bandwidth_mb_s * (1 + FIT_TOLERANCE):
+                m = math.exp(top)
+                flags.append(
+                    f"natural-ring bandwidth {rings.natural_bandwidth_mb_s:.4g} MB/s is not "
+                    "limited by the node's memory in the model (the NIC bounds it): memory "
+                    "copies left unshared"
+                )
+            else:
+                m, _, _ = bisect(natural, rings.natural_bandwidth_mb_s, 1.0, math.exp(top),
+                                 log=True)  # fmt: skip
+            ln_m = None if m == math.exp(top) else math.log(m)
+            if m == 1.0:
+                flags.append(
+                    f"natural-ring bandwidth {rings.natural_bandwidth_mb_s:.4g} MB/s is not "
+                    "reached with the node's memory copies bounded by one lone loopback "
+                    "flow: something other than memory limits it"
+                )
+        nic = math.exp(ln_k)
+        memory = loopback_Bps * math.exp(ln_m) if ln_m is not None else None
+        # What pins what: both bandwidths' response to both parameters, by forward
+        # differences at the solution (two more simulations of each ring).
+        bw_names = ["ln NIC scale", *(["ln memory copy / loopback"] if ln_m is not None else [])]
+        point = [ln_k, *([ln_m] if ln_m is not None else [])]
+
+        def bandwidths(x: Sequence[float]) -> list[float]:
+            nodes = nodes_at(x[0], x[1] if len(x) > 1 else None)
+            return [simulate(config, nodes, pattern, BANDWIDTH)[1]
+                    for pattern in ("random_ring", "natural_ring")]  # fmt: skip
+
+        reading = identifiability(
+            bw_names, [f"random_ring bandwidth at {rings.large} B",
+                    f"natural_ring bandwidth at {rings.large} B"],
+            forward_jacobian(bandwidths, point, [-JACOBIAN_STEP] * len(point)),
+        )  # fmt: skip
+        bandwidth_fit = {**reading.to_dict(), "method": "bisections, Jacobian by forward "
+                         f"differences of {JACOBIAN_STEP:g} in ln"}  # fmt: skip
+    fit_gap = not from_pairs and rings.ppn >= 2
+
+    def with_memory(platform: Any) -> Any:
+        if memory is None or share_memory is None:
+            return platform
+        return share_memory(platform, memory)
+
+    def isend_and_gap(x: Sequence[float]) -> tuple[float, float]:
+        """x = (Isend overhead / α, gap / the start-up that may become gap)."""
+        return x[0] * alpha_s, (x[1] * MAX_SHARE * alpha_s if fit_gap
+                                else min(pair_gap, MAX_SHARE * alpha_s))  # fmt: skip
+
+    def settings_at(ois: float, gap: float) -> tuple[dict[str, str], Any]:
+        settings, platform = with_overhead(0.0, gap)
+        return {**settings, **isend_config(ois)}, with_memory(platform)
+
+    def latencies(x: Sequence[float]) -> list[float]:
+        settings, platform = settings_at(*isend_and_gap(x))
+        cfg, nodes = {**base_config, **settings}, scale_nic(platform, nic)
+        out = [simulate(cfg, nodes, "natural_ring", LATENCY)[0]]
+        if fit_gap:
+            out.append(simulate(cfg, nodes, "random_ring", LATENCY)[0])
+        return out
+
+    names = ("Isend overhead share", *(("NIC gap share",) if fit_gap else ()))
+    figures = (f"natural_ring latency at {rings.small} B",
+               *((f"random_ring latency at {rings.small} B",) if fit_gap else ()))  # fmt: skip
+    measured = [rings.natural_latency_us, *([rings.random_latency_us] if fit_gap else [])]
+    joint = fit_jointly(latencies, measured, [cap / 2, 0.2][: len(names)],
+                        [0.0] * len(names), [cap, 1.0][: len(names)], names, figures)  # fmt: skip
+    share = joint.x[0]
+    isend_s, gap = isend_and_gap(joint.x)
+    if share >= cap:
+        flags.append(f"Isend overhead at its bound, {max_isend_overhead_s * 1e6:.3g} us")
+    for figure, residual in zip(figures, joint.residuals, strict=True):
+        if abs(residual) > FIT_TOLERANCE:
+            flags.append(
+                f"{figure}: {residual:+.1%} at the best Isend overhead ({isend_s * 1e6:.3g} us)"
+                f" and NIC gap ({gap * 1e6:.3g} us) within their bounds (PingPong start-up "
+                f"{first_alpha_us:.3g} us): other costs (interrupts, polling, the shared "
+                "memory path) are not modelled"
+            )  # fmt: skip
+    if from_pairs and pair_gap > gap:
+        flags.append(f"NIC gap {pair_gap * 1e6:.3g} us measured is more than the PingPong's "
+                     f"start-up allows: bounded to {gap * 1e6:.3g} us")  # fmt: skip
+    if not joint.identifiability.identifiable:
+        flags.append(f"joint fit: {joint.identifiability.describe()}")
+    settings, platform = settings_at(isend_s, gap)
+    config = {**base_config, **settings}
     residuals: list[dict[str, Any]] = []
     for pattern in ("natural_ring", "random_ring"):
         lat, bw = simulate(config, scale_nic(platform, nic), pattern, BOTH)
         name = pattern.split("_")[0]
-        for metric, size, simulated, measured, fitted in (
+        for metric, size, simulated, measured_value, fitted in (
             ("latency", rings.small, lat, getattr(rings, f"{name}_latency_us"),
-             pattern == "natural_ring" or (not from_pairs and rings.ppn >= 2)),
+             pattern == "natural_ring" or fit_gap),
             ("bandwidth", rings.large, bw, getattr(rings, f"{name}_bandwidth_mb_s"),
-             pattern == "random_ring" and rings.ppn >= 2 and not from_pairs),
+             (pattern == "random_ring" and fit_nic)
+             or (pattern == "natural_ring" and fit_memory)),
         ):  # fmt: skip
             residuals.append({
                 "path": pattern, "metric": metric, "size": size, "ranks": rings.ranks,
-                "ppn": rings.ppn, "measured": measured, "simulated": simulated,
-                "residual": (simulated - measured) / measured, "calibrated": False,
-                "fitted": fitted,
+                "ppn": rings.ppn, "measured": measured_value, "simulated": simulated,
+                "residual": (simulated - measured_value) / measured_value,
+                "calibrated": False, "fitted": bool(fitted),
             })  # fmt: skip
     what = (f"{flows.fitted_on if flows else ''}; natural-ring latency at {rings.small} B "
             "(overhead)" if from_pairs else
-            f"natural-ring latency at {rings.small} B (overhead), random-ring latency at "
-            f"{rings.small} B (NIC gap) and bandwidth at {rings.large} B (NIC)")  # fmt: skip
+            f"random- and natural-ring bandwidth at {rings.large} B jointly (NIC scale"
+            f"{', node memory copies' if fit_memory else ''}), then natural- and "
+            f"random-ring latency at {rings.small} B jointly (overhead and NIC gap)")  # fmt: skip
     contention = Contention(
-        share, overhead_s,
+        share, 0.0,
         f"{rings.origin}: {what}, {rings.ranks} ranks at {rings.ppn} per node",
         tuple(flags), nic, rings.ppn, gap,
         flows.scales if from_pairs and flows is not None else (),
+        {"latency": {**joint.identifiability.to_dict(), "evaluations": joint.evaluations,
+                     "residuals": list(joint.residuals)},
+         "bandwidth": bandwidth_fit},
+        memory, isend_s,
     )  # fmt: skip
     return contention, config, platform, residuals

@@ -141,6 +141,7 @@ class Request:
     backbone_gbps: float | None = None
     topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
     accept_curve: bool = False  # calibrate on a curve the input checks refuse (flagged)
+    host_share: bool = False  # emulated nodes sharing this host's cores: calibrate at the share
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     tolerance: float = DEFAULT_TOLERANCE
     recalibrate: bool = False
@@ -304,10 +305,16 @@ def resolve_target(
     if (platform is None) == (profile is None):
         raise UserError("give one of --platform (measured in the store) or --profile")
     if profile is not None:
+        if request.host_share:
+            raise UserError("--host-share: a profile has no host; it applies to --platform")
         target = profile_target(profile)
     else:
         assert platform is not None and store is not None
-        target = store_target(store, platform)
+        if request.host_share and len(request.ranks) != 1:
+            raise UserError("--host-share: give one rank count (the share is the host's "
+                            "cores / the ranks)")  # fmt: skip
+        target = store_target(store, platform,
+                              request.ranks[0] if request.host_share else None)  # fmt: skip
     if request.backbone is not None:
         backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
         target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)

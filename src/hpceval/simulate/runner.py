@@ -147,25 +147,16 @@ def fit_rings(
                 values.get(("bandwidth", rings.large), math.nan))  # fmt: skip
 
     alpha = network.segments[0].alpha_us
-    intra = target.curves.get("intra-node")
-    # SMPI's overheads hold for every path: send + receive overhead at most half a
-    # measured or published intra-node start-up (its loopback keeps the rest). An assumed
-    # intra-node curve (the Magellan profiles carry CC1's) does not bound what the
-    # published rings say; the intra-node PingPong then pays the overheads, flagged.
-    if intra is None or intra.origin.startswith("assumed"):
-        cap = alpha * 1e-6
-    else:
-        cap = intra.times_us[0] * 1e-6 / 4
+    # A posted send costing more than two PingPong start-ups is no overhead any MPI has.
+    cap = 2 * alpha * 1e-6
+    # A node's intra-node messages share its memory (the flat topology only: SimGrid's
+    # fat-tree and torus clusters keep a fat-pipe loopback).
+    share = (lambda p, m: replace(p, memory_copy_Bps=m)) if spec.topology == "flat" else None
     contention, config, fitted, residuals = fit_contention(
         rings, config, alpha, cap, lambda o, g: overhead_settings(target, network, o, g), ring,
-        scale_nic, flows,
+        scale_nic, flows, share, network.spec.loopback.bandwidth_Bps,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
-    if intra is not None and 2 * contention.overhead_s > intra.times_us[0] * 1e-6 / 2:
-        contention = replace(contention, flags=(*contention.flags, (
-            f"the intra-node PingPong ({intra.origin}) pays the per-message overheads: "
-            f"+{2 * contention.overhead_s * 1e6:.3g} us on its {intra.times_us[0]:g} us "
-            "start-up (SMPI's overheads are one for all paths)")))  # fmt: skip
     for path, curve in target.curves.items():
         simulated = runner.pingpong(spec, config, path, curve.sizes)
         residuals += [

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hpceval.errors import UserError
 from hpceval.model import Origin
 from hpceval.simulate.contention import RingFigures, mpi_family
-from hpceval.simulate.flows import FlowFigures, store_flows
+from hpceval.simulate.flows import FLOW_PATTERN, FlowFigures, store_flows
 from hpceval.simulate.memory import NodeMemory, store_memory
 from hpceval.store import Store
 
@@ -92,8 +92,12 @@ class Target:
         return "inter-node" if "inter-node" in self.curves else "intra-node"
 
 
-def store_target(store: Store, platform_name: str) -> Target:
-    """The calibration data of a platform in the store; a one-line UserError if it lacks any."""
+def store_target(store: Store, platform_name: str, share_ranks: int | None = None) -> Target:
+    """The calibration data of a platform in the store; a one-line UserError if it lacks any.
+
+    `share_ranks` (an emulated cluster whose nodes share this host's cores, `--host-share`):
+    the projection's ranks get the host's cores / `share_ranks` of a core each, as they did
+    when measured; the calibration is then taken at that share (`host_share_target`)."""
     runs = {
         r.id: r
         for r in store.runs()
@@ -167,7 +171,7 @@ def store_target(store: Store, platform_name: str) -> Target:
         cores = ((facts.get("cpu") or {}).get("cores")) or None
     memory = config.get("memory_gb_per_node")
     used = sorted({c.run_id for c in curves.values() if c.run_id is not None})
-    return Target(
+    target = Target(
         name=platform_name,
         source_kind="platform",
         source=f"platform {platform_name!r} in {store.url}",
@@ -191,6 +195,86 @@ def store_target(store: Store, platform_name: str) -> Target:
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
         memory=store_memory(store, set(runs)),
+    )
+    if share_ranks is None:
+        return target
+    host_cores = int((facts.get("cpu") or {}).get("cores") or 0)
+    return host_share_target(store, runs, target, share_ranks, host_cores)
+
+
+def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ranks: int,
+                      host_cores: int) -> Target:  # fmt: skip
+    """`target` calibrated at the share of this host's cores that `ranks` emulated ranks get.
+
+    The emulated nodes of a netns cluster share the host's cores: `ranks` busy ranks on
+    `host_cores` cores get host_cores / ranks of a core each, and every message they send
+    waits for its rank's turn on a core. The projection's model has independent nodes, so
+    its calibration is taken where the measurement had the same share:
+    - the network curve is the concurrent pairs (mpibench multi_pingpong) at `ranks` ranks,
+      one rank per node (each pair crosses the network, no NIC is shared, every rank
+      shares the cores as the projected ones will): per pair half round trip against size;
+    - the core speed is the single-rank NPB time x ranks / host_cores (a rank's share of a
+      core when all compute; stated in the calibration's assumptions).
+    A one-line UserError when the ranks fit on the cores or the pairs were not measured."""
+    if host_cores <= 0:
+        raise UserError(f"--host-share: the host's core count of {target.name!r} is not in "
+                        "its stored environment")  # fmt: skip
+    if ranks <= host_cores:
+        raise UserError(f"--host-share: {ranks} ranks fit on the host's {host_cores} cores: "
+                        "nothing is shared; project without --host-share")  # fmt: skip
+    # run -> size -> pooled samples (latency µs; per pair bandwidth MB/s)
+    pairs: dict[int, dict[int, list[float]]] = {}
+    per_pair: dict[int, dict[int, list[float]]] = {}
+    for sm in store.measurements(benchmark="mpibench"):
+        m, p = sm.measurement, sm.measurement.parameters
+        if sm.run_id not in runs or m.origin is Origin.SIMULATED:
+            continue
+        if p.get("pattern") != FLOW_PATTERN or p.get("ranks") != ranks or p.get(
+                "nodes") != ranks:  # fmt: skip
+            continue
+        into = {"latency": pairs, "bandwidth": per_pair}.get(m.metric)
+        if into is not None:
+            into.setdefault(sm.run_id, {}).setdefault(int(p["size"]), []).extend(
+                list(m.samples) or [m.value])  # fmt: skip
+    found = sorted((r for r, sizes in pairs.items() if len(sizes) >= MIN_SIZES), reverse=True)
+    if not found:
+        raise UserError(
+            f"--host-share: {target.name!r} has no concurrent pairs at {ranks} ranks, one per "
+            f"node (mpibench multi_pingpong, ranks = [{ranks}], ranks_per_node = [1], at "
+            f"least {MIN_SIZES} sizes): measure them with the suite of docs/simulation.md"
+        )  # fmt: skip
+    run_id = found[0]
+    sizes = tuple(sorted(pairs[run_id]))
+    curve = Curve("inter-node", sizes, tuple(statistics.median(pairs[run_id][s]) for s in sizes),
+                  f"{runs[run_id].origin.value} run {run_id}, mpibench multi_pingpong, "
+                  f"{ranks // 2} pairs at once on {ranks} nodes", run_id)  # fmt: skip
+    share = host_cores / ranks
+    # Every emulated transfer is a copy on the shared cores (TCP, veth): together they move
+    # at most what the pairs moved together, which a shared backbone of that capacity says.
+    largest = max(per_pair.get(run_id, {}), default=None)
+    aggregate_Bps = (ranks // 2) * statistics.median(per_pair[run_id][largest]) * 1e6 if (
+        largest is not None) else None  # fmt: skip
+    speeds = {key: replace(s, time_s=s.time_s / share,
+                           source=f"single-rank time / {share:.3g} (the core share)")
+              for key, s in target.speeds.items()}  # fmt: skip
+    return replace(
+        target,
+        curves={**target.curves, "inter-node": curve},
+        speeds=speeds,
+        rings=None,
+        flows=None,
+        backbone="shared" if aggregate_Bps else target.backbone,
+        backbone_Bps=aggregate_Bps if aggregate_Bps else target.backbone_Bps,
+        assumed=(
+            *target.assumed,
+            f"host share: {ranks} ranks on this host's {host_cores} cores, "
+            f"{share:.3g} of a core each (messages calibrated on the concurrent pairs "
+            "measured at that share, the core speed on the single-rank time / the share)",
+            *([f"host share: every inter-node transfer shares the host's cores, a shared "
+               f"backbone of {aggregate_Bps / 1e6:.4g} MB/s ({ranks // 2} pairs x their "
+               f"bandwidth at {largest} B)"] if aggregate_Bps else []),
+        ),
+        run_ids=tuple(sorted({*target.run_ids, run_id})),
     )
 
 

@@ -7,7 +7,10 @@ the latest run that measured it, by the median of its samples (as the calibratio
 curves). A projection from a published profile is held against the profile's published
 figures where it has them (the rings at their rank count). The error is
 (projected - measured) / measured, per figure; figures without a counterpart are counted,
-not guessed.
+not guessed. Figures measured with more ranks than the host's cores (`oversubscribed`) are
+left out, unless the projection was calibrated at the same share of the cores
+(`--host-share`, hpceval.simulate.sources.host_share_target): then they are what it
+projects.
 """
 
 from __future__ import annotations
@@ -63,8 +66,11 @@ def describe(key: tuple[Any, ...]) -> str:
     return f"{benchmark} {metric}: " + ", ".join(parts)
 
 
-def measured_figures(store: Store, platform: str) -> dict[tuple[Any, ...], tuple[float, str]]:
-    """Key -> (median, "origin run N") from the latest measured run of `platform` per key."""
+def measured_figures(
+    store: Store, platform: str, oversubscribed: bool = False
+) -> dict[tuple[Any, ...], tuple[float, str]]:
+    """Key -> (median, "origin run N") from the latest measured run of `platform` per key;
+    `oversubscribed`: the figures measured on shared cores too."""
     runs = {
         r.id: r
         for r in store.runs()
@@ -73,8 +79,8 @@ def measured_figures(store: Store, platform: str) -> dict[tuple[Any, ...], tuple
     found: dict[tuple[Any, ...], tuple[int, float, str]] = {}
     for sm in store.measurements():
         m = sm.measurement
-        if sm.run_id not in runs or m.origin is Origin.SIMULATED or m.parameters.get(
-            "oversubscribed"):  # fmt: skip
+        if sm.run_id not in runs or m.origin is Origin.SIMULATED or (
+                m.parameters.get("oversubscribed") and not oversubscribed):  # fmt: skip
             continue
         key = figure_key(m)
         if key is None:
@@ -100,13 +106,17 @@ def published_rings(rings: RingFigures) -> dict[tuple[Any, ...], tuple[float, st
 
 
 def validate_run(
-    store: Store, run_id: int, published: Mapping[tuple[Any, ...], tuple[float, str]] = {}
+    store: Store,
+    run_id: int,
+    published: Mapping[tuple[Any, ...], tuple[float, str]] = {},
+    host_share: bool = False,
 ) -> tuple[list[Check], int]:
-    """(checks, figures without a counterpart) of simulated run `run_id`."""
+    """(checks, figures without a counterpart) of simulated run `run_id`; `host_share`:
+    it was calibrated at the share of the host's cores its ranks had when measured."""
     run = store.run(run_id)
     if run.origin is not Origin.SIMULATED:
         raise UserError(f"run {run_id} is not a simulated run: nothing to validate")
-    reference = {**measured_figures(store, run.platform_name), **published}
+    reference = {**measured_figures(store, run.platform_name, host_share), **published}
     checks: list[Check] = []
     missing = 0
     for sm in store.measurements(run_id):

@@ -31,7 +31,8 @@
  * are NPB's (1-based, local), so that the loop bounds read as in the specification.
  *
  * lu_mz.c compiles this file in with LU_ZONE_SOLVER: the solver without the process grid,
- * ssor's loop or main; there a zone is a grid of one rank, grid_comm that rank alone. */
+ * ssor's loop or main; there a zone is a grid of the ranks of LU-MZ's process grid that
+ * split it along i (north and south only), grid_comm those ranks. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -116,13 +117,6 @@ static const struct lu_class classes[] = {
 
 /* Physical and discretisation constants (NPB's setcoeff and lu_data). */
 static const double c1 = 1.40, c2 = 0.40, c3 = 1.00e-01, c4 = 1.00, c5 = 1.40;
-static const double ce[5][13] = {
-    {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
-    {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
-    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
-    {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
-};
 static double dxi, deta, dzeta, tx1, tx2, tx3, ty1, ty2, ty3, tz1, tz2, tz3;
 static double dxc[5], dyc[5], dzc[5], dssp, dt, omega;
 static int ii1, ii2, ji1, ji2, ki1, ki2;
@@ -153,11 +147,17 @@ static long planes_done[MAX_THREADS][CACHE_LINE_DOUBLES];
 /* True when several threads may call MPI at once (then every call is serialised). */
 static int threaded_mpi;
 /* The ranks that share one grid and sum its norms and surface integral: all of them for LU,
- * this rank alone for a zone of LU-MZ (lu_mz.c). */
+ * the parts of a zone of LU-MZ (lu_mz.c; this rank alone when zones are not split). */
 static MPI_Comm grid_comm;
 
 #define AT(arr, i, j, k) \
     ((arr)[(((size_t)(k) - 1) * ldy + (size_t)((j) + 1)) * ldx + (size_t)((i) + 1)])
+
+#ifdef LU_ZONE_SOLVER
+/* NPB-MZ's rho_i (1 / density) and qs (half the squared momentum over the density) of every
+ * point, which its rhs fills and its jacld/jacu read (lu_mz.c keeps one pair per zone). */
+static double *rho_inv, *q_kin;
+#endif
 
 static double recv_buffer[2][5 * 4096];
 static double send_buffer[2][5 * 4096];
@@ -459,12 +459,7 @@ static void exact(int i, int j, int k, double *out)
     double xi = (double)(i - 1) / (nx0 - 1);
     double eta = (double)(j - 1) / (ny0 - 1);
     double zeta = (double)(k - 1) / (nz - 1);
-    for (int m = 0; m < 5; ++m)
-        out[m] = ce[m][0] + ce[m][1] * xi + ce[m][2] * eta + ce[m][3] * zeta +
-                 ce[m][4] * xi * xi + ce[m][5] * eta * eta + ce[m][6] * zeta * zeta +
-                 ce[m][7] * xi * xi * xi + ce[m][8] * eta * eta * eta +
-                 ce[m][9] * zeta * zeta * zeta + ce[m][10] * xi * xi * xi * xi +
-                 ce[m][11] * eta * eta * eta * eta + ce[m][12] * zeta * zeta * zeta * zeta;
+    npb_adi_exact_solution(xi, eta, zeta, out); /* the same manufactured solution as BT/SP */
 }
 
 static void set_boundary_values(void)
@@ -749,10 +744,32 @@ static void compute_rhs(void)
 {
 #pragma omp parallel for schedule(static)
     for (int k = 1; k <= nz; ++k)
-        for (int j = 1; j <= ny; ++j)
+        for (int j = 1; j <= ny; ++j) {
             for (int i = 1; i <= nx; ++i)
                 for (int m = 0; m < 5; ++m) AT(rsd, i, j, k)[m] = -AT(frct, i, j, k)[m];
+#ifdef LU_ZONE_SOLVER
+            for (int i = 1; i <= nx; ++i) {
+                const double *w = AT(u, i, j, k), tmp = 1.0 / w[0];
+                AT(rho_inv, i, j, k) = tmp;
+                AT(q_kin, i, j, k) = 0.50 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) * tmp;
+            }
+#endif
+        }
     add_operator(rsd, u);
+#ifdef LU_ZONE_SOLVER
+    /* A zone split along i: rho_i and qs also on the ghost line next to each neighbouring
+     * part (NPB-MZ's rhs from L1 = 0 to L2 = nx + 1), which the Jacobians read. */
+    if (north != -1 || south != -1)
+        for (int k = 1; k <= nz; ++k)
+            for (int j = 1; j <= ny; ++j)
+                for (int side = 0; side < 2; ++side) {
+                    const int i = side == 0 ? 0 : nx + 1;
+                    if ((side == 0 ? north : south) == -1) continue;
+                    const double *w = AT(u, i, j, k), tmp = 1.0 / w[0];
+                    AT(rho_inv, i, j, k) = tmp;
+                    AT(q_kin, i, j, k) = 0.50 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) * tmp;
+                }
+#endif
 }
 
 /* frct = operator(exact solution); rsd holds the exact solution meanwhile (as erhs.f). */
@@ -769,65 +786,88 @@ static void compute_forcing(void)
 
 /* --- the flux Jacobians (jacld, jacu) --------------------------------------------------- */
 
-/* The Jacobian blocks are stored by columns (blk[n][m] holds row m, column n, as NPB's
- * a(m, n, i)): the products with a vector then run down contiguous columns, which the
- * compiler vectorises across the five equations, each sum keeping NPB's order. */
-static inline __attribute__((always_inline)) void store_transposed(double (*restrict blk)[5],
-                                                                   const double (*out)[5])
-{
-    for (int n = 0; n < 5; ++n)
-        for (int m = 0; m < 5; ++m) blk[n][m] = out[m][n];
-}
+/* The Jacobian blocks are stored by columns, as NPB's a(m, n, i): blk[n][m] holds row m,
+ * column n (the products with a vector then run down contiguous columns, which the compiler
+ * vectorises across the five equations). JB names an entry with NPB's 1-based (row, column). */
+#define JB(blk, m, n) ((blk)[(n) - 1][(m) - 1])
 
-/* The block coupling a point to its neighbour w along the axis whose momentum component is
- * q (1: i, 2: j, 3: k): t1 and t2 are that axis' 1/h^2 and 1/(2h), dd its dissipation
- * coefficients, s the sign of the convective part (-1 towards the lower neighbour, jacld;
- * +1 towards the upper one, jacu). Everything is read into locals first: the stores to the
- * block could otherwise alias them and force reloads. */
+/* The block coupling a point to its neighbour w along one axis, each of the 25 entries
+ * written out as in NPB's jacld/jacu (same expressions, same operation count). q is the
+ * momentum component along the axis (2: i, 3: j, 4: k, NPB's 1-based numbering), p and o
+ * the other two in ascending order; r = -dt * t2 towards the lower neighbour (jacld),
+ * +dt * t2 towards the upper one (jacu); e = dt * t1; dd the axis' dissipation
+ * coefficients. Called with constants for q, p and o, the entries fold to straight code. */
 static inline __attribute__((always_inline)) void neighbour_block(
-    double (*restrict blk)[5], const double *restrict w, const int q, const double s,
-    const double dtv, const double t1, const double t2, const double *restrict dd)
+    double (*restrict blk)[5], const double *restrict w, const double tmp1, const double qs,
+    const int q, const int p, const int o, const double r, const double e,
+    const double *restrict dd)
 {
     const double r43 = 4.0 / 3.0, c34 = c3 * c4, c1345 = c1 * c3 * c4 * c5;
-    const double v[5] = {w[0], w[1], w[2], w[3], w[4]};
-    const double d0 = dd[0], dm[4] = {0.0, dd[1], dd[2], dd[3]}, d4 = dd[4];
-    const double tmp1 = 1.0 / v[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-    const double st2 = s * dtv * t2, dt1 = dtv * t1;
-    const double sq = v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
-    const double uq = v[q];
-    double out[5][5];
-    for (int n = 0; n < 5; ++n) out[0][n] = 0.0;
-    out[0][0] = -dt1 * d0;
-    out[0][q] = st2;
-    for (int m = 1; m <= 3; ++m) {
-        if (m == q) {
-            out[m][0] = st2 * (-(uq * tmp1) * (uq * tmp1) + 0.5 * c2 * (sq * tmp2)) -
-                        dt1 * (-r43 * c34 * tmp2 * uq);
-            for (int p = 1; p <= 3; ++p)
-                if (p != q) out[m][p] = st2 * (-c2 * (v[p] * tmp1));
-            out[m][q] = st2 * ((2.0 - c2) * (uq * tmp1)) - dt1 * (r43 * c34 * tmp1) - dt1 * dm[m];
-            out[m][4] = st2 * c2;
-        } else {
-            out[m][0] = st2 * (-(v[m] * uq) * tmp2) - dt1 * (-c34 * tmp2 * v[m]);
-            for (int p = 1; p <= 4; ++p) out[m][p] = 0.0;
-            out[m][m] = st2 * (uq * tmp1) - dt1 * (c34 * tmp1) - dt1 * dm[m];
-            out[m][q] = st2 * (v[m] * tmp1);
-        }
-    }
-    double visc = -c1345 * tmp2 * v[4];
-    for (int p = 1; p <= 3; ++p)
-        visc -= (p == q ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (v[p] * v[p]);
-    out[4][0] = st2 * ((c2 * sq * tmp2 - c1 * (v[4] * tmp1)) * (uq * tmp1)) - dt1 * visc;
-    for (int p = 1; p <= 3; ++p)
-        if (p != q)
-            out[4][p] = st2 * (-c2 * (v[p] * uq) * tmp2) - dt1 * (c34 - c1345) * tmp2 * v[p];
-    out[4][q] = st2 * (c1 * (v[4] * tmp1) - 0.5 * c2 * ((sq + 2.0 * uq * uq) * tmp2)) -
-                dt1 * (r43 * c34 - c1345) * tmp2 * uq;
-    out[4][4] = st2 * (c1 * (uq * tmp1)) - dt1 * c1345 * tmp1 - dt1 * d4;
-    store_transposed(blk, out);
+    const double u5 = w[4], uq = w[q - 1], up = w[p - 1], uo = w[o - 1];
+    const double u2 = w[1], u3 = w[2], u4 = w[3];
+    const double tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+    /* the viscous weight of u2..u4 squared: r43 on the axis' own component */
+    const double w2 = (q == 2 ? r43 * c34 : c34) - c1345, w3 = (q == 3 ? r43 * c34 : c34) - c1345,
+                 w4 = (q == 4 ? r43 * c34 : c34) - c1345;
+#ifndef LU_ZONE_SOLVER
+    /* (u2^2 + u3^2 + u4^2 + 2 uq^2) in row 5, column q: NPB writes 3.0 * uq * uq in place */
+    const double s2 = q == 2 ? 3.0 * u2 * u2 : u2 * u2, s3 = q == 3 ? 3.0 * u3 * u3 : u3 * u3,
+                 s4 = q == 4 ? 3.0 * u4 * u4 : u4 * u4;
+    (void)qs;
+#endif
+
+    JB(blk, 1, 1) = -e * dd[0];
+    JB(blk, 1, p) = 0.0;
+    JB(blk, 1, o) = 0.0;
+    JB(blk, 1, q) = r;
+    JB(blk, 1, 5) = 0.0;
+
+#ifdef LU_ZONE_SOLVER /* NPB-MZ: the kinetic term from qs */
+    JB(blk, q, 1) = r * (-(uq * tmp1) * (uq * tmp1) + c2 * qs * tmp1) - e * (-r43 * c34 * tmp2 * uq);
+#else
+    JB(blk, q, 1) = r * (-(uq * tmp1) * (uq * tmp1) +
+                         0.50 * c2 * ((u2 * u2 + u3 * u3 + u4 * u4) * tmp2)) -
+                    e * (-r43 * c34 * tmp2 * uq);
+#endif
+    JB(blk, q, p) = r * (-c2 * (up * tmp1));
+    JB(blk, q, o) = r * (-c2 * (uo * tmp1));
+    JB(blk, q, q) = r * ((2.0 - c2) * (uq * tmp1)) - e * (r43 * c34 * tmp1) - e * dd[q - 1];
+    JB(blk, q, 5) = r * c2;
+
+    JB(blk, p, 1) = r * (-(up * uq) * tmp2) - e * (-c34 * tmp2 * up);
+    JB(blk, p, p) = r * (uq * tmp1) - e * (c34 * tmp1) - e * dd[p - 1];
+    JB(blk, p, o) = 0.0;
+    JB(blk, p, q) = r * (up * tmp1);
+    JB(blk, p, 5) = 0.0;
+
+    JB(blk, o, 1) = r * (-(uo * uq) * tmp2) - e * (-c34 * tmp2 * uo);
+    JB(blk, o, p) = 0.0;
+    JB(blk, o, o) = r * (uq * tmp1) - e * (c34 * tmp1) - e * dd[o - 1];
+    JB(blk, o, q) = r * (uo * tmp1);
+    JB(blk, o, 5) = 0.0;
+
+#ifdef LU_ZONE_SOLVER
+    JB(blk, 5, 1) = r * ((c2 * 2.0 * qs - c1 * u5) * uq * tmp2) -
+#else
+    JB(blk, 5, 1) = r * ((c2 * (u2 * u2 + u3 * u3 + u4 * u4) * tmp2 - c1 * (u5 * tmp1)) *
+                         (uq * tmp1)) -
+#endif
+                    e * (-w2 * tmp3 * (u2 * u2) - w3 * tmp3 * (u3 * u3) - w4 * tmp3 * (u4 * u4) -
+                         c1345 * tmp2 * u5);
+    JB(blk, 5, p) = r * (-c2 * (up * uq) * tmp2) - e * (c34 - c1345) * tmp2 * up;
+    JB(blk, 5, o) = r * (-c2 * (uo * uq) * tmp2) - e * (c34 - c1345) * tmp2 * uo;
+#ifdef LU_ZONE_SOLVER
+    JB(blk, 5, q) = r * (c1 * (u5 * tmp1) - c2 * (qs * tmp1 + uq * uq * tmp2)) -
+                    e * (r43 * c34 - c1345) * tmp2 * uq;
+#else
+    JB(blk, 5, q) = r * (c1 * (u5 * tmp1) - 0.50 * c2 * ((s2 + s3 + s4) * tmp2)) -
+                    e * (r43 * c34 - c1345) * tmp2 * uq;
+#endif
+    JB(blk, 5, 5) = r * (c1 * (uq * tmp1)) - e * c1345 * tmp1 - e * dd[4];
 }
 
-/* The constants of the Jacobians, as locals of the line loops (see neighbour_block). */
+/* The constants of the Jacobians, as locals of the line loops (stores to the blocks could
+ * otherwise alias the globals and force reloads). */
 struct jacobian_constants {
     double dt, tx1, tx2, ty1, ty2, tz1, tz2;
     double dx[5], dy[5], dz[5];
@@ -842,59 +882,126 @@ static struct jacobian_constants jacobian_constants(void)
     return jc;
 }
 
-/* The diagonal block (the same in jacld and jacu). */
+/* The diagonal block (the same in jacld and jacu), entry by entry as NPB writes it. */
 static inline __attribute__((always_inline)) void diagonal_block(
-    double (*restrict d)[5], const double *restrict w, const struct jacobian_constants *jc)
+    double (*restrict d)[5], const double *restrict w, const double tmp1,
+    const struct jacobian_constants *jc)
 {
     const double r43 = 4.0 / 3.0, c34 = c3 * c4, c1345 = c1 * c3 * c4 * c5;
-    const double v[5] = {w[0], w[1], w[2], w[3], w[4]};
-    const double tmp1 = 1.0 / v[0], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-    const double t1[3] = {jc->tx1, jc->ty1, jc->tz1};
-    const double dt2 = jc->dt * 2.0;
-    double out[5][5];
-    for (int m = 0; m < 5; ++m)
-        for (int n = 0; n < 5; ++n) out[m][n] = 0.0;
-    out[0][0] = 1.0 + dt2 * (t1[0] * jc->dx[0] + t1[1] * jc->dy[0] + t1[2] * jc->dz[0]);
-    for (int m = 1; m <= 3; ++m) {
-        /* r43 weighs the axis along which momentum m points */
-        double f0 = 0.0, fm = 0.0;
-        for (int a = 0; a < 3; ++a) {
-            double w43 = a == m - 1 ? r43 : 1.0;
-            f0 += t1[a] * (-w43 * c34 * tmp2 * v[m]);
-            fm += t1[a] * w43 * c34 * tmp1;
-        }
-        out[m][0] = dt2 * f0;
-        out[m][m] = 1.0 + dt2 * fm + dt2 * (t1[0] * jc->dx[m] + t1[1] * jc->dy[m] + t1[2] * jc->dz[m]);
-    }
-    double f0 = 0.0;
-    for (int a = 0; a < 3; ++a) {
-        double sum = 0.0;
-        for (int p = 1; p <= 3; ++p)
-            sum -= (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp3 * (v[p] * v[p]);
-        f0 += t1[a] * (sum - c1345 * tmp2 * v[4]);
-    }
-    out[4][0] = dt2 * f0;
-    for (int p = 1; p <= 3; ++p) {
-        double f = 0.0;
-        for (int a = 0; a < 3; ++a)
-            f += t1[a] * (a == p - 1 ? r43 * c34 - c1345 : c34 - c1345) * tmp2 * v[p];
-        out[4][p] = dt2 * f;
-    }
-    out[4][4] = 1.0 + dt2 * (t1[0] * c1345 * tmp1 + t1[1] * c1345 * tmp1 + t1[2] * c1345 * tmp1) +
-                dt2 * (t1[0] * jc->dx[4] + t1[1] * jc->dy[4] + t1[2] * jc->dz[4]);
-    store_transposed(d, out);
+    const double u2 = w[1], u3 = w[2], u4 = w[3], u5 = w[4];
+    const double tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+    const double x1 = jc->tx1, y1 = jc->ty1, z1 = jc->tz1, dt2 = jc->dt * 2.0;
+    const double *dx = jc->dx, *dy = jc->dy, *dz = jc->dz;
+
+#ifdef LU_ZONE_SOLVER
+    /* NPB-MZ's jacld/jacu factor the three axes' weights out of each entry */
+    const double a = r43 * c34 - c1345, b = c34 - c1345;
+    JB(d, 1, 1) = 1.0 + dt2 * (x1 * dx[0] + y1 * dy[0] + z1 * dz[0]);
+    JB(d, 1, 2) = 0.0;
+    JB(d, 1, 3) = 0.0;
+    JB(d, 1, 4) = 0.0;
+    JB(d, 1, 5) = 0.0;
+
+    JB(d, 2, 1) = -dt2 * (x1 * r43 + y1 + z1) * c34 * tmp2 * u2;
+    JB(d, 2, 2) = 1.0 + dt2 * c34 * tmp1 * (x1 * r43 + y1 + z1) +
+                  dt2 * (x1 * dx[1] + y1 * dy[1] + z1 * dz[1]);
+    JB(d, 2, 3) = 0.0;
+    JB(d, 2, 4) = 0.0;
+    JB(d, 2, 5) = 0.0;
+
+    JB(d, 3, 1) = -dt2 * (x1 + y1 * r43 + z1) * c34 * tmp2 * u3;
+    JB(d, 3, 2) = 0.0;
+    JB(d, 3, 3) = 1.0 + dt2 * c34 * tmp1 * (x1 + y1 * r43 + z1) +
+                  dt2 * (x1 * dx[2] + y1 * dy[2] + z1 * dz[2]);
+    JB(d, 3, 4) = 0.0;
+    JB(d, 3, 5) = 0.0;
+
+    JB(d, 4, 1) = -dt2 * (x1 + y1 + z1 * r43) * c34 * tmp2 * u4;
+    JB(d, 4, 2) = 0.0;
+    JB(d, 4, 3) = 0.0;
+    JB(d, 4, 4) = 1.0 + dt2 * c34 * tmp1 * (x1 + y1 + z1 * r43) +
+                  dt2 * (x1 * dx[3] + y1 * dy[3] + z1 * dz[3]);
+    JB(d, 4, 5) = 0.0;
+
+    JB(d, 5, 1) = -dt2 * (((x1 * a + y1 * b + z1 * b) * (u2 * u2) +
+                           (x1 * b + y1 * a + z1 * b) * (u3 * u3) +
+                           (x1 * b + y1 * b + z1 * a) * (u4 * u4)) *
+                              tmp3 +
+                          (x1 + y1 + z1) * c1345 * tmp2 * u5);
+    JB(d, 5, 2) = dt2 * tmp2 * u2 * (x1 * a + y1 * b + z1 * b);
+    JB(d, 5, 3) = dt2 * tmp2 * u3 * (x1 * b + y1 * a + z1 * b);
+    JB(d, 5, 4) = dt2 * tmp2 * u4 * (x1 * b + y1 * b + z1 * a);
+    JB(d, 5, 5) = 1.0 + dt2 * (x1 + y1 + z1) * c1345 * tmp1 +
+                  dt2 * (x1 * dx[4] + y1 * dy[4] + z1 * dz[4]);
+#else
+    JB(d, 1, 1) = 1.0 + dt2 * (x1 * dx[0] + y1 * dy[0] + z1 * dz[0]);
+    JB(d, 1, 2) = 0.0;
+    JB(d, 1, 3) = 0.0;
+    JB(d, 1, 4) = 0.0;
+    JB(d, 1, 5) = 0.0;
+
+    JB(d, 2, 1) = dt2 * (x1 * (-r43 * c34 * tmp2 * u2) + y1 * (-c34 * tmp2 * u2) +
+                         z1 * (-c34 * tmp2 * u2));
+    JB(d, 2, 2) = 1.0 + dt2 * (x1 * r43 * c34 * tmp1 + y1 * c34 * tmp1 + z1 * c34 * tmp1) +
+                  dt2 * (x1 * dx[1] + y1 * dy[1] + z1 * dz[1]);
+    JB(d, 2, 3) = 0.0;
+    JB(d, 2, 4) = 0.0;
+    JB(d, 2, 5) = 0.0;
+
+    JB(d, 3, 1) = dt2 * (x1 * (-c34 * tmp2 * u3) + y1 * (-r43 * c34 * tmp2 * u3) +
+                         z1 * (-c34 * tmp2 * u3));
+    JB(d, 3, 2) = 0.0;
+    JB(d, 3, 3) = 1.0 + dt2 * (x1 * c34 * tmp1 + y1 * r43 * c34 * tmp1 + z1 * c34 * tmp1) +
+                  dt2 * (x1 * dx[2] + y1 * dy[2] + z1 * dz[2]);
+    JB(d, 3, 4) = 0.0;
+    JB(d, 3, 5) = 0.0;
+
+    JB(d, 4, 1) = dt2 * (x1 * (-c34 * tmp2 * u4) + y1 * (-c34 * tmp2 * u4) +
+                         z1 * (-r43 * c34 * tmp2 * u4));
+    JB(d, 4, 2) = 0.0;
+    JB(d, 4, 3) = 0.0;
+    JB(d, 4, 4) = 1.0 + dt2 * (x1 * c34 * tmp1 + y1 * c34 * tmp1 + z1 * r43 * c34 * tmp1) +
+                  dt2 * (x1 * dx[3] + y1 * dy[3] + z1 * dz[3]);
+    JB(d, 4, 5) = 0.0;
+
+    const double a = r43 * c34 - c1345, b = c34 - c1345;
+    JB(d, 5, 1) = dt2 * (x1 * (-a * tmp3 * (u2 * u2) - b * tmp3 * (u3 * u3) -
+                               b * tmp3 * (u4 * u4) - c1345 * tmp2 * u5) +
+                         y1 * (-b * tmp3 * (u2 * u2) - a * tmp3 * (u3 * u3) -
+                               b * tmp3 * (u4 * u4) - c1345 * tmp2 * u5) +
+                         z1 * (-b * tmp3 * (u2 * u2) - b * tmp3 * (u3 * u3) -
+                               a * tmp3 * (u4 * u4) - c1345 * tmp2 * u5));
+    JB(d, 5, 2) = dt2 * (x1 * a * tmp2 * u2 + y1 * b * tmp2 * u2 + z1 * b * tmp2 * u2);
+    JB(d, 5, 3) = dt2 * (x1 * b * tmp2 * u3 + y1 * a * tmp2 * u3 + z1 * b * tmp2 * u3);
+    JB(d, 5, 4) = dt2 * (x1 * b * tmp2 * u4 + y1 * b * tmp2 * u4 + z1 * a * tmp2 * u4);
+    JB(d, 5, 5) = 1.0 + dt2 * (x1 * c1345 * tmp1 + y1 * c1345 * tmp1 + z1 * c1345 * tmp1) +
+                  dt2 * (x1 * dx[4] + y1 * dy[4] + z1 * dz[4]);
+#endif
 }
 
 /* jacld: for the line (j, k), a = towards k-1, b = j-1, c = i-1. */
+#ifdef LU_ZONE_SOLVER /* NPB-MZ reads 1 / density and qs filled by the rhs */
+#define INV_DENSITY(i, j, k) AT(rho_inv, i, j, k)
+#define KINETIC(i, j, k) AT(q_kin, i, j, k)
+#else /* NPB-MPI divides in place */
+#define INV_DENSITY(i, j, k) (1.0 / AT(u, i, j, k)[0])
+#define KINETIC(i, j, k) 0.0
+#endif
+
 static void jacobians_lower(struct line_work *lw, int j, int k)
 {
     const struct jacobian_constants jc = jacobian_constants();
+    const double rx = -jc.dt * jc.tx2, ry = -jc.dt * jc.ty2, rz = -jc.dt * jc.tz2;
+    const double ex = jc.dt * jc.tx1, ey = jc.dt * jc.ty1, ez = jc.dt * jc.tz1;
     const int i0 = ist, i1 = iend;
     for (int i = i0; i <= i1; ++i) {
-        diagonal_block(lw->d[i], AT(u, i, j, k), &jc);
-        neighbour_block(lw->a[i], AT(u, i, j, k - 1), 3, -1.0, jc.dt, jc.tz1, jc.tz2, jc.dz);
-        neighbour_block(lw->b[i], AT(u, i, j - 1, k), 2, -1.0, jc.dt, jc.ty1, jc.ty2, jc.dy);
-        neighbour_block(lw->c[i], AT(u, i - 1, j, k), 1, -1.0, jc.dt, jc.tx1, jc.tx2, jc.dx);
+        diagonal_block(lw->d[i], AT(u, i, j, k), INV_DENSITY(i, j, k), &jc);
+        neighbour_block(lw->a[i], AT(u, i, j, k - 1), INV_DENSITY(i, j, k - 1),
+                        KINETIC(i, j, k - 1), 4, 2, 3, rz, ez, jc.dz);
+        neighbour_block(lw->b[i], AT(u, i, j - 1, k), INV_DENSITY(i, j - 1, k),
+                        KINETIC(i, j - 1, k), 3, 2, 4, ry, ey, jc.dy);
+        neighbour_block(lw->c[i], AT(u, i - 1, j, k), INV_DENSITY(i - 1, j, k),
+                        KINETIC(i - 1, j, k), 2, 3, 4, rx, ex, jc.dx);
     }
 }
 
@@ -902,12 +1009,17 @@ static void jacobians_lower(struct line_work *lw, int j, int k)
 static void jacobians_upper(struct line_work *lw, int j, int k)
 {
     const struct jacobian_constants jc = jacobian_constants();
+    const double rx = jc.dt * jc.tx2, ry = jc.dt * jc.ty2, rz = jc.dt * jc.tz2;
+    const double ex = jc.dt * jc.tx1, ey = jc.dt * jc.ty1, ez = jc.dt * jc.tz1;
     const int i0 = ist, i1 = iend;
     for (int i = i0; i <= i1; ++i) {
-        diagonal_block(lw->d[i], AT(u, i, j, k), &jc);
-        neighbour_block(lw->a[i], AT(u, i + 1, j, k), 1, 1.0, jc.dt, jc.tx1, jc.tx2, jc.dx);
-        neighbour_block(lw->b[i], AT(u, i, j + 1, k), 2, 1.0, jc.dt, jc.ty1, jc.ty2, jc.dy);
-        neighbour_block(lw->c[i], AT(u, i, j, k + 1), 3, 1.0, jc.dt, jc.tz1, jc.tz2, jc.dz);
+        diagonal_block(lw->d[i], AT(u, i, j, k), INV_DENSITY(i, j, k), &jc);
+        neighbour_block(lw->a[i], AT(u, i + 1, j, k), INV_DENSITY(i + 1, j, k),
+                        KINETIC(i + 1, j, k), 2, 3, 4, rx, ex, jc.dx);
+        neighbour_block(lw->b[i], AT(u, i, j + 1, k), INV_DENSITY(i, j + 1, k),
+                        KINETIC(i, j + 1, k), 3, 2, 4, ry, ey, jc.dy);
+        neighbour_block(lw->c[i], AT(u, i, j, k + 1), INV_DENSITY(i, j, k + 1),
+                        KINETIC(i, j, k + 1), 4, 2, 3, rz, ez, jc.dz);
     }
 }
 

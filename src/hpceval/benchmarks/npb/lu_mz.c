@@ -8,13 +8,17 @@
  * (npb_mz.h; LU-MZ's y faces carry all nx points of a line), then runs LU's SSOR iteration
  * on each zone: rsd scaled by dt, the pipelined lower and upper sweeps (jacld/blts,
  * jacu/buts, the OpenMP threads on successive k-planes), the update of u and the new
- * residual, all from lu.c (compiled in with LU_ZONE_SOLVER; a zone is a grid no other
- * rank shares, its norms reduced over this rank alone). Zones go to the ranks by NPB-MZ's
- * map_zones (block distribution where the rank count allows, else bin packing), a rank's
- * OpenMP threads share each of its zones. Unlike NPB3.4-MZ, which also splits zones along i
- * over several ranks (its NPB_NUM_XPROCS process grid) when that promises more speed, a
- * zone here is always one rank's: at most 16 ranks, and a count that does not divide the
- * zones runs the bin packing where the official code may choose a split.
+ * residual, all from lu.c (compiled in with LU_ZONE_SOLVER).
+ *
+ * Ranks (NPB3.4-MZ's LU-MZ process grid, process_grid_xdim): xdim x zdim, rank r the part
+ * r % xdim of zone process r / xdim. The zones go to the zdim zone processes by NPB-MZ's
+ * map_zones (block distribution where the count allows, else bin packing); every zone of a
+ * zone process is split along i over its xdim ranks (NPB's subdomain split), each part a
+ * piece of one LU grid in lu.c's decomposition with neighbours north and south only: the
+ * sweeps pipeline a line per k-plane between the parts, the residual exchanges two ghost
+ * layers, norms and surface integral are reduced over the parts (part_comm). With xdim 1 a
+ * zone is one rank's grid, reduced over that rank alone. A rank's OpenMP threads share each
+ * of its zones.
  *
  * Verification (NPB-MZ's verify): the RMS norms of the final residual (xcr) and of the
  * error (xce) and the surface integral (xci) of each zone, summed over the zones, against
@@ -74,16 +78,63 @@ static const struct lu_mz_class mz_classes[] = {
      0.2059421629621e+05},
 };
 
-/* One zone of this rank: its fields (lu.c's layout) and sizes. */
+/* This rank's part of one zone: its fields (lu.c's layout) and sizes. */
 struct lu_zone {
     vec5 *u, *rsd, *frct;
-    int nx, ny, nz;
+    double *rho_inv, *q_kin; /* NPB-MZ's rho_i and qs */
+    int nx, ny, nz;          /* this part's points (nx: along i) */
+    int zone_nx, first_i;    /* the zone's points along i, and where this part starts */
 };
+
+/* NPB3.4-MZ LU-MZ's process grid (proc_grid.f): xdim x zdim ranks, rank r the part
+ * r % xdim along i of zone process r / xdim. NPB_NUM_XPROCS fixes xdim (at most the ranks;
+ * ignored when xdim * zones < ranks; an error when it does not divide the ranks or leaves
+ * more zone processes than zones); otherwise the factorisation, zdim from min(zones, ranks)
+ * down, that maximises zones * nx1 / (ceil(zones / zdim) * ceil(nx1 / xdim)), the first
+ * best (nx1: points per zone along i). */
+static int process_grid_xdim(int nprocs, int nzones, int nx1)
+{
+    int xdim = 0;
+    const char *env = getenv("NPB_NUM_XPROCS");
+    if (env != NULL && *env != '\0') {
+        char *end;
+        long v = strtol(env, &end, 10);
+        while (*end == ' ') ++end;
+        if (*end != '\0' || v < 0 || v > 1000000)
+            npb_fail("NPB_NUM_XPROCS=%s: not a whole number of ranks", env);
+        xdim = v < nprocs ? (int)v : nprocs;
+        if (xdim > 0 && xdim * nzones < nprocs) xdim = 0;
+    }
+    if (xdim > 0) {
+        const int zdim = nprocs / xdim;
+        if (xdim * zdim != nprocs)
+            npb_fail("NPB_NUM_XPROCS=%d does not divide the %d ranks", xdim, nprocs);
+        if (zdim > nzones)
+            npb_fail("NPB_NUM_XPROCS=%d leaves %d zone processes for %d zones", xdim, zdim,
+                     nzones);
+        return xdim;
+    }
+    const double t_size = (double)nzones * nx1;
+    double best = 0.0;
+    int best_xdim = 1;
+    for (int zdim = nzones < nprocs ? nzones : nprocs; zdim >= 1; --zdim) {
+        while (nprocs % zdim != 0) --zdim;
+        const int x = nprocs / zdim;
+        const int zones_each = (nzones + zdim - 1) / zdim, points_each = (nx1 + x - 1) / x;
+        const double speedup = t_size / zones_each / points_each;
+        if (speedup > best) {
+            best = speedup;
+            best_xdim = x;
+        }
+    }
+    return best_xdim;
+}
 
 static struct npb_mz_mesh mesh;
 static struct lu_zone *zones;       /* this rank's zones, mesh.my_zones order */
 static struct npb_mz_field *fields; /* per zone of the mesh; this rank's zones set */
 static vec5 *zone_flux;             /* lu.c's flux scratch, sized for the largest zone */
+static MPI_Comm part_comm;          /* the ranks sharing this rank's zones (NPB's comm_ipart) */
 
 /* Points lu.c's grid state at zone Z: its fields, sizes, interior bounds and the
  * coefficients of its grid step. */
@@ -92,12 +143,19 @@ static void select_zone(const struct lu_zone *Z)
     u = Z->u;
     rsd = Z->rsd;
     frct = Z->frct;
+    rho_inv = Z->rho_inv;
+    q_kin = Z->q_kin;
     flux = zone_flux;
-    nx = nx0 = Z->nx;
+    nx = Z->nx;
+    nx0 = Z->zone_nx;
     ny = ny0 = Z->ny;
     nz = nz0 = Z->nz;
-    ist = 2;
-    iend = nx - 1;
+    ipt = Z->first_i;
+    /* the neighbouring parts along i (NPB-MZ's north and south): ranks r - 1 and r + 1 */
+    north = mesh.row > 0 ? mesh.world_rank - 1 : -1;
+    south = mesh.row < mesh.xdim - 1 ? mesh.world_rank + 1 : -1;
+    ist = north == -1 ? 2 : 1;
+    iend = south == -1 ? nx - 1 : nx;
     jst = 2;
     jend = ny - 1;
     ldx = (size_t)nx + 4;
@@ -116,12 +174,13 @@ static void make_zones(void)
     for (int c = 0; c < mesh.my_nzones; ++c) {
         struct lu_zone *Z = &zones[c];
         const int z = mesh.my_zones[c];
-        Z->nx = mesh.nx[z];
+        Z->zone_nx = mesh.nx[z];
+        npb_mz_part(mesh.nx[z], mesh.xdim, mesh.row, &Z->first_i, &Z->nx);
         Z->ny = mesh.ny[z];
         Z->nz = mesh.nz[z];
-        if (Z->nx < 5 || Z->ny < 5 || Z->nz < 5)
+        if (Z->zone_nx < 5 || Z->ny < 5 || Z->nz < 5)
             npb_fail("lu-mz: zone %d has %d x %d x %d points; LU needs at least 5 per axis", z,
-                     Z->nx, Z->ny, Z->nz);
+                     Z->zone_nx, Z->ny, Z->nz);
         const size_t points = (size_t)(Z->nx + 4) * (size_t)(Z->ny + 4) * (size_t)Z->nz;
         Z->u = NPB_FOLDABLE_ALLOC(points * sizeof(vec5), "u");
         Z->rsd = NPB_FOLDABLE_ALLOC(points * sizeof(vec5), "rsd");
@@ -129,6 +188,10 @@ static void make_zones(void)
         memset(Z->u, 0, points * sizeof(vec5));
         memset(Z->rsd, 0, points * sizeof(vec5));
         memset(Z->frct, 0, points * sizeof(vec5));
+        Z->rho_inv = NPB_FOLDABLE_ALLOC(points * sizeof(double), "rho_i");
+        Z->q_kin = NPB_FOLDABLE_ALLOC(points * sizeof(double), "qs");
+        memset(Z->rho_inv, 0, points * sizeof(double));
+        memset(Z->q_kin, 0, points * sizeof(double));
         if (points > largest) largest = points;
         if (Z->nx > max_nx) max_nx = Z->nx;
         if (Z->ny > max_ny) max_ny = Z->ny;
@@ -178,6 +241,8 @@ static void step(void)
 /* Sums over all zones of each zone's residual and error RMS norms and surface integral. */
 static void zone_norms(double xcr[5], double xce[5], double *xci)
 {
+    /* Every part of a zone holds the zone's norms (reduced over part_comm); the first adds
+     * them (as NPB-MZ, whose row 0 reduces over comm_zpart). */
     double local[11] = {0}, total[11];
     for (int c = 0; c < mesh.my_nzones; ++c) {
         select_zone(&zones[c]);
@@ -190,6 +255,8 @@ static void zone_norms(double xcr[5], double xce[5], double *xci)
         }
         local[10] += surface_integral();
     }
+    if (mesh.row != 0)
+        for (int m = 0; m < 11; ++m) local[m] = 0.0;
     NPB_CHECK_MPI(MPI_Allreduce(local, total, 11, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int m = 0; m < 5; ++m) {
         xcr[m] = total[m];
@@ -204,6 +271,8 @@ static void release_zones(void)
         NPB_FOLDABLE_FREE(zones[c].u);
         NPB_FOLDABLE_FREE(zones[c].rsd);
         NPB_FOLDABLE_FREE(zones[c].frct);
+        NPB_FOLDABLE_FREE(zones[c].rho_inv);
+        NPB_FOLDABLE_FREE(zones[c].q_kin);
     }
     NPB_FOLDABLE_FREE(zone_flux);
     release_work();
@@ -213,7 +282,8 @@ static void release_zones(void)
 
 int main(int argc, char **argv)
 {
-    NPB_CHECK_MPI(MPI_Init(&argc, &argv));
+    int provided;
+    NPB_CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided));
     struct npb_options opt;
     npb_parse_args(argc, argv, "lu-mz", &opt);
     const struct lu_mz_class *cls = NULL;
@@ -224,17 +294,40 @@ int main(int argc, char **argv)
     npb_mz_setup(&mesh, LU_MZ_ZONES, LU_MZ_ZONES, cls->gx, cls->gy, cls->gz, 1.0);
     mesh.try_blocks = 1;
     mesh.y_faces_whole = 1;
+    int world_size;
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    int world_rank, xdim = 0;
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    if (world_rank == 0) xdim = process_grid_xdim(world_size, mesh.nzones, cls->gx / LU_MZ_ZONES);
+    NPB_CHECK_MPI(MPI_Bcast(&xdim, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    mesh.xdim = xdim;
+    const int nx1 = cls->gx / LU_MZ_ZONES;
+    if (world_size > mesh.nzones * nx1)
+        npb_fail("lu-mz class %c on %d ranks: more than its %d zones x %d points along i "
+                 "(NPB-MZ would leave the extra ranks idle; hpceval refuses them)",
+                 cls->name, world_size, mesh.nzones, nx1);
+    if (nx1 / xdim < 3)
+        npb_fail("lu-mz class %c on %d ranks: its %d x %d process grid splits a zone's %d "
+                 "points along i into parts of %d, LU needs at least 3",
+                 cls->name, world_size, xdim, world_size / xdim, nx1, nx1 / xdim);
     npb_mz_start(&mesh, "lu-mz", cls->name, cls->niter, cls->dt, opt.balance_threads);
-    /* A zone is a grid of this rank alone: no pipeline neighbours, norms over this rank. */
-    my_rank = 0;
-    nranks = 1;
-    grid_comm = MPI_COMM_SELF;
+    /* A zone is a grid of the xdim ranks of one zone process: the pipeline neighbours along
+     * i, norms and surface integral over those ranks (lu.c's grid_comm); a zone of one rank
+     * (xdim 1) is a grid of that rank alone. */
+    NPB_CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, mesh.my_rank, mesh.world_rank, &part_comm));
+    my_rank = mesh.world_rank;
+    nranks = mesh.xdim;
+    grid_comm = mesh.xdim > 1 ? part_comm : MPI_COMM_SELF;
     dt = cls->dt;
     omega = OMEGA;
     nthreads = mesh.rank_threads[mesh.my_rank];
     if (nthreads > MAX_THREADS)
         npb_fail("lu-mz: %d OpenMP threads is more than this program's limit of %d", nthreads,
                  MAX_THREADS);
+    threaded_mpi = nthreads > 1 && mesh.xdim > 1;
+    if (threaded_mpi && provided < MPI_THREAD_SERIALIZED)
+        npb_fail("lu-mz: zones split over ranks with %d threads need MPI_THREAD_SERIALIZED",
+                 nthreads);
     make_zones();
     initialize_zones(1);
 
@@ -257,6 +350,7 @@ int main(int argc, char **argv)
     int status = result.verified ? 0 : 3;
     release_zones();
     npb_mz_release(&mesh);
+    NPB_CHECK_MPI(MPI_Comm_free(&part_comm));
     NPB_CHECK_MPI(MPI_Finalize());
     return status;
 }

@@ -61,8 +61,47 @@ def mesh(reference: Mapping[str, Any], program: str, class_name: str) -> ZoneMes
     )  # fmt: skip
 
 
+def process_grid(program: str, mz: ZoneMesh, ranks: int) -> tuple[int, int]:
+    """(xdim, zdim): zdim zone processes, each zone split along i over xdim ranks. BT-MZ and
+    SP-MZ deal whole zones (1, ranks). LU-MZ's proc_grid.f (without NPB_NUM_XPROCS): the
+    factorisation, zdim from min(zones, ranks) down, that maximises zones * nx1 /
+    (ceil(zones / zdim) * ceil(nx1 / xdim)), the first best (nx1: a zone's points in x)."""
+    if program != "lu-mz":
+        return 1, ranks
+    nx1 = mz.gx // mz.x_zones
+    best, grid = 0.0, (1, ranks)
+    zdim = min(mz.zones, ranks)
+    while zdim >= 1:
+        while ranks % zdim:
+            zdim -= 1
+        xdim = ranks // zdim
+        speedup = mz.zones * nx1 / -(-mz.zones // zdim) / -(-nx1 // xdim)
+        if speedup > best:
+            best, grid = speedup, (xdim, zdim)
+        zdim -= 1
+    return grid
+
+
 def rank_rule_error(program: str, class_name: str, mz: ZoneMesh, ranks: int) -> str | None:
-    """NPB-MZ deals whole zones to ranks: no more ranks than zones (the program refuses)."""
+    """BT-MZ and SP-MZ deal whole zones to ranks: no more ranks than zones. LU-MZ splits
+    zones along i (process_grid): a part needs 3 points, and ranks beyond zones * nx1 (which
+    NPB-MZ leaves idle) are refused. The programs refuse the same counts."""
+    if program == "lu-mz":
+        nx1 = mz.gx // mz.x_zones
+        if ranks > mz.zones * nx1:
+            return (
+                f"lu-mz class {class_name} on {ranks} ranks: more than its {mz.zones} zones x "
+                f"{nx1} points along i (NPB-MZ would leave the extra ranks idle; hpceval "
+                "refuses them)"
+            )
+        xdim, zdim = process_grid(program, mz, ranks)
+        if nx1 // xdim < 3:
+            return (
+                f"lu-mz class {class_name} on {ranks} ranks: its {xdim} x {zdim} process grid "
+                f"splits a zone's {nx1} points along i into parts of {nx1 // xdim}, LU needs at "
+                "least 3"
+            )
+        return None
     if ranks > mz.zones:
         return (
             f"{program} class {class_name} has {mz.zones} zones: needs at most {mz.zones} ranks, "
@@ -157,7 +196,7 @@ def zone_owners(mz: ZoneMesh, ranks: int) -> list[int]:
 
 
 def rank_points(mz: ZoneMesh, ranks: int) -> list[float]:
-    """The points of every rank's zones."""
+    """The points of every rank's zones (for LU-MZ: of every zone process's)."""
     load = [0.0] * ranks
     for owner, (nx, ny, nz) in zip(zone_owners(mz, ranks), mz.sizes(), strict=True):
         load[owner] += nx * ny * nz
@@ -199,15 +238,17 @@ def rank_threads(mz: ZoneMesh, threads: Sequence[int], *, balance: bool) -> list
 def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
     (bt.c 46 per point with two ghost layers per side; sp.c about 26 with its padding, its
-    lhs being per line; lu.c 15, u, rsd and frct with two ghost layers in i and j, plus one
-    flux array of the largest zone)."""
-    owner = zone_owners(mz, ranks)
-    per_point = {"bt-mz": 46, "sp-mz": 26, "lu-mz": 15}[program]
+    lhs being per line; lu.c 17, u, rsd, frct, rho_i and qs with two ghost layers in i and
+    j, plus one flux array of the largest zone; a zone split over xdim ranks counts its
+    largest part)."""
+    xdim, zdim = process_grid(program, mz, ranks)
+    owner = zone_owners(mz, zdim)
+    per_point = {"bt-mz": 46, "sp-mz": 26, "lu-mz": 17}[program]
     ghosts_z = 0 if program == "lu-mz" else 4
-    load = [0.0] * ranks
+    load = [0.0] * zdim
     for z, (nx, ny, nz) in enumerate(mz.sizes()):
-        load[owner[z]] += (nx + 4) * (ny + 4) * (nz + ghosts_z)
+        load[owner[z]] += (-(-nx // xdim) + 4) * (ny + 4) * (nz + ghosts_z)  # the largest part
     scratch = 0.0
     if program == "lu-mz":
-        scratch = 5.0 * max((nx + 4) * (ny + 4) * nz for nx, ny, nz in mz.sizes())
+        scratch = 5.0 * max((-(-nx // xdim) + 4) * (ny + 4) * nz for nx, ny, nz in mz.sizes())
     return int((max(load) * per_point + scratch) * 8 * 1.05 + (8 << 20))

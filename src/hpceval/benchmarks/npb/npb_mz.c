@@ -15,6 +15,8 @@
 
 #define TAG_EXCHANGE 300
 
+static void plan_exchange(struct npb_mz_mesh *M);
+
 static int *int_array(int n, const char *what)
 {
     int *a = npb_alloc((size_t)n * sizeof(int), what);
@@ -103,14 +105,6 @@ static int shared_boundary(const struct npb_mz_mesh *M, int z, int rank)
     return shared;
 }
 
-/* Values of the face of zone z on side d that its neighbour on that side needs. */
-static size_t face_values(const struct npb_mz_mesh *M, int z, int d, int components)
-{
-    const int along_x = d == MZ_WEST || d == MZ_EAST;
-    const int across = along_x ? M->ny[z] - 2 : M->y_faces_whole ? M->nx[z] : M->nx[z] - 2;
-    return (size_t)across * (size_t)(M->nz[z] - 2) * (size_t)components;
-}
-
 /* NPB-MZ's block distribution (SP-MZ, LU-MZ): the ranks as an n1 x n2 grid with n1 | x_zones
  * and n2 | y_zones, each rank a rectangle of zones. Returns 0 (nothing assigned) when no
  * factorisation divides both. */
@@ -138,6 +132,12 @@ void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
     const int n = M->nzones;
     M->nranks = nranks;
     M->my_rank = my_rank;
+    if (M->xdim < 1) {
+        M->xdim = 1;
+        M->row = 0;
+        M->world_size = nranks;
+        M->world_rank = my_rank;
+    }
     M->owner = int_array(n, "zone owners");
     int *order = int_array(n, "zone order");
     double *load = npb_alloc((size_t)nranks * sizeof(double), "rank loads");
@@ -190,53 +190,128 @@ void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank)
     for (int z = 0; z < n; ++z)
         if (M->owner[z] == my_rank) M->my_zones[M->my_nzones++] = z;
 
-    /* Exchange segments: what this rank sends to / receives from each other rank, in zone
-     * order then direction order on both sides (5 components: the largest any program
-     * exchanges). */
-    M->send_offset = npb_alloc((size_t)nranks * sizeof(size_t), "exchange offsets");
-    M->recv_offset = npb_alloc((size_t)nranks * sizeof(size_t), "exchange offsets");
-    M->send_count = npb_alloc((size_t)nranks * sizeof(size_t), "exchange counts");
-    M->recv_count = npb_alloc((size_t)nranks * sizeof(size_t), "exchange counts");
-    size_t send_total = 0, recv_total = 0;
-    for (int r = 0; r < nranks; ++r) {
-        size_t s = 0, v = 0;
-        if (r != my_rank)
-            for (int z = 0; z < n; ++z)
-                for (int d = 0; d < 4; ++d) {
-                    int other = M->neighbour[d][z];
-                    if (M->owner[z] == my_rank && M->owner[other] == r) s += face_values(M, z, d, 5);
-                    if (M->owner[z] == r && M->owner[other] == my_rank) v += face_values(M, z, d, 5);
-                }
-        M->send_offset[r] = send_total;
-        M->recv_offset[r] = recv_total;
-        M->send_count[r] = s;
-        M->recv_count[r] = v;
-        send_total += s;
-        recv_total += v;
-    }
-    M->send_buf = npb_alloc(send_total * sizeof(double), "exchange send buffer");
-    M->recv_buf = npb_alloc(recv_total * sizeof(double), "exchange receive buffer");
-    M->requests = npb_alloc((size_t)2 * nranks * sizeof(MPI_Request), "exchange requests");
+    plan_exchange(M);
 }
 
-/* Copies the face of a zone on side d at position q across it (i = q for west/east, j = q
- * for south/north; the interior of the other two axes) to or from buf; returns the values
- * moved. */
-static size_t copy_face(const struct npb_mz_mesh *M, int z, const struct npb_mz_field *F,
-                        int d, int q, int components, double *buf, int into_zone)
+/* --- the boundary exchange ------------------------------------------------------------- */
+
+void npb_mz_part(int n, int parts, int part, int *first, int *count)
 {
-    const int nx = M->nx[z], ny = M->ny[z], nz = M->nz[z];
+    const int rest = n % parts;
+    if (part < rest) {
+        *count = n / parts + 1;
+        *first = part * *count;
+    } else {
+        *count = n / parts;
+        *first = part * *count + rest;
+    }
+}
+
+/* The face of zone z on side d goes to its neighbour on that side in parts: an x face
+ * (west, east) whole, from the part holding it (the first or the last along i) to the
+ * neighbour's part on the other end; a y face (south, north) in xdim parts, part p between
+ * the two zones' parts of row p. */
+static int face_parts(const struct npb_mz_mesh *M, int d)
+{
+    return d == MZ_SOUTH || d == MZ_NORTH ? M->xdim : 1;
+}
+
+static int sender_rank(const struct npb_mz_mesh *M, int z, int d, int p)
+{
+    const int row = d == MZ_WEST ? 0 : d == MZ_EAST ? M->xdim - 1 : p;
+    return M->owner[z] * M->xdim + row;
+}
+
+static int receiver_rank(const struct npb_mz_mesh *M, int z, int d, int p)
+{
+    const int row = d == MZ_WEST ? M->xdim - 1 : d == MZ_EAST ? 0 : p;
+    return M->owner[M->neighbour[d][z]] * M->xdim + row;
+}
+
+/* The points across part p of the face of zone z on side d: [*a0, *a1] in the zone's
+ * indices (j for x faces, i for y faces); empty when *a1 < *a0. */
+static void part_span(const struct npb_mz_mesh *M, int z, int d, int p, int *a0, int *a1)
+{
+    if (d == MZ_WEST || d == MZ_EAST) {
+        *a0 = 1;
+        *a1 = M->ny[z] - 2;
+        return;
+    }
+    const int whole = M->y_faces_whole;
+    int first, count;
+    npb_mz_part(M->nx[z], M->xdim, p, &first, &count);
+    *a0 = whole ? 0 : 1;
+    *a1 = whole ? M->nx[z] - 1 : M->nx[z] - 2;
+    if (*a0 < first) *a0 = first;
+    if (*a1 > first + count - 1) *a1 = first + count - 1;
+}
+
+static size_t part_values(const struct npb_mz_mesh *M, int z, int d, int p, int components)
+{
+    int a0, a1;
+    part_span(M, z, d, p, &a0, &a1);
+    return a1 < a0 ? 0 : (size_t)(a1 - a0 + 1) * (size_t)(M->nz[z] - 2) * (size_t)components;
+}
+
+/* The global i of local index 0 of this rank's part of zone z. */
+static int my_first_i(const struct npb_mz_mesh *M, int z)
+{
+    int first, count;
+    npb_mz_part(M->nx[z], M->xdim, M->row, &first, &count);
+    return first;
+}
+
+/* What this rank sends to / receives from each rank: the face parts, in zone order, then
+ * direction order, then part order on both sides (5 components: the largest any program
+ * exchanges). */
+static void plan_exchange(struct npb_mz_mesh *M)
+{
+    const int nw = M->world_size, me = M->world_rank;
+    M->send_offset = npb_alloc((size_t)nw * sizeof(size_t), "exchange offsets");
+    M->recv_offset = npb_alloc((size_t)nw * sizeof(size_t), "exchange offsets");
+    M->send_count = npb_alloc((size_t)nw * sizeof(size_t), "exchange counts");
+    M->recv_count = npb_alloc((size_t)nw * sizeof(size_t), "exchange counts");
+    for (int r = 0; r < nw; ++r) M->send_count[r] = M->recv_count[r] = 0;
+    for (int z = 0; z < M->nzones; ++z)
+        for (int d = 0; d < 4; ++d)
+            for (int p = 0; p < face_parts(M, d); ++p) {
+                const int from = sender_rank(M, z, d, p), to = receiver_rank(M, z, d, p);
+                if (from == to) continue;
+                if (from == me) M->send_count[to] += part_values(M, z, d, p, 5);
+                if (to == me) M->recv_count[from] += part_values(M, z, d, p, 5);
+            }
+    size_t send_total = 0, recv_total = 0;
+    for (int r = 0; r < nw; ++r) {
+        M->send_offset[r] = send_total;
+        M->recv_offset[r] = recv_total;
+        send_total += M->send_count[r];
+        recv_total += M->recv_count[r];
+    }
+    M->send_buf = npb_alloc((send_total > 0 ? send_total : 1) * sizeof(double),
+                            "exchange send buffer");
+    M->recv_buf = npb_alloc((recv_total > 0 ? recv_total : 1) * sizeof(double),
+                            "exchange receive buffer");
+    M->requests = npb_alloc((size_t)2 * nw * sizeof(MPI_Request), "exchange requests");
+}
+
+/* Copies the points [a0, a1] across the face of a zone on side d at position q along it
+ * (i = q for west/east, j = q for south/north; k over the interior) to or from buf; the
+ * zone's indices, this rank's part starting at i = shift. Returns the values moved. */
+static size_t copy_face(const struct npb_mz_mesh *M, int z, const struct npb_mz_field *F,
+                        int d, int q, int a0, int a1, int shift, int components, double *buf,
+                        int into_zone)
+{
+    const int nz = M->nz[z];
     const int along_x = d == MZ_WEST || d == MZ_EAST;
-    const int whole = !along_x && M->y_faces_whole;
-    const int first = whole ? 0 : 1, last = whole ? nx - 1 : along_x ? ny - 2 : nx - 2;
     const ptrdiff_t s_across = along_x ? F->sj : F->si, s_at = along_x ? F->si : F->sj;
+    const int at = along_x ? q - shift : q, across0 = along_x ? a0 : a0 - shift;
     size_t pos = 0;
     for (int k = 1; k < nz - 1; ++k)
-        for (int a = first; a <= last; ++a) {
-            double *p = F->base + q * s_at + a * s_across + k * F->sk;
+        for (int a = 0; a <= a1 - a0; ++a) {
+            double *v = F->base + at * s_at + (across0 + a) * s_across + k * F->sk;
             for (int m = 0; m < components; ++m) {
-                if (into_zone) p[m * F->sm] = buf[pos];
-                else buf[pos] = p[m * F->sm];
+                if (into_zone) v[m * F->sm] = buf[pos];
+                else buf[pos] = v[m * F->sm];
                 ++pos;
             }
         }
@@ -270,69 +345,80 @@ static int in_position(const struct npb_mz_mesh *M, int z, int side)
     }
 }
 
+/* Part p of the face of zone z on side d: out of this rank's part of z (into_zone 0) or
+ * into this rank's part of the neighbour (into_zone 1). */
+static size_t move_part(const struct npb_mz_mesh *M, const struct npb_mz_field *fields, int z,
+                        int d, int p, int components, double *buf, int into_zone)
+{
+    int a0, a1;
+    part_span(M, z, d, p, &a0, &a1);
+    if (a1 < a0) return 0;
+    if (!into_zone)
+        return copy_face(M, z, &fields[z], d, out_position(M, z, d), a0, a1, my_first_i(M, z),
+                         components, buf, 0);
+    const int other = M->neighbour[d][z], side = in_side(d);
+    return copy_face(M, other, &fields[other], side, in_position(M, other, side), a0, a1,
+                     my_first_i(M, other), components, buf, 1);
+}
+
 void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components)
 {
-    const int n = M->nzones, me = M->my_rank;
+    const int n = M->nzones, me = M->world_rank;
     int nreq = 0;
     /* Counts were sized for 5 components; scale them to this field's. */
-    for (int r = 0; r < M->nranks; ++r) {
+    for (int r = 0; r < M->world_size; ++r) {
         if (M->recv_count[r] == 0) continue;
         NPB_CHECK_MPI(MPI_Irecv(M->recv_buf + M->recv_offset[r],
                                 (int)(M->recv_count[r] / 5 * (size_t)components), MPI_DOUBLE, r,
                                 TAG_EXCHANGE, MPI_COMM_WORLD, &M->requests[nreq++]));
     }
-    for (int r = 0; r < M->nranks; ++r) {
+    for (int r = 0; r < M->world_size; ++r) {
         if (M->send_count[r] == 0) continue;
         double *out = M->send_buf + M->send_offset[r];
-        for (int z = 0; z < n; ++z) {
-            if (M->owner[z] != me) continue;
+        for (int z = 0; z < n; ++z)
             for (int d = 0; d < 4; ++d)
-                if (M->owner[M->neighbour[d][z]] == r)
-                    out += copy_face(M, z, &fields[z], d, out_position(M, z, d), components, out, 0);
-        }
+                for (int p = 0; p < face_parts(M, d); ++p)
+                    if (sender_rank(M, z, d, p) == me && receiver_rank(M, z, d, p) == r)
+                        out += move_part(M, fields, z, d, p, components, out, 0);
         NPB_CHECK_MPI(MPI_Isend(M->send_buf + M->send_offset[r],
                                 (int)(out - (M->send_buf + M->send_offset[r])), MPI_DOUBLE, r,
                                 TAG_EXCHANGE, MPI_COMM_WORLD, &M->requests[nreq++]));
     }
-    /* Zones of this rank next to each other: every face read first, then written (as
-     * NPB-MZ's exch_qbc: with LU-MZ's whole y faces, a face read holds x-boundary points
-     * that the same exchange writes). */
+    /* Faces between parts of this rank: every face read first, then written (as NPB-MZ's
+     * exch_qbc: with LU-MZ's whole y faces, a face read holds x-boundary points that the
+     * same exchange writes). */
     size_t local_size = 0;
     for (int z = 0; z < n; ++z)
         for (int d = 0; d < 4; ++d)
-            if (M->owner[z] == me && M->owner[M->neighbour[d][z]] == me)
-                local_size += face_values(M, z, d, components);
-    double *local = npb_alloc((local_size > 0 ? local_size : 1) * sizeof(double),
-                              "exchange between local zones");
-    double *at = local;
-    for (int pass = 0; pass < 2; ++pass, at = local)
-        for (int z = 0; z < n; ++z) {
-            if (M->owner[z] != me) continue;
-            for (int d = 0; d < 4; ++d) {
-                int other = M->neighbour[d][z], side = in_side(d);
-                if (M->owner[other] != me) continue;
-                if (pass == 0)
-                    at += copy_face(M, z, &fields[z], d, out_position(M, z, d), components, at, 0);
-                else
-                    at += copy_face(M, other, &fields[other], side, in_position(M, other, side),
-                                    components, at, 1);
-            }
-        }
-    free(local);
+            for (int p = 0; p < face_parts(M, d); ++p)
+                if (sender_rank(M, z, d, p) == me && receiver_rank(M, z, d, p) == me)
+                    local_size += part_values(M, z, d, p, components);
+    /* Kept from step to step (as NPB-MZ's qbc_ou; spmzcost's change): a buffer of megabytes
+     * allocated each step is mapped afresh, every page faulted in again. */
+    static double *local;
+    static size_t local_capacity;
+    if (local_size > local_capacity) {
+        free(local);
+        local = npb_alloc(local_size * sizeof(double), "exchange between local zones");
+        local_capacity = local_size;
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+        double *at = local;
+        for (int z = 0; z < n; ++z)
+            for (int d = 0; d < 4; ++d)
+                for (int p = 0; p < face_parts(M, d); ++p)
+                    if (sender_rank(M, z, d, p) == me && receiver_rank(M, z, d, p) == me)
+                        at += move_part(M, fields, z, d, p, components, at, pass);
+    }
     NPB_CHECK_MPI(MPI_Waitall(nreq, M->requests, MPI_STATUSES_IGNORE));
-    for (int r = 0; r < M->nranks; ++r) {
+    for (int r = 0; r < M->world_size; ++r) {
         if (M->recv_count[r] == 0) continue;
         double *in = M->recv_buf + M->recv_offset[r];
-        for (int z = 0; z < n; ++z) {
-            if (M->owner[z] != r) continue;
-            for (int d = 0; d < 4; ++d) {
-                int other = M->neighbour[d][z];
-                if (M->owner[other] != me) continue;
-                int side = in_side(d);
-                in += copy_face(M, other, &fields[other], side, in_position(M, other, side),
-                                components, in, 1);
-            }
-        }
+        for (int z = 0; z < n; ++z)
+            for (int d = 0; d < 4; ++d)
+                for (int p = 0; p < face_parts(M, d); ++p)
+                    if (sender_rank(M, z, d, p) == r && receiver_rank(M, z, d, p) == me)
+                        in += move_part(M, fields, z, d, p, components, in, 1);
     }
 }
 
@@ -340,8 +426,11 @@ void npb_mz_assign_threads(struct npb_mz_mesh *M, int balance)
 {
     const int np = M->nranks;
     int mine = npb_threads();
+    int *every = int_array(M->world_size, "rank threads");
+    NPB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, every, 1, MPI_INT, MPI_COMM_WORLD));
     M->rank_threads = int_array(np, "rank threads");
-    NPB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, M->rank_threads, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int p = 0; p < np; ++p) M->rank_threads[p] = every[p * M->xdim];
+    free(every);
     int total = 0;
     for (int r = 0; r < np; ++r) total += M->rank_threads[r];
     M->threads_balanced = balance && total > np;
@@ -421,11 +510,12 @@ void npb_mz_problem_json(const struct npb_mz_mesh *M, int niter, double dt, char
     snprintf(out, size,
              "{\"gx\":%d,\"gy\":%d,\"gz\":%d,\"x_zones\":%d,\"y_zones\":%d,\"niter\":%d,"
              "\"dt\":%.17g,\"smallest_zone\":[%d,%d,%d],\"largest_zone\":[%d,%d,%d],"
-             "\"load_imbalance\":%.6g,\"block_distribution\":%s,\"thread_balance\":%s}",
+             "\"load_imbalance\":%.6g,\"block_distribution\":%s,\"thread_balance\":%s,"
+             "\"process_grid\":[%d,%d]}",
              M->gx, M->gy, M->gz, M->x_zones, M->y_zones, niter, dt, M->nx[smallest],
              M->ny[smallest], M->nz[smallest], M->nx[largest], M->ny[largest], M->nz[largest],
              busiest / (total / M->nranks), M->blocks_used ? "true" : "false",
-             M->threads_balanced ? "true" : "false");
+             M->threads_balanced ? "true" : "false", M->xdim, M->nranks);
 }
 
 void npb_mz_spacing(const struct npb_mz_mesh *M, double spacing[3])
@@ -494,12 +584,16 @@ void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char 
 void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
                   double dt, int balance_threads)
 {
-    int nranks, my_rank;
-    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
-    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &my_rank));
-    const char *why = npb_mz_rank_error(M, nranks);
+    NPB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &M->world_size));
+    NPB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &M->world_rank));
+    if (M->xdim < 1) M->xdim = 1;
+    if (M->world_size % M->xdim != 0)
+        npb_fail("%s: %d ranks do not split into parts of %d", program, M->world_size, M->xdim);
+    M->row = M->world_rank % M->xdim;
+    const int zprocs = M->world_size / M->xdim;
+    const char *why = npb_mz_rank_error(M, zprocs);
     if (why != NULL) npb_fail("%s class %c %s", program, class_name, why);
-    npb_mz_map_zones(M, nranks, my_rank);
+    npb_mz_map_zones(M, zprocs, M->world_rank / M->xdim);
     npb_mz_assign_threads(M, balance_threads);
     char problem[512];
     npb_mz_problem_json(M, niter, dt, problem, sizeof problem);

@@ -39,8 +39,14 @@ struct npb_mz_mesh {
     int y_faces_whole;       /* y faces exchanged over all nx points, not the interior
                               * (LU-MZ's copy_y_face) */
     int blocks_used;         /* the map is the block distribution */
-    int nranks, my_rank;
-    int *rank_threads;       /* OpenMP threads of every rank (npb_mz_assign_threads) */
+    int nranks, my_rank;     /* zone processes (NPB-MZ's zprocs) and this rank's */
+    int xdim;                /* ranks sharing each zone process's zones, each zone split
+                              * along i over them (LU-MZ's process grid; 1 elsewhere); set
+                              * before npb_mz_start, 0 means 1 */
+    int row;                 /* this rank's part of its zones along i, 0 .. xdim - 1 */
+    int world_size, world_rank; /* MPI ranks: zone process p's part r is rank p * xdim + r */
+    int *rank_threads;       /* OpenMP threads of every zone process (npb_mz_assign_threads;
+                              * with xdim > 1, those of its first part) */
     int threads_balanced;    /* 1 when NPB-MZ's thread balancing set rank_threads */
     char *threads_json;      /* "rank_threads":[...] of the result record (npb_mz_result) */
     int my_nzones;
@@ -65,9 +71,14 @@ void npb_mz_setup(struct npb_mz_mesh *M, int x_zones, int y_zones, int gx, int g
 /* Why `nranks` cannot run this mesh (NULL if it can), for the program's one-line error. */
 const char *npb_mz_rank_error(const struct npb_mz_mesh *M, int nranks);
 
-/* NPB-MZ's bin packing of the zones over nranks ranks, and this rank's zone list and
- * exchange buffers. Every rank computes the same map. */
+/* NPB-MZ's bin packing of the zones over nranks zone processes, and this rank's zone list
+ * (those of zone process my_rank) and exchange buffers. Every rank computes the same map.
+ * npb_mz_start sets M's xdim, row and world_* first; called alone, xdim is 1. */
 void npb_mz_map_zones(struct npb_mz_mesh *M, int nranks, int my_rank);
+
+/* NPB-MZ's subdomain split of n points over `parts` parts: part `part` (0-based) holds
+ * [*first, *first + *count), the first n % parts parts one point more. */
+void npb_mz_part(int n, int parts, int part, int *first, int *count);
 
 /* Every rank's OpenMP thread count: each rank's own (omp_get_max_threads, as launched), or
  * with `balance` and more threads than ranks, NPB-MZ's thread balancing (map_zones, one
@@ -85,7 +96,10 @@ void npb_mz_use_threads(const struct npb_mz_mesh *M);
 void npb_mz_result(struct npb_result *result, struct npb_mz_mesh *M, const char *program,
                    char class_name, int niter, const double ops[4], double seconds);
 
-/* The boundary exchange between zones; fields[z] locates zone z (this rank's zones only). */
+/* The boundary exchange between zones; fields[z] locates this rank's part of zone z (its
+ * local i = 0 is the zone's i = first, npb_mz_part; this rank's zones only). With xdim > 1
+ * (LU-MZ) a zone's x faces travel between the first and last parts along i of the two
+ * zones, its y faces part by part between the parts of the same row. */
 void npb_mz_exchange(struct npb_mz_mesh *M, const struct npb_mz_field *fields, int components);
 
 /* The "problem" JSON object of the header: mesh, zones, time steps, dt, the zones of
@@ -112,7 +126,8 @@ void npb_mz_total_norms(const double sums[10], double xce[5], double xcr[5]);
 double npb_mz_mops(const struct npb_mz_mesh *M, int niter, const double c[4], double seconds);
 
 /* What every multi-zone program does once its mesh is set up: the rank rule (a one-line
- * error), NPB-MZ's zone map (npb_mz_map_zones) and thread counts (npb_mz_assign_threads), the
+ * error), NPB-MZ's zone map (npb_mz_map_zones, over size / xdim zone processes, rank r being
+ * part r % xdim of zone process r / xdim) and thread counts (npb_mz_assign_threads), the
  * header record with the mesh's "problem" object, then this rank's thread count in force. */
 void npb_mz_start(struct npb_mz_mesh *M, const char *program, char class_name, int niter,
                   double dt, int balance_threads);

@@ -716,9 +716,10 @@ static inline __attribute__((always_inline)) void add_fluxes(int d, const struct
             }
 }
 
-static void compute_rhs(void)
+/* compute_rhs of one cell (SP-MZ runs it zone by zone, as NPB-MZ's adi). */
+static void compute_rhs_cell(int c)
 {
-    for (int c = 0; c < ncells; ++c) {
+    {
         const struct cell *cl = &cells[c];
         const double *restrict uc = u_cell(c);
         double *restrict rho = aux_cell(rho_i, c), *restrict usc = aux_cell(us, c),
@@ -780,6 +781,11 @@ static void compute_rhs(void)
             }
         }
     }
+}
+
+static void compute_rhs(void)
+{
+    for (int c = 0; c < ncells; ++c) compute_rhs_cell(c);
 }
 
 /* ------------------------------------------------------------- copy_faces -- */
@@ -862,9 +868,9 @@ static void copy_faces(void)
 /* ------------------------------------------------------ block-diagonal steps -- */
 
 /* txinvr: rhs <- T_x^-1 rhs at every interior point (before the x solve). */
-static void txinvr(void)
+static void txinvr_cell(int c)
 {
-    for (int c = 0; c < ncells; ++c) {
+    {
         const struct cell *cl = &cells[c];
         const double *restrict rho = aux_cell(rho_i, c), *restrict usc = aux_cell(us, c),
                                *restrict vsc = aux_cell(vs, c), *restrict wsc = aux_cell(ws, c),
@@ -892,6 +898,11 @@ static void txinvr(void)
                     rc[r + 4 * r_sm] = t2 + t3;
                 }
     }
+}
+
+static void txinvr(void)
+{
+    for (int c = 0; c < ncells; ++c) txinvr_cell(c);
 }
 
 /* ninvr (d = 0) and pinvr (d = 1): the block-diagonal steps after the x and the y solve
@@ -950,9 +961,9 @@ static void tzetar(int c)
             }
 }
 
-static void add(void)
+static void add_cell(int c)
 {
-    for (int c = 0; c < ncells; ++c) {
+    {
         const struct cell *cl = &cells[c];
         double *restrict uc = u_cell(c);
         const double *restrict rc = rhs_cell(rhs, c);
@@ -967,6 +978,11 @@ static void add(void)
                         uc[m * u_sm + UIX(i, j, k)] += rc[m * r_sm + RIX(i, j, k)];
         }
     }
+}
+
+static void add(void)
+{
+    for (int c = 0; c < ncells; ++c) add_cell(c);
 }
 
 /* --------------------------------------------------------------------- lhs -- */

@@ -305,16 +305,17 @@ static void solve_zone(int d, int c)
     invert_block(d, c);
 }
 
-/* One time step of every zone (NPB-MZ's exch_qbc, then adi per zone; compute_rhs, txinvr
- * and add run over all of this rank's zones in turn). */
+/* One time step of every zone (NPB-MZ's exch_qbc, then adi zone by zone: every stage of a
+ * zone's step while its arrays are still in the cache). */
 static void step(void)
 {
     npb_mz_exchange(&mesh, fields, 5);
-    compute_rhs();
-    txinvr();
-    for (int d = 0; d < 3; ++d)
-        for (int c = 0; c < ncells; ++c) solve_zone(d, c);
-    add();
+    for (int c = 0; c < ncells; ++c) {
+        compute_rhs_cell(c);
+        txinvr_cell(c);
+        for (int d = 0; d < 3; ++d) solve_zone(d, c);
+        add_cell(c);
+    }
 }
 
 /* Sum over the zones of each zone's RMS norm (NPB-MZ's verify): xce of the error, xcr of

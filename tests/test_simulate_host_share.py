@@ -1,0 +1,131 @@
+"""Issue 21, item 3: an emulated cluster whose nodes share this host's cores is calibrated at
+the share its projected ranks get (`--host-share`), and `--validate` then holds the projection
+against the figures measured on shared cores (and only then)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpceval.errors import UserError
+from hpceval.model import Measurement, Origin
+from hpceval.simulate.sources import store_target
+from hpceval.simulate.validate import measured_figures
+from hpceval.store import Store, open_store
+
+SIZES = (8, 1024, 65536, 1048576)
+
+
+def _run(store: Store, cores: int, points: list[tuple[str, Measurement]]) -> int:
+    import hpceval
+    from hpceval.model import Environment
+
+    env = store.add_environment(Environment(
+        facts={"mpi": {"implementation": "Open MPI"}, "cpu": {"cores": cores}},
+        fingerprint=f"env-{cores}"))  # fmt: skip
+    cases = sorted({case for case, _ in points})
+    run_id = store.create_run(
+        suite_name="s", suite_config={},
+        platform_id=store.add_platform("emu", {"name": "emu", "cores_per_node": 1}),
+        environment_id=env, launcher="netns", cases=[(c, "mpibench", {}) for c in cases],
+        hpceval_version=hpceval.__version__, git_revision=None, origin=Origin.EMULATED,
+        host="h", pid=1, note=None,
+    )  # fmt: skip
+    for i, (case, m) in enumerate(points):
+        store.add_measurement(run_id, None, case, f"p{i}", m)
+    return run_id
+
+
+def _latency(pattern: str, size: int, us: float, **params: Any) -> Measurement:
+    return Measurement("mpibench", "latency", us, "us",
+                       {"pattern": pattern, "size": size, **params}, (us, us * 1.02, us * 0.99),
+                       origin=Origin.EMULATED)  # fmt: skip
+
+
+def _points() -> list[tuple[str, Measurement]]:
+    """A PingPong on 2 cores of their own, 2 pairs on 4 nodes sharing 2 cores (twice as slow
+    at small sizes), a single-rank CG and an oversubscribed 4-rank ring."""
+    out: list[tuple[str, Measurement]] = []
+    for size in SIZES:
+        wire = size / 110.0
+        out.append(("pp", _latency("pingpong", size, 30.0 + wire, ranks=2, nodes=2,
+                                   pair="inter-node")))  # fmt: skip
+        out.append(("mp", _latency("multi_pingpong", size, 60.0 + wire, ranks=4, nodes=4,
+                                   pairs=2, oversubscribed=True)))  # fmt: skip
+        per_pair = size / (60.0 + wire)  # MB/s
+        out.append(("mp", Measurement("mpibench", "bandwidth", per_pair, "MB/s",
+                                      {"pattern": "multi_pingpong", "size": size, "ranks": 4,
+                                       "nodes": 4, "pairs": 2, "oversubscribed": True},
+                                      (per_pair,), origin=Origin.EMULATED)))  # fmt: skip
+    out.append(("cg", Measurement("npb", "time", 5.0, "s",
+                                  {"kernel": "cg", "class": "A", "ranks": 1, "nodes": 1},
+                                  (5.0,), origin=Origin.EMULATED)))  # fmt: skip
+    out.append(("ring", _latency("natural_ring", 8, 90.0, ranks=4, nodes=4,
+                                 oversubscribed=True)))  # fmt: skip
+    return out
+
+
+def test_the_share_takes_the_pairs_curve_and_the_core_share(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "h.db")) as store:
+        run = _run(store, 2, _points())
+        plain = store_target(store, "emu")
+        shared = store_target(store, "emu", share_ranks=4)
+    assert plain.curves["inter-node"].times_us[0] == pytest.approx(30.0 + 8 / 110.0)
+    curve = shared.curves["inter-node"]
+    assert curve.sizes == SIZES
+    assert curve.times_us == pytest.approx(tuple(60.0 + s / 110.0 for s in SIZES))
+    assert f"run {run}, mpibench multi_pingpong, 2 pairs" in curve.origin
+    # 4 busy ranks on 2 cores: half a core each, so the single-rank time counts double.
+    assert plain.speeds[("cg", "A")].time_s == 5.0
+    assert shared.speeds[("cg", "A")].time_s == pytest.approx(10.0)
+    assert any("0.5 of a core each" in a for a in shared.assumed)
+    assert shared.rings is None and shared.flows is None
+    # Every emulated transfer runs on the shared cores: the 2 pairs' aggregate bounds them all.
+    assert plain.backbone == "fatpipe" and shared.backbone == "shared"
+    assert shared.backbone_Bps == pytest.approx(2 * 1048576 / (60.0 + 1048576 / 110.0) * 1e6)
+    assert any("shared backbone" in a for a in shared.assumed)
+
+
+@pytest.mark.parametrize(
+    ("cores", "ranks", "points", "cause"),
+    [
+        (2, 2, None, "2 ranks fit on the host's 2 cores"),
+        (4, 4, None, "4 ranks fit on the host's 4 cores"),
+        (2, 8, None, "no concurrent pairs at 8 ranks"),
+        (0, 4, None, "core count"),
+        (2, 4, "no-pairs", "no concurrent pairs at 4 ranks"),
+    ],
+)
+def test_a_share_that_cannot_be_taken_is_one_line(
+    tmp_path: Path, cores: int, ranks: int, points: str | None, cause: str
+) -> None:
+    kept = [p for p in _points() if points != "no-pairs" or p[0] != "mp"]
+    with open_store(str(tmp_path / "h.db")) as store:
+        _run(store, cores, kept)
+        with pytest.raises(UserError, match=cause):
+            store_target(store, "emu", share_ranks=ranks)
+
+
+def test_oversubscribed_figures_are_validated_only_at_the_same_share(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "h.db")) as store:
+        _run(store, 2, _points())
+        plain = measured_figures(store, "emu")
+        shared = measured_figures(store, "emu", oversubscribed=True)
+    ring = ("mpibench", "latency", "natural_ring", 8, 4, None, 4)
+    assert ring not in plain and ring in shared
+    assert shared[ring][0] == pytest.approx(90.0)
+
+
+def test_host_share_is_refused_for_a_profile_and_several_rank_counts() -> None:
+    from hpceval.simulate.plan import Request, resolve_target
+
+    with pytest.raises(UserError, match="applies to --platform"):
+        resolve_target(None, None, "magellan-1gbe",
+                       Request(bench="mpibench", pattern="natural_ring", ranks=(32,),
+                               host_share=True))  # fmt: skip
+    with pytest.raises(UserError, match="one rank count"):
+        resolve_target(object(), "emu", None,  # type: ignore[arg-type]
+                       Request(bench="mpibench", pattern="natural_ring", ranks=(2, 4),
+                               host_share=True))  # fmt: skip
