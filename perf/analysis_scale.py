@@ -299,8 +299,11 @@ def mpibench_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
             if pattern in BYTES_FACTOR and size > 0:
                 rows.append(
                     replace(
-                        timed, metric="bandwidth", unit=MEGABYTE_PER_SECOND,
-                        statistic="bytes/mean(time)", kind="bandwidth",
+                        timed,
+                        metric="bandwidth",
+                        unit=MEGABYTE_PER_SECOND,
+                        statistic="bytes/mean(time)",
+                        kind="bandwidth",
                         nbytes=size * BYTES_FACTOR[pattern],
                     )
                 )
@@ -336,10 +339,19 @@ def npb_campaign(profile: Profile, platform: PlatformConfig) -> Campaign:
             for metric, unit in NPB_METRICS:
                 rows.append(
                     Row(
-                        case=number, point_key=point, metric=metric, unit=unit,
-                        statistic="single run", parameters=parameters, model=seconds,
-                        kind="npb", nbytes=0, divisor=1, kernel=kernel,
-                        class_name=class_name, ranks=case.placement.ranks,
+                        case=number,
+                        point_key=point,
+                        metric=metric,
+                        unit=unit,
+                        statistic="single run",
+                        parameters=parameters,
+                        model=seconds,
+                        kind="npb",
+                        nbytes=0,
+                        divisor=1,
+                        kernel=kernel,
+                        class_name=class_name,
+                        ranks=case.placement.ranks,
                     )
                 )
     return Campaign("npb-scale", tuple(cases), tuple(rows))
@@ -429,8 +441,10 @@ def _mpibench_rows(
     means_avg = np.add.reduceat(t_avg, np.cumsum(counts) - counts) / counts
     t_min_text, t_avg_text = _floats(t_min), _floats(t_avg)
     mean_text, stdev_text = _floats(stats.mean), _floats(stats.stdev)
-    min_text, max_text, median_text = _floats(stats.minimum), _floats(stats.maximum), _floats(
-        stats.median
+    min_text, max_text, median_text = (
+        _floats(stats.minimum),
+        _floats(stats.maximum),
+        _floats(stats.median),
     )
     low_text, high_text = _floats(stats.mean - stats.half), _floats(stats.mean + stats.half)
     extra_min, extra_avg = _floats(means_min), _floats(means_avg)
@@ -511,9 +525,7 @@ def _npb_rows(
             f'[{{"quantity": "{NPB_QUANTITY[row.kernel]}", "computed": {v}, '
             f'"reference": {v}, "rel_error": 1e-14, "tolerance": 1e-10, "passed": true}}]'
         )
-        details = (
-            f'{{"iterations": {NPB_ITERATIONS[row.kernel]}, "verification": {verification}}}'
-        )
+        details = f'{{"iterations": {NPB_ITERATIONS[row.kernel]}, "verification": {verification}}}'
         out.append(
             _measurement(campaign, row, value, encode_samples([value]), statistics, details,
                          stamp(index))
@@ -911,8 +923,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="write the database here and keep it")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse", type=Path, help="time this database (from --keep) instead")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="run the commands this many times (medians printed)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run the commands this many times (medians printed)"
+    )
     opts = parser.parse_args(argv)
     if opts.repeat < 1:
         parser.error("--repeat: at least 1")

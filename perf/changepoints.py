@@ -45,8 +45,12 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=0.10)
     parser.add_argument("--tolerance", type=int, default=2)
     parser.add_argument("--heavy", action="store_true")
-    parser.add_argument("--stationary", type=int, default=0,
-                        help="stationary series per length (default: as many as planted)")
+    parser.add_argument(
+        "--stationary",
+        type=int,
+        default=0,
+        help="stationary series per length (default: as many as planted)",
+    )
     parser.add_argument("--lengths", default="30,100,1000", help="series lengths, runs")
     args = parser.parse_args()
     rng = np.random.default_rng(2026)

@@ -19,11 +19,12 @@ first-iteration figure of the fresh JVM is reported beside it). The report gives
 over the repeats with a 95 % bootstrap CI, and the Java/C ratio paired repeat by repeat
 (adjacent in time) with its bootstrap CI. The machine is shared: medians, not means.
 
-- with --inter-node (root): PingPong between the two nodes of the netns emulated cluster, C
-  (Open MPI over TCP, netns-2x2) against Java (MPJ Express niodev, netns-2x2-mpj).
+- with --inter-node (root): PingPong and Allreduce (2 and 4 ranks) between the two nodes of
+  the netns emulated cluster, C (Open MPI over TCP, netns-2x2) against Java (MPJ Express
+  niodev, netns-2x2-mpj).
 
 Usage: .venv/bin/python perf/java_vs_c.py [--repeat 7] [--budget 0.3] [--npb A [--only-npb]]
-                                          [--kernels cg,ft,ep]
+                                          [--kernels cg,ft,ep] [--ranks 1,2] [--java-only]
        .venv/bin/python perf/java_vs_c.py --inter-node [--repeat 7]
 """
 
@@ -33,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -152,14 +154,25 @@ def fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
 
 
 NPB_KERNELS = ("cg", "is", "ep", "ft", "mg")
+# SCHED_RR, not FIFO: under FIFO a rank thread that never blocks keeps its core from the
+# JVM's JIT compiler threads of the same priority, and the Java kernel runs interpreted
+# (measured: CG class A on 1 rank at 121 Mop/s under FIFO beside other FIFO work).
+RT_PREFIX = ("chrt", "-r", "10")
 NPB_RANKS = (1, 2)
 
 
 class NpbSide(Side):
-    """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`."""
+    """One NPB implementation (npb on `local` or npb-java on `local-mpj`), as `hpceval run`.
 
-    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float]:
-        """One verified run: its Mop/s and the wall seconds outside the timed section."""
+    With `rt` the whole run is under SCHED_RR (every process and thread it starts): ahead of
+    all normal work, time-sliced with the other real-time work of the same priority (the
+    JVM's JIT and GC threads among them)."""
+
+    rt = False
+
+    def run_npb(self, kernel: str, class_name: str, ranks: int) -> tuple[float, float, float]:
+        """One verified run: its Mop/s, the wall seconds outside the timed section and the CPU
+        seconds (user + system) of the whole run, all its processes and threads."""
         c = Case(
             key=f"{self.name}:{kernel}:{class_name}:{ranks}",
             benchmark=self.name,
@@ -169,96 +182,143 @@ class NpbSide(Side):
             time_limit_s=900,
         )
         command = self.launcher.command(c.placement, self.bench.command(c, self.program, c.points))
+        argv = [*RT_PREFIX, *command.argv] if self.rt else list(command.argv)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.run(
-            list(command.argv), env={**os.environ, **command.env, **self.extra_env},
+            argv, env={**os.environ, **command.env, **self.extra_env},
             capture_output=True,
-            text=True, timeout=900, check=False,
+            text=True, timeout=3600, check=False,
         )  # fmt: skip
         wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         self.bench.verify(proc.stdout, c, c.points)  # a run that does not verify stops here
         (point,) = self.bench.parse(proc.stdout, c)
         by_metric = {m.metric: m.value for m in point.measurements}
-        return by_metric["mops_total"], wall - by_metric["time"]
+        return by_metric["mops_total"], wall - by_metric["time"], cpu
 
 
 def npb_main(
-    class_name: str, repeat: int, kernels: Sequence[str] = NPB_KERNELS, c_yield: bool = True
+    class_name: str,
+    repeat: int,
+    kernels: Sequence[str] = NPB_KERNELS,
+    c_yield: bool = True,
+    ranks_list: Sequence[int] = NPB_RANKS,
+    java_only: bool = False,
+    yield_only: bool = False,
+    rt: bool = False,
 ) -> None:
     sides = {
         "C": NpbSide("npb", "local"),
         "C yield": NpbSide("npb", "local", {"OMPI_MCA_mpi_yield_when_idle": "1"}),
         "Java": NpbSide("npb-java", "local-mpj"),
     }
-    if not c_yield:
+    if not c_yield or java_only:
         del sides["C yield"]
+    if yield_only:  # busy-polling C ranks on a loaded machine measure the scheduler
+        del sides["C"]
+    for each in sides.values():
+        each.rt = rt
+    if java_only:
+        del sides["C"]
     mops: dict[tuple[str, int, str], list[float]] = {}
     outside: dict[tuple[str, int, str], list[float]] = {}
-    load = os.getloadavg()[0]
+    cpu: dict[tuple[str, int, str], list[float]] = {}
+    loads = [os.getloadavg()[0]]
     for rep in range(repeat):
         order = list(sides) if rep % 2 == 0 else list(reversed(sides))
         for kernel in kernels:
-            for ranks in NPB_RANKS:
+            for ranks in ranks_list:
                 for side in order:
-                    m, rest = sides[side].run_npb(kernel, class_name, ranks)
+                    start = time.monotonic()
+                    m, rest, cpu_s = sides[side].run_npb(kernel, class_name, ranks)
+                    loads.append(os.getloadavg()[0])
                     # Each run as it ends (a long class B/C measurement cut short keeps them).
                     print(f"run {rep + 1}: {kernel} np {ranks} {side}: {m:.6g} Mop/s, "
-                          f"{rest:.3g} s outside, load {os.getloadavg()[0]:.1f}",
-                          file=sys.stderr, flush=True)  # fmt: skip
+                          f"{rest:.3g} s outside, {time.monotonic() - start:.0f} s wall, "
+                          f"{cpu_s:.1f} CPU s, "
+                          f"load {loads[-1]:.1f}", file=sys.stderr, flush=True)  # fmt: skip
                     mops.setdefault((kernel, ranks, side), []).append(m)
                     outside.setdefault((kernel, ranks, side), []).append(rest)
+                    cpu.setdefault((kernel, ranks, side), []).append(cpu_s)
         print(f"npb repeat {rep + 1}/{repeat} done", file=sys.stderr)
-    load = max(load, os.getloadavg()[0])
     print(f"# NPB class {class_name}: Java (npb-java, MPJ Express 0.44 multicore) vs C (npb, "
-          f"Open MPI), {repeat} repeats interleaved; load avg up to {load:.1f}")  # fmt: skip
+          f"Open MPI), {repeat} repeats interleaved; load avg {min(loads):.1f}-{max(loads):.1f} "
+          f"(median {float(np.median(loads)):.1f})")  # fmt: skip
+    if rt:
+        print("# every run under SCHED_RR (chrt -r 10); Mop/s is wall-time based, CPU s is not")
     print("# Mop/s of the official timed section, median [95 % bootstrap CI]; Java/C paired")
+    if java_only:
+        print("| kernel | ranks | Java Mop/s | Java s outside | Java CPU s |")
+        print("|---|---|---|---|---|")
+        for kernel in kernels:
+            for ranks in ranks_list:
+                key = (kernel, ranks, "Java")
+                print(f"| {kernel.upper()} | {ranks} | {fmt(mops[key])} | {fmt(outside[key])} "
+                      f"| {fmt(cpu[key])} |")  # fmt: skip
+        return
     print("# 'C yield': Open MPI's ranks yield when idle (as on an oversubscribed node)")
-    print(
-        "| kernel | ranks | C Mop/s | C yield Mop/s | Java Mop/s | Java/C | Java/C yield "
-        "| C s outside | Java s outside |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("# CPU s: user + system seconds of the whole run (all processes and threads: start-up,")
+    print("# JIT and GC included); Java/C ratios paired repeat by repeat")
+    c_sides = [name for name in sides if name != "Java"]
+    header = ["kernel", "ranks", *(f"{name} Mop/s" for name in sides)]
+    header += [f"Java/{name}" for name in c_sides]
+    header += [f"{name} s outside" for name in sides]
+    header += [f"{name} CPU s" for name in sides] + [f"Java/{name} CPU" for name in c_sides]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
     for kernel in kernels:
-        for ranks in NPB_RANKS:
-            c, j = mops[(kernel, ranks, "C")], mops[(kernel, ranks, "Java")]
-            cy = mops.get((kernel, ranks, "C yield"), [float("nan")])
-            print(
-                f"| {kernel.upper()} | {ranks} | {fmt(c)} | {fmt(cy)} | {fmt(j)} "
-                f"| {fmt(paired(j, c))} | {fmt(paired(j, cy))} "
-                f"| {fmt(outside[(kernel, ranks, 'C')])} "
-                f"| {fmt(outside[(kernel, ranks, 'Java')])} |"
-            )
+        for ranks in ranks_list:
+            rate = {name: mops[(kernel, ranks, name)] for name in sides}
+            spent = {name: outside[(kernel, ranks, name)] for name in sides}
+            used = {name: cpu[(kernel, ranks, name)] for name in sides}
+            row = [kernel.upper(), str(ranks), *(fmt(rate[name]) for name in sides)]
+            row += [fmt(paired(rate["Java"], rate[name])) for name in c_sides]
+            row += [fmt(spent[name]) for name in sides] + [fmt(used[name]) for name in sides]
+            row += [fmt(paired(used["Java"], used[name])) for name in c_sides]
+            print("| " + " | ".join(row) + " |")
 
 
 def internode_main(repeat: int, budget: float) -> None:
-    """PingPong between the two nodes of the netns emulated cluster, one rank per node."""
+    """PingPong (one rank per node) and Allreduce (2 and 4 ranks, split over the two nodes)
+    between the two nodes of the netns emulated cluster."""
     sides = {"C": Side("mpibench", "netns-2x2"), "Java": Side("mpibench-java", "netns-2x2-mpj")}
-    points: dict[tuple[str, int], list[float]] = {}
-    load = os.getloadavg()[0]
+    experiments = [("pingpong", 2, PINGPONG_SIZES)] + [
+        ("allreduce", r, ALLREDUCE_SIZES) for r in (2, 4)
+    ]
+    points: dict[tuple[str, int, str, int], list[float]] = {}
+    loads = [os.getloadavg()[0]]
     with contextlib.ExitStack() as stack:
         for each in sides.values():  # each its cluster (and, for Java, its MPJ daemons)
             stack.enter_context(each.launcher.session())
         for rep in range(repeat):
             order = list(sides) if rep % 2 == 0 else list(reversed(sides))
-            for side in order:
-                run_case = case(sides[side].name, "pingpong", 2, PINGPONG_SIZES, budget, nodes=2)
-                result, _ = sides[side].run(run_case)
-                for size, point in result.items():
-                    points.setdefault((side, size), []).append(point["median"])
-            print(f"inter-node repeat {rep + 1}/{repeat} done", file=sys.stderr)
-    load = max(load, os.getloadavg()[0])
-    print(f"# PingPong between 2 emulated nodes (netns, veths, unshaped): Java (MPJ Express "
-          f"niodev) vs C (Open MPI, TCP), {repeat} repeats; load avg up to {load:.1f}")  # fmt: skip
-    print("| size | figure | C | Java | Java/C |")
-    print("|---|---|---|---|---|")
-    for size in PINGPONG_SIZES:
-        c, j = points[("C", size)], points[("Java", size)]
-        if size >= BANDWIDTH_FROM:
-            c, j = [size / t for t in c], [size / t for t in j]
-            figure = "bandwidth MB/s"
-        else:
-            figure = "latency µs"
-        print(f"| {size} | {figure} | {fmt(c)} | {fmt(j)} | {fmt(paired(j, c))} |")
+            for pattern, ranks, sizes in experiments:
+                for side in order:
+                    run_case = case(sides[side].name, pattern, ranks, sizes, budget, nodes=2)
+                    result, _ = sides[side].run(run_case)
+                    for size, point in result.items():
+                        points.setdefault((pattern, ranks, side, size), []).append(point["median"])
+                    loads.append(os.getloadavg()[0])
+            print(f"inter-node repeat {rep + 1}/{repeat} done, load {loads[-1]:.1f}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    print(f"# Between 2 emulated nodes (netns, veths, unshaped): Java (MPJ Express niodev) vs C "
+          f"(Open MPI, TCP), {repeat} repeats interleaved; load avg {min(loads):.1f}-"
+          f"{max(loads):.1f} (median {float(np.median(loads)):.1f})")  # fmt: skip
+    print("# PingPong: ranks 0 and 1 on different nodes; Allreduce: ranks split evenly")
+    print("| pattern | ranks | size | figure | C | Java | Java/C |")
+    print("|---|---|---|---|---|---|---|")
+    for pattern, ranks, sizes in experiments:
+        for size in sizes:
+            c, j = points[(pattern, ranks, "C", size)], points[(pattern, ranks, "Java", size)]
+            if pattern == "pingpong" and size >= BANDWIDTH_FROM:
+                c, j = [size / t for t in c], [size / t for t in j]
+                figure = "bandwidth MB/s"
+            else:
+                figure = "latency µs" if pattern == "pingpong" else "time µs"
+            print(f"| {pattern} | {ranks} | {size} | {figure} | {fmt(c)} | {fmt(j)} "
+                  f"| {fmt(paired(j, c))} |")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -275,6 +335,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--kernels", default=",".join(NPB_KERNELS),
         help="the NPB kernels, comma-separated (class B/C: e.g. cg,ft,ep)",
     )  # fmt: skip
+    parser.add_argument("--ranks", default="1,2", help="NPB: rank counts, comma-separated")
+    parser.add_argument(
+        "--c-yield-only", action="store_true",
+        help="NPB: C with ranks that yield when idle only (no busy-polling C side)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rt", action="store_true", help="NPB: every run under SCHED_RR (chrt -r 10, root)"
+    )
+    parser.add_argument(
+        "--java-only", action="store_true", help="NPB: the Java kernels alone (class C once)"
+    )
     parser.add_argument(
         "--inter-node", action="store_true",
         help="PingPong between the nodes of the netns emulated cluster only (needs root)",
@@ -287,7 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         kernels = args.kernels.split(",")
         if unknown := set(kernels) - set(NPB_KERNELS):
             parser.error(f"--kernels: unknown {', '.join(sorted(unknown))}")
-        npb_main(args.npb, args.repeat, kernels, c_yield=not args.no_c_yield)
+        npb_ranks = tuple(int(r) for r in args.ranks.split(","))
+        npb_main(
+            args.npb, args.repeat, kernels, not args.no_c_yield, npb_ranks, args.java_only,
+            args.c_yield_only, args.rt,
+        )  # fmt: skip
         if args.only_npb:
             return 0
     # "C yield": Open MPI's ranks yield when idle instead of busy-polling (what hpceval sets

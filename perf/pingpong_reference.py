@@ -114,9 +114,7 @@ def mpibench_rows(tmp: Path, suite: Path) -> tuple[dict[int, dict[str, float]], 
         summary = summarize_groups(frame, codes, first, by, StatisticPolicy(statistic))
         for i, key in enumerate(summary.keys.to_dict("records")):
             short = "lat" if key["metric"] == "latency" else "bw"
-            rows.setdefault(int(key["size"]), {})[f"{short}_{statistic}"] = float(
-                summary.value[i]
-            )
+            rows.setdefault(int(key["size"]), {})[f"{short}_{statistic}"] = float(summary.value[i])
     return rows, wall, cpu
 
 

@@ -192,8 +192,10 @@ def main() -> int:
         ]
         comparisons += [
             ("bandwidth, best / control", [best(m) / t for m, t in zip(bw, touched, strict=True)]),
-            ("control untouched / written",
-             [u / t for u, t in zip(untouched, touched, strict=True)]),
+            (
+                "control untouched / written",
+                [u / t for u, t in zip(untouched, touched, strict=True)],
+            ),
             ("hpcc / control written", [h / t for h, t in zip(ref_bw, touched, strict=True)]),
         ]
         print(
@@ -208,9 +210,7 @@ def main() -> int:
                 verdict = "meets" if abs(ratio - 1) <= LATENCY_TARGET else "MISSES"
             elif label.startswith("bandwidth"):
                 verdict = "meets" if ratio >= BANDWIDTH_TARGET else "MISSES"
-            print(
-                f"{label:<28} {ratio:7.3f} {min(ratios):7.3f} {max(ratios):7.3f}  {verdict}"
-            )
+            print(f"{label:<28} {ratio:7.3f} {min(ratios):7.3f} {max(ratios):7.3f}  {verdict}")
 
         if not opts.no_overhead:
             quick = run_hpceval([], work / "quick.db", work)

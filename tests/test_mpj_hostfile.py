@@ -121,10 +121,10 @@ def named_ssh_cluster(tmp_path: Path) -> Iterator[SshCluster]:
             remove_hosts([layout.namespace(n) for n in range(2)])
 
 
-def platform_text(cluster: SshCluster, hosts: list[str]) -> str:
+def platform_text(cluster: SshCluster, hosts: list[str], device: str = "niodev") -> str:
     return "\n".join([
         'name = "ssh-mpj"', f"nodes = {len(hosts)}", f"hosts = {json.dumps(hosts)}",
-        "[launcher]", 'kind = "hostfile"', 'starter = "mpjrun"', 'device = "niodev"',
+        "[launcher]", 'kind = "hostfile"', 'starter = "mpjrun"', f"device = {device!r}",
         f"ssh_args = {json.dumps(cluster.ssh_args())}", "connect_timeout_s = 2", "",
     ])  # fmt: skip
 
@@ -149,10 +149,15 @@ def hpceval_in_node0(cluster: SshCluster, cwd: Path, *args: str) -> list[str]:
 @requires_sshd
 @requires_netns
 @requires_mpj
-def test_java_ranks_on_two_hosts_over_ssh(tmp_path: Path, named_ssh_cluster: SshCluster) -> None:
+@pytest.mark.parametrize("device", ["niodev", "hybdev"])
+def test_java_ranks_on_two_hosts_over_ssh(
+    tmp_path: Path, named_ssh_cluster: SshCluster, device: str
+) -> None:
+    """niodev (a JVM per rank) and hybdev (a JVM per host, niodev between hosts) really run
+    across the two hosts, each rank on its own host."""
     cluster = named_ssh_cluster
     names = [cluster.layout.namespace(0), cluster.layout.namespace(1)]
-    platform = write(tmp_path / "ssh.toml", platform_text(cluster, names))
+    platform = write(tmp_path / "ssh.toml", platform_text(cluster, names, device))
     suite = write(tmp_path / "suite.toml", PINGPONG)
     cache = tmp_path / "cache"  # the JVMs' class paths name it: they can be told apart
     env = {**os.environ, "HPCEVAL_CACHE": str(cache)}
@@ -168,7 +173,7 @@ def test_java_ranks_on_two_hosts_over_ssh(tmp_path: Path, named_ssh_cluster: Ssh
     ms = [sm.measurement for sm in store.measurements(run.id)]
     assert {m.parameters["size"] for m in ms if m.metric == "latency"} == {0, 1024}
     assert {m.parameters["pair"] for m in ms} == {"inter-node"}
-    assert {m.details["mpj_device"] for m in ms} == {"niodev"}
+    assert {m.details["mpj_device"] for m in ms} == {device}
     (execution,) = store.executions(run.id)
     # Rank 1 ran on node 1, started by the daemon there (each rank's host name in the header).
     assert java_header(execution.stdout_tail)["hosts"] == names
@@ -190,7 +195,7 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
     suite = write(tmp_path / "suite.toml", LONG_PINGPONG)
     cache = tmp_path / "cache"  # the JVMs' class paths name it: they can be told apart
     env = {**os.environ, "HPCEVAL_CACHE": str(cache)}
-    homes_before = set(Path("/tmp").glob("hpceval-mpj-*/.mpj_users"))
+    dirs_before = set(Path("/tmp").glob("hpceval-mpj-*"))
     proc = subprocess.Popen(
         hpceval_in_node0(cluster, tmp_path, "-p", str(platform), "-s", str(suite)),
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -204,7 +209,9 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
         deadline = time.monotonic() + 30
 
         def left() -> list[Any]:
-            homes = set(Path("/tmp").glob("hpceval-mpj-*/.mpj_users")) - homes_before
+            # The hosts' daemon homes, and this side's directory of machines files and logs
+            # (its reapers remove it: hpceval could not).
+            homes = set(Path("/tmp").glob("hpceval-mpj-*")) - dirs_before
             return [*jvms_of(str(cache)), *homes]
 
         while left() and time.monotonic() < deadline:

@@ -109,6 +109,18 @@ def test_error_record_fails_with_its_cause() -> None:
         bench.verify(stdout, case_for("cg", 2), ("rep=1",))
 
 
+def test_out_of_heap_is_a_failure_naming_it() -> None:
+    # FT class C does not fit the default heap (perf/results/java-npb-class-c-*.txt); MPJRun
+    # still exits 0: the error record makes the case fail, never a number.
+    bench = get_benchmark("npb-java")
+    stdout = (DATA / "ft-C-np1-out-of-heap.out").read_text()
+    case = case_for("ft", 1, "C")
+    with pytest.raises(BenchmarkFailure, match="npb-ft: OutOfMemoryError: Java heap space"):
+        bench.verify(stdout, case, case.points)
+    with pytest.raises(BenchmarkFailure, match="OutOfMemoryError"):
+        bench.parse(stdout, case)
+
+
 def test_output_without_end_record_fails_verification() -> None:
     # MPJRun exits 0 even when the ranks threw: only the end record proves the run whole.
     bench = get_benchmark("npb-java")
@@ -134,7 +146,7 @@ def test_rank_rules_of_the_java_kernels() -> None:
         bench.parse_options({"kernels": ["bt"]})
 
 
-def test_cases_need_the_mpj_launcher() -> None:
+def test_cases_need_a_platform_that_runs_java() -> None:
     bench = get_benchmark("npb-java")
     options = bench.parse_options({"kernels": list(JAVA_KERNELS), "ranks": [1, 2]})
     cases = bench.cases(options, load_platform("local-mpj").config, 0)
@@ -142,8 +154,11 @@ def test_cases_need_the_mpj_launcher() -> None:
     assert all(c.placement.binding == "none" and c.key.startswith("npb-java:") for c in cases)
     argv = bench.command(cases[0], bench_program(), cases[0].points)
     assert argv[1:] == ["--kernel=ep", "--class=S"]
-    with pytest.raises(UserError, match="launcher is mpj"):
-        bench.cases(options, load_platform("local").config, 0)
+    # On `local` they run beside the C programs on MPJ's multicore device (mpj.java_platform);
+    # a cluster without MPJ daemons runs no Java: one line naming the platform.
+    assert len(bench.cases(options, load_platform("local").config, 0)) == 10
+    with pytest.raises(UserError, match=r"launcher is mpj .* platform 'netns-2x2' uses netns"):
+        bench.cases(options, load_platform("netns-2x2").config, 0)
 
 
 def bench_program() -> Program:

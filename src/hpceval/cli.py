@@ -97,12 +97,17 @@ def run(
             err.print(line, style="yellow", highlight=False, markup=False)
         prepared = prepare_run(platform_loaded.config, cases)
         store = open_store(db)
-    launcher = prepared.launcher
-    campaign = Campaign(store, launcher, prepared.programs, RichReporter(err))
+    campaign = Campaign(
+        store,
+        prepared.launcher,
+        prepared.programs,
+        RichReporter(err),
+        launchers=prepared.launchers,
+    )
     try:
         # The launcher's session (an emulated cluster) exists before the run is recorded,
         # so a session that cannot start leaves no run behind.
-        with launcher.session():
+        with prepared.session():
             if resume:
                 store.claim_run(run_id, host=socket.gethostname(), pid=os.getpid())
                 left = sum(len(p) for _, p in prepared.work)

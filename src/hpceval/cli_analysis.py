@@ -223,6 +223,7 @@ def compare_command(
         policy=policy,
         placement=mode,
         platform_configs=context.configs,
+        mix_implementations=mix_implementations,
     )
     out = _Consoles.out
     mixed = _mixed_implementations(db, [baseline, *result.platforms], benchmark)

@@ -33,6 +33,7 @@ def status_text(status: str) -> Text:
     """An execution status for a table cell: ok in green, anything else in red."""
     return Text(status, "green" if status == "ok" else "red")
 
+
 P = ParamSpec("P")
 R = TypeVar("R")
 

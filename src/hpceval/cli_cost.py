@@ -193,8 +193,7 @@ def cost_command(
     out = _Consoles.out
     out.print(policy.describe(), highlight=False)
     title = (
-        f"cost of the {label} runs ({result.currency}; time: {policy.statistic} over "
-        "repetitions)"
+        f"cost of the {label} runs ({result.currency}; time: {policy.statistic} over repetitions)"
     )
     if loaded is not None:
         title += f"; prices: {loaded.name} ({loaded.date}, {loaded.source})"

@@ -29,9 +29,6 @@ db_app = typer.Typer(
 out = console()
 
 
-
-
-
 def _print_run(item: Transferred) -> None:
     """One line per run, as soon as it is done: action, run, where it went, what it held."""
     started = datetime.datetime.fromtimestamp(item.started).strftime("%Y-%m-%d %H:%M")

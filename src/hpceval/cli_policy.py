@@ -43,8 +43,7 @@ BaselineOriginOption = Annotated[
     str | None,
     typer.Option(
         "--baseline-origin",
-        help="Origin of the baseline's data when it has several: measured, emulated or "
-        "simulated.",
+        help="Origin of the baseline's data when it has several: measured, emulated or simulated.",
     ),
 ]
 OriginOption = Annotated[

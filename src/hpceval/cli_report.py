@@ -35,44 +35,71 @@ def register_report_command(app: typer.Typer, out: Console) -> None:
 
 def report_command(
     out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory of the report (new, empty, or a "
-                           "previous report, whose files are replaced).")
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory of the report (new, empty, or a "
+            "previous report, whose files are replaced).",
+        ),
     ],
     db: DbOption = None,
     baseline: Annotated[
         str | None,
-        typer.Option("--baseline", "-b", help="Platform the others are compared with "
-                     "(overhead heat map); without it the heat map is left out."),
+        typer.Option(
+            "--baseline",
+            "-b",
+            help="Platform the others are compared with "
+            "(overhead heat map); without it the heat map is left out.",
+        ),
     ] = None,
     catalog: Annotated[
         list[str] | None,
-        typer.Option("--catalog", help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) "
-                     "or a TOML file (repeatable). Platform files' `price` tables are used too."),
+        typer.Option(
+            "--catalog",
+            help="Price catalog: a shipped name (ec2-cc-2012, csc-2016) "
+            "or a TOML file (repeatable). Platform files' `price` tables are used too.",
+        ),
     ] = None,
     instance: Annotated[
         list[str] | None,
-        typer.Option("--instance", help="PLATFORM=ENTRY: price a platform as this catalog "
-                     "entry (repeatable; default: the entry named like the platform)."),
+        typer.Option(
+            "--instance",
+            help="PLATFORM=ENTRY: price a platform as this catalog "
+            "entry (repeatable; default: the entry named like the platform).",
+        ),
     ] = None,
     platform: Annotated[
         list[str] | None,
-        typer.Option("--platform", "-p", help="Only these platforms (repeatable; the "
-                     "baseline is always included) \\[default: every platform]."),
+        typer.Option(
+            "--platform",
+            "-p",
+            help="Only these platforms (repeatable; the "
+            "baseline is always included) \\[default: every platform].",
+        ),
     ] = None,
     currency: Annotated[
         str | None,
-        typer.Option("--currency", help="Currency of the catalog amounts (converted with the "
-                     "catalog's rates)."),
+        typer.Option(
+            "--currency",
+            help="Currency of the catalog amounts (converted with the catalog's rates).",
+        ),
     ] = None,
     node_tflops: Annotated[
         list[str] | None,
-        typer.Option("--node-tflops", help="PLATFORM=TFLOPS: the node peak that prices a "
-                      "platform from a catalog's normalized node-hour (csc-2016)."),
+        typer.Option(
+            "--node-tflops",
+            help="PLATFORM=TFLOPS: the node peak that prices a "
+            "platform from a catalog's normalized node-hour (csc-2016).",
+        ),
     ] = None,
     deadline: Annotated[
         float | None,
-        typer.Option("--deadline", help="Seconds: the findings name, per NPB problem, the "
-                     "cheapest priced configuration that finishes within it."),
+        typer.Option(
+            "--deadline",
+            help="Seconds: the findings name, per NPB problem, the "
+            "cheapest priced configuration that finishes within it.",
+        ),
     ] = None,
     baseline_origin: BaselineOriginOption = None,
     statistic: StatisticOption = None,

@@ -73,9 +73,9 @@ def validate_point_to_point(
             "another quantity than a ping-pong's bytes / half round trip)"
         )
     try:
-        spec: str | list[int | str] = sizes if ".." in sizes else [
-            t.strip() for t in sizes.split(",") if t.strip()
-        ]
+        spec: str | list[int | str] = (
+            sizes if ".." in sizes else [t.strip() for t in sizes.split(",") if t.strip()]
+        )
         size_list = sorted(set(parse_sizes(spec)))
     except ValueError as e:
         raise UserError(f"--sizes {sizes!r}: {e}") from None

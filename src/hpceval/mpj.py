@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hpceval.build import BUILD_TIMEOUT_S, cache_root
+from hpceval.config import LauncherConfig, PlatformConfig
 from hpceval.errors import ToolMissing, UserError
 
 SYSTEM_MPJ_HOME = Path("/usr/share/mpj")
@@ -44,6 +45,33 @@ MPJ_STARTER = "mpjrun"
 STARTER_JARS = ("starter.jar", "runtimecommon.jar", "log4j-1.2.jar")
 JDK_REMEDY = "install Java (Debian: apt-get install default-jdk-headless)"
 MPJ_REMEDY = "install MPJ Express (Debian: apt-get install libmpj-java)"
+
+
+def runs_java(platform: PlatformConfig) -> bool:
+    """The platform's launcher starts Java ranks (kind mpj, or a scheduler with mpjrun)."""
+    return platform.launcher.kind == "mpj" or platform.launcher.starter == MPJ_STARTER
+
+
+def java_platform(platform: PlatformConfig) -> PlatformConfig | None:
+    """Where a suite's Java cases run on `platform`: the platform itself when its launcher
+    starts Java ranks; on `local` (this machine, C MPI) the same machine on MPJ Express's
+    multicore device (ranks are threads of one JVM, as on local-mpj), so one suite run on
+    `local` measures C and Java side by side (the implementation keeps them apart); None on
+    the other platforms: Java across nodes needs an MPJ daemon per node, which a platform
+    of its own sets up (netns-2x2-mpj, or the mpjrun starter on hostfile and Slurm)."""
+    if runs_java(platform):
+        return platform
+    if platform.launcher.kind != "local" or platform.nodes != 1:
+        return None
+    launcher = LauncherConfig.model_validate(
+        {
+            "kind": "mpj",
+            "device": "multicore",
+            "oversubscribe": platform.launcher.oversubscribe,
+            "max_ranks_per_core": platform.launcher.max_ranks_per_core,
+        }
+    )
+    return platform.model_copy(update={"launcher": launcher})
 
 
 def mpj_mpi_facts(device: str, c_mpi: Any) -> dict[str, Any]:

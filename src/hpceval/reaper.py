@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
@@ -26,6 +27,10 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 # Shorter than hpceval's own grace period (execute.KILL_GRACE_S) before it kills the reaper.
 REAP_GRACE_S = 1.5
+# The environment variable naming a directory to remove once the command is over; only
+# hpceval's own temporary directories (this prefix) are removed.
+REMOVE_ENV = "HPCEVAL_REAPER_REMOVE"
+REMOVABLE_PREFIX = "hpceval-"
 
 
 def _prctl(option: int, value: int) -> None:
@@ -114,6 +119,9 @@ def main(argv: list[str]) -> int:
         print("usage: reaper.py PROGRAM [ARG...]", file=sys.stderr)
         return 2
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # A directory of hpceval's that dies with the command (an MPJ daemon's machines file):
+    # removed here also when hpceval was killed with SIGKILL and could not remove it.
+    remove = os.environ.pop(REMOVE_ENV, "")
     stopping: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:
@@ -151,6 +159,8 @@ def main(argv: list[str]) -> int:
             signal.signal(sig, remember)
         # The command has exited, or is being stopped: nothing it started may stay behind.
         terminate_descendants()
+        if os.path.basename(remove.rstrip("/")).startswith(REMOVABLE_PREFIX):
+            shutil.rmtree(remove, ignore_errors=True)
     if status is None:
         return _die_by(stopping[0] if stopping else signal.SIGTERM)
     if os.WIFSIGNALED(status):

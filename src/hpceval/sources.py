@@ -216,9 +216,7 @@ def _checked_members(tar: tarfile.TarFile, into: Path) -> list[tarfile.TarInfo]:
             if Path(member.linkname).is_absolute() or not (
                 (base / member.linkname).resolve().is_relative_to(root)
             ):
-                raise tarfile.TarError(
-                    f"member {member.name!r} links outside the archive's tree"
-                )
+                raise tarfile.TarError(f"member {member.name!r} links outside the archive's tree")
         elif not (member.isfile() or member.isdir()):
             raise tarfile.TarError(f"member {member.name!r} is not a file or a folder")
         member.mode &= 0o755  # no set-user-id, set-group-id or world-writable bits

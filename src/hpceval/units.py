@@ -46,8 +46,7 @@ def _vocabulary() -> Mapping[str, bool]:
         for unit, higher in declared.units.items():
             if units.setdefault(unit, higher) != higher:
                 raise ValueError(
-                    f"{declared.source}: units.{unit}: the opposite direction of the "
-                    "vocabulary's"
+                    f"{declared.source}: units.{unit}: the opposite direction of the vocabulary's"
                 )
     return units
 

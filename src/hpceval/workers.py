@@ -18,5 +18,6 @@ def fork_workers(variable: str) -> int:
             return max(1, int(given))
         except ValueError:
             raise UserError(f"${variable}: {given!r} is not a number of workers") from None
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    return (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )

@@ -189,11 +189,14 @@ def compare(
     seed: int = 0,
     placement: PlacementMode | str = PlacementMode.DEFAULT,
     platform_configs: Mapping[str, PlatformConfig] | None = None,
+    mix_implementations: bool = False,
 ) -> Comparison:
     """Compare `platforms` (default: every other platform of the frame) with `baseline`,
     under the statistics `policy` (default: median, verdicts from 3 repetitions), pairing
     their points by workload as `placement` says (hpceval.analysis.matching; the default
-    placements come from `platform_configs`, the platform files of the runs)."""
+    placements come from `platform_configs`, the platform files of the runs). A point
+    pairs with the same implementation's (C with C, Java with Java, on a platform that ran
+    both); `mix_implementations` pairs across them, one implementation per side and point."""
     check_frame(frame)
     policy = policy or StatisticPolicy()
     mode = placement if isinstance(placement, PlacementMode) else parse_mode(placement)
@@ -252,7 +255,9 @@ def compare(
 
     sub = frame.loc[mask].reset_index(drop=True)
     side_code = side_code[mask]
-    pcols = point_columns(sub)
+    pcols = point_columns(sub, implementation=not mix_implementations)
+    if mix_implementations:
+        _check_one_implementation(sub, pcols)
     params = tuple(c for c in pcols if c not in ("benchmark", "metric", "unit"))
     point_code, _ = group_codes(sub, pcols)
     n_points = int(point_code.max()) + 1 if len(sub) else 0
@@ -327,6 +332,25 @@ def compare(
         placement_mode=mode,
         unmatched_points=unpaired,
     )
+
+
+def _check_one_implementation(frame: pd.DataFrame, pcols: Sequence[str]) -> None:
+    """Mixing pairs one side's implementation with the other's: a platform that measured
+    a point with two implementations (C and Java in one suite run) would pool them."""
+    by = ["platform", "origin", *pcols]
+    counts = frame.groupby(by, observed=True, dropna=False)["implementation"].nunique()
+    if (counts > 1).any():
+        first: tuple[Any, ...] = counts[counts > 1].index[0]
+        platform, benchmark = str(first[0]), str(first[2])
+        found = frame.loc[
+            (frame["platform"] == platform) & (frame["benchmark"] == benchmark), "implementation"
+        ]
+        raise UserError(
+            f"platform {platform!r} measured {benchmark} with "
+            f"{' and '.join(sorted({str(i) for i in found.unique()}))}: mixing implementations "
+            "pairs one per platform; compare without mixing (each with its own), or see the "
+            "report's Java overhead section for Java vs C on one platform"
+        )
 
 
 def _labels(keys: pd.DataFrame) -> pd.Categorical[Any]:

@@ -163,8 +163,7 @@ def frame_from_columns(columns: MeasurementColumns) -> pd.DataFrame:
     if len(bad):
         first = int(bad[0])
         raise ValueError(
-            f"{benchmark[kind[first]]}.{metric[kind[first]]}: value {values[first]} "
-            "is not finite"
+            f"{benchmark[kind[first]]}.{metric[kind[first]]}: value {values[first]} is not finite"
         )
     data["value"] = values
     data["samples"] = _sample_column(columns.samples, columns.sample_counts, values)
@@ -270,12 +269,16 @@ def parameter_columns(frame: pd.DataFrame) -> list[str]:
     return [str(c) for c in frame.columns if c not in CORE_COLUMNS]
 
 
-def point_columns(frame: pd.DataFrame) -> list[str]:
-    """The columns that identify a point: benchmark, metric, unit and the point parameters."""
+def point_columns(frame: pd.DataFrame, *, implementation: bool = True) -> list[str]:
+    """The columns that identify a point: benchmark, metric, unit, the implementation that
+    measured it (C and Java points of one platform share the rest of their key: never
+    pooled, never paired with each other; `implementation=False` for a comparison that mixes
+    them on purpose) and the point parameters."""
     return [
         "benchmark",
         "metric",
         "unit",
+        *(["implementation"] if implementation and "implementation" in frame.columns else []),
         *(c for c in parameter_columns(frame) if c not in NON_POINT_PARAMETERS),
     ]
 
@@ -460,5 +463,3 @@ def _parameter_array(column: npt.NDArray[np.object_]) -> Any:
     if kinds == {str}:
         return pd.Categorical(column)
     return column
-
-

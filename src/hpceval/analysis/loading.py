@@ -77,10 +77,11 @@ def paused_garbage_collection() -> Iterator[None]:
         if enabled:
             gc.enable()
 
+
 # --------------------------------------------------------------------------- frame cache
 
 # Bump when the frame's layout or the cache file's layout changes: old entries then miss.
-FRAME_CACHE_FORMAT: Final = 1
+FRAME_CACHE_FORMAT: Final = 2  # 2: a run's Java and C rows of one series told apart
 # Entries kept (the most recently used); each is about 150 bytes per measurement.
 FRAME_CACHE_ENTRIES: Final = 4
 FRAME_CACHE_ENV: Final = "HPCEVAL_FRAME_CACHE"

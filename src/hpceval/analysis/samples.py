@@ -86,9 +86,7 @@ class SamplesArray(ExtensionArray):
         return packed.take(positions, allow_fill=True)
 
     @classmethod
-    def _from_sequence(
-        cls, scalars: Any, *, dtype: Any = None, copy: bool = False
-    ) -> SamplesArray:
+    def _from_sequence(cls, scalars: Any, *, dtype: Any = None, copy: bool = False) -> SamplesArray:
         if isinstance(scalars, SamplesArray):
             return scalars.copy() if copy else scalars
         rows = list(scalars)

@@ -135,6 +135,9 @@ class Benchmark(ABC, Generic[OptionsT]):
     # True for an official code built from the sources its cases name (build_for_cases):
     # `hpceval build` has nothing to build for it without a suite.
     built_from_user_sources: ClassVar[bool] = False
+    # True for a Java program on MPJ Express: its cases run through the platform's Java
+    # launcher (hpceval.mpj.java_platform), beside the C cases of the same suite.
+    runs_on_mpj: ClassVar[bool] = False
 
     def parse_options(self, options: Mapping[str, Any]) -> OptionsT:
         """A suite entry's options, typed; pydantic.ValidationError / ValueError naming the

@@ -6,10 +6,11 @@ Used by `hpceval run` and by `hpceval simulate`'s campaigns (hpceval.simulate).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hpceval.execute import is_alive
 from hpceval.launch import Launcher, MpiRuntime, get_launcher_class
 from hpceval.launch.command import PLACEMENT_PROBE
 from hpceval.model import Environment, Status
-from hpceval.mpj import MPJ_STARTER, mpj_mpi_facts
+from hpceval.mpj import MPJ_STARTER, java_platform, mpj_mpi_facts
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.store import Store
 from hpceval.toolchain import MpiToolchain, detect_mpi
@@ -96,12 +97,45 @@ class Prepared:
     programs: dict[str, Program]
     environment: Environment
     work: list[tuple[Case, list[str]]]
+    # The benchmarks another launcher runs (Java cases on `local`), by name (Campaign's).
+    launchers: dict[str, Launcher] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """The platform launcher's session and those of the other launchers, for the run."""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.launcher.session())
+            for launcher in {id(x): x for x in self.launchers.values()}.values():
+                stack.enter_context(launcher.session())
+            yield
+
+
+def _java_launchers(
+    platform: PlatformConfig, cases: Sequence[Case], runtime: MpiRuntime
+) -> dict[str, Launcher]:
+    """A launcher for the Java cases of a platform whose own launcher runs C programs (its
+    Java platform: hpceval.mpj.java_platform), checked like the platform's; none when every
+    Java case will be skipped (no JVM or MPJ here: the C cases still run)."""
+    java = java_platform(platform)
+    if java is None or java is platform:
+        return {}
+    skipped = skipped_benchmarks(cases, platform)
+    java_cases = [
+        c for c in cases if get_benchmark(c.benchmark).runs_on_mpj and c.benchmark not in skipped
+    ]
+    if not java_cases:
+        return {}
+    launcher = get_launcher_class(java.launcher.kind)(java, runtime)
+    check_commands(launcher, java_cases)
+    launcher.preflight()
+    return {c.benchmark: launcher for c in java_cases}
 
 
 def prepare_run(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
     """Toolchain, launcher, placements, builds and provenance: all before anything is written."""
     toolchain, launcher = toolchain_and_launcher(platform)
-    check_commands(launcher, cases)
+    launchers = _java_launchers(platform, cases, launcher.runtime)
+    check_commands(launcher, [c for c in cases if c.benchmark not in launchers])
     launcher.preflight()
     programs = _build_programs(cases, platform, toolchain)
     environment = _environment(toolchain, programs, launcher)
@@ -109,7 +143,7 @@ def prepare_run(platform: PlatformConfig, cases: Sequence[Case]) -> Prepared:
         # The emulated platform's limits are part of every run's provenance (and caveats).
         facts = {**environment.facts, "emulation": emulation}
         environment = Environment(facts=facts, fingerprint=fingerprint(facts))
-    return Prepared(platform, toolchain, launcher, programs, environment, [])
+    return Prepared(platform, toolchain, launcher, programs, environment, [], launchers)
 
 
 def record_run(

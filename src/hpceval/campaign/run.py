@@ -23,6 +23,7 @@ from hpceval.errors import BenchmarkFailure, ConfigError, UserError
 from hpceval.execute import KILL_GRACE_S, StartFailed
 from hpceval.launch import Command, Launcher
 from hpceval.model import ExecutionRecord, ExecutionStatus, Placement
+from hpceval.mpj import java_platform
 from hpceval.store import Store
 
 TAIL_BYTES = 8192
@@ -43,8 +44,16 @@ def plan_cases(
     cases: list[Case] = []
     seen: dict[str, int] = {}
     notes = skipped if skipped is not None else []
+    java_left_out: list[str] = []
     for i, entry in enumerate(suite.config.benchmark):
         bench = get_benchmark(entry.name)
+        if bench.runs_on_mpj and java_platform(platform) is None:
+            # A suite with Java entries (standard) serves the platforms without Java too.
+            java_left_out.append(
+                f"benchmark[{i}] {entry.name}: left out, platform {platform.name!r} runs no "
+                "Java (Java runs on local, or on a platform of MPJ's, e.g. netns-2x2-mpj)"
+            )
+            continue
         try:
             entry_cases = bench.cases(entry.settings(), platform, i)
         except UserError as e:
@@ -70,6 +79,9 @@ def plan_cases(
                 entry_notes[-1].split(", ", 1)[1], source=suite.source, field=f"benchmark[{i}]"
             )
         notes.extend(entry_notes)
+    if java_left_out and not cases:
+        raise ConfigError(java_left_out[0].split(", ", 1)[1], source=suite.source)
+    notes.extend(java_left_out)
     return cases
 
 
@@ -234,14 +246,21 @@ class Campaign:
         reporter: Reporter | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        launchers: Mapping[str, Launcher] | None = None,
     ) -> None:
         self.store = store
         self.launcher = launcher
+        # Benchmarks run by another launcher than the platform's (a suite's Java cases on
+        # `local`: hpceval.mpj.java_platform), by benchmark name.
+        self.launchers = dict(launchers or {})
         self.programs = programs
         self.reporter: Reporter = reporter or SilentReporter()
         self.clock = clock
         self._signal: int | None = None
         self._skip_reason = SkipReasons(launcher.platform)
+
+    def launcher_for(self, benchmark: str) -> Launcher:
+        return self.launchers.get(benchmark, self.launcher)
 
     @contextlib.contextmanager
     def _signals_trapped(self) -> Iterator[None]:
@@ -362,7 +381,7 @@ class Campaign:
         self, run_id: int, bench: Benchmark[Any], case: Case, points: Sequence[str], started: float
     ) -> tuple[ExecutionStatus, str, int, float]:
         program = self.programs[case.benchmark]
-        command: Command = self.launcher.command(
+        command: Command = self.launcher_for(case.benchmark).command(
             case.placement, bench.command(case, program, points)
         )
         # Measurements record the placement as it really ran (binding off when oversubscribed).
@@ -420,10 +439,11 @@ class Campaign:
         return status, error, done, ended - started
 
     def _store_point(self, run_id: int, execution_id: int, case: Case, parsed: ParsedPoint) -> None:
+        origin = self.launcher_for(case.benchmark).origin
         for m in parsed.measurements:
-            if self.launcher.origin is not m.origin:
+            if origin is not m.origin:
                 # Numbers of an emulated cluster are labelled so wherever they go.
-                m = replace(m, origin=self.launcher.origin)
+                m = replace(m, origin=origin)
             self.store.add_measurement(run_id, execution_id, case.key, parsed.point_key, m)
         self.reporter.point_done(case, parsed.point_key)
 
@@ -437,7 +457,7 @@ class Campaign:
     ) -> tuple[ExecutionStatus, str, int | None, list[str], str, int]:
         """Start the command, commit points as they stream in, enforce the time limit."""
         try:
-            running = self.launcher.submit(command, case.time_limit_s)
+            running = self.launcher_for(case.benchmark).submit(command, case.time_limit_s)
         except StartFailed as e:
             return ExecutionStatus.FAILED, str(e), None, [], "", 0
         stdout_lines: list[str] = []

@@ -237,9 +237,7 @@ def _origin_handles(origins: Sequence[str]) -> list[tuple[Artist, str]]:
     return out
 
 
-def _finish_legend(
-    fig: Figure, entries: dict[str, Artist], origins: set[str], grid: _Grid
-) -> None:
+def _finish_legend(fig: Figure, entries: dict[str, Artist], origins: set[str], grid: _Grid) -> None:
     handles = list(entries.values())
     labels = list(entries)
     if len(origins) > 1 or origins - {"measured"}:
@@ -252,8 +250,7 @@ def _finish_legend(
     if not handles:
         return
     if grid.fixed:
-        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005),
-                   ncols=columns)
+        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncols=columns)
     else:
         fig.legend(handles, labels, loc="outside lower center", ncols=columns)
 
@@ -326,8 +323,13 @@ def line_figure(panels: Sequence[Panel], palette: Palette) -> Figure:
         ]
         if marking:
             entries[marking[0].mark_label] = Line2D(
-                [], [], linestyle="none", marker="o", markersize=8,
-                markerfacecolor="none", markeredgecolor="#d62728",
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markersize=8,
+                markerfacecolor="none",
+                markeredgecolor="#d62728",
             )
         if any(line.crowded is not None and len(line.crowded) for p in panels for line in p.lines):
             entries["oversubscribed (× : more ranks than cores)"] = Line2D(
@@ -376,8 +378,12 @@ def bar_figure(panels: Sequence[BarPanel], palette: Palette) -> Figure:
                         facecolor="#bbbbbb", hatch=origin_style(origin).hatch, edgecolor="white"
                     )
         if entries:
-            fig.legend(list(entries.values()), list(entries), loc="outside lower center",
-                       ncols=_legend_columns(fig, list(entries)))
+            fig.legend(
+                list(entries.values()),
+                list(entries),
+                loc="outside lower center",
+                ncols=_legend_columns(fig, list(entries)),
+            )
     return fig
 
 
@@ -407,7 +413,11 @@ def scatter_figure(panels: Sequence[ScatterPanel], palette: Palette) -> Figure:
                 if len(front) > 1:
                     xs, ys = zip(*front, strict=True)
                     ax.step(
-                        xs, ys, where="post", color="black", linewidth=0.8,
+                        xs,
+                        ys,
+                        where="post",
+                        color="black",
+                        linewidth=0.8,
                         linestyle=origin_style(origin).linestyle,
                     )
             for which in ("x", "y"):
@@ -490,9 +500,7 @@ def heatmap_figure(
                            1 - (bottom + top) / height))  # fmt: skip
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = np.clip(np.log2(performance), -2, 2)
-        image = ax.imshow(
-            np.ma.masked_invalid(scaled), cmap="RdBu", vmin=-2, vmax=2, aspect="auto"
-        )
+        image = ax.imshow(np.ma.masked_invalid(scaled), cmap="RdBu", vmin=-2, vmax=2, aspect="auto")
         for i in range(len(rows)):
             for j in range(len(columns)):
                 v = performance[i, j]
@@ -510,11 +518,13 @@ def heatmap_figure(
                     fontsize=7.5,
                     fontweight="bold" if sig else "normal",
                     fontstyle="normal" if sig else "italic",
-                    color=("white" if dark else "black") if sig else (
-                        "#dddddd" if dark else "#555555"),
+                    color=("white" if dark else "black")
+                    if sig
+                    else ("#dddddd" if dark else "#555555"),
                 )
-        ax.set_xticks(np.arange(len(columns)), [mpl_text(c) for c in columns], rotation=30,
-                      ha="right")
+        ax.set_xticks(
+            np.arange(len(columns)), [mpl_text(c) for c in columns], rotation=30, ha="right"
+        )
         ax.set_yticks(np.arange(len(rows)), [mpl_text(r) for r in rows])
         ax.grid(False)
         ax.set_title(mpl_text(title))

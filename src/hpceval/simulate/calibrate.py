@@ -253,9 +253,7 @@ class SpeedCalibration:
 
     def describe(self) -> str:
         if self.reference is None:
-            return (
-                "assumed: the simulating machine's core (no single-rank NPB time of the target)"
-            )
+            return "assumed: the simulating machine's core (no single-rank NPB time of the target)"
         r = self.reference
         where = f"run {r.run_id}" if r.run_id is not None else r.source
         return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, {where}"
@@ -432,6 +430,7 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- contention
+
 
 def overhead_settings(
     target: Target, network: NetworkCalibration, overhead_s: float, gap_s: float = 0.0

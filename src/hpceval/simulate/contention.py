@@ -155,7 +155,7 @@ COLL_SELECTORS: Final[Mapping[str, str]] = {"openmpi": "ompi", "mpich": "mpich"}
 
 
 def mpi_family(implementation: str | None) -> str | None:
-    """"openmpi" or "mpich" (the MPICH derivatives) for an MPI library's name, else None."""
+    """ "openmpi" or "mpich" (the MPICH derivatives) for an MPI library's name, else None."""
     text = (implementation or "").lower().replace(" ", "")
     if "openmpi" in text or text == "ompi":
         return "openmpi"
@@ -227,9 +227,7 @@ def bisect(
 # (SMPI settings, platform, pattern, figures wanted) -> (latency µs at small, bandwidth MB/s
 # at large) of the ring on the target's ranks and placement; NaN for a figure not wanted (a
 # 2 MB ring on 32 ranks is most of a bisection step's time).
-RingSimulator = Callable[
-    [Mapping[str, str], Any, RingPattern, frozenset[str]], tuple[float, float]
-]
+RingSimulator = Callable[[Mapping[str, str], Any, RingPattern, frozenset[str]], tuple[float, float]]
 LATENCY: Final = frozenset({"latency"})
 BANDWIDTH: Final = frozenset({"bandwidth"})
 BOTH: Final = LATENCY | BANDWIDTH

@@ -217,9 +217,7 @@ def store_flows(store: Store, runs: Mapping[int, Any]) -> FlowFigures | None:
         small, large = sizes[0], sizes[-1]
         try:
             latency = tuple(statistics.median(by_pairs[c][("latency", small)]) for c in counts)
-            bandwidth = tuple(
-                statistics.median(by_pairs[c][("bandwidth", large)]) for c in counts
-            )
+            bandwidth = tuple(statistics.median(by_pairs[c][("bandwidth", large)]) for c in counts)
         except KeyError:
             continue
         return FlowFigures(tuple(counts), small, large, latency, bandwidth,

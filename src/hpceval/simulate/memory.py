@@ -232,7 +232,9 @@ def fitted_rate(
 
 
 def stretch(
-    demand_Bps: float, ranks_per_node: int, node_bandwidth_Bps: float,
+    demand_Bps: float,
+    ranks_per_node: int,
+    node_bandwidth_Bps: float,
     single_process_Bps: float | None = None,
 ) -> float:
     """The roofline stretch of the replayed computation: max(1, demand / share), a rank's
@@ -280,7 +282,8 @@ def memory_stretches(
 
     def in_cache(ranks: int, ppn: int) -> bool:
         return bool(memory.llc_bytes) and (
-            ppn * memory_per_rank(kernel, class_name, ranks) <= (memory.llc_bytes or 0))
+            ppn * memory_per_rank(kernel, class_name, ranks) <= (memory.llc_bytes or 0)
+        )
 
     if all(in_cache(c.placement.ranks, c.placement.ranks_per_node) for c in cases):
         how = f"memory: {memory.describe()}; every case's arrays fit in the cache: not stretched"

@@ -356,9 +356,7 @@ def simulated_shape(target: Target, request: Request) -> tuple[int, int, int]:
     cores = target.cores_per_node
     if cores is None:
         if request.ppn is None:
-            raise UserError(
-                f"{target.name}: the source gives no cores per node; pass --ppn"
-            )
+            raise UserError(f"{target.name}: the source gives no cores per node; pass --ppn")
         cores = request.ppn
     ppn = request.ppn or cores
     if ppn > cores and not request.oversubscribe:
@@ -425,11 +423,7 @@ def plan(
                         "smpi_sampling": build.sampling,
                         "smpi_memory_folding": build.folding,
                         # only when on: full simulations keep their points
-                        **(
-                            {"smpi_timed_iterations": build.iterations}
-                            if build.iterations
-                            else {}
-                        ),
+                        **({"smpi_timed_iterations": build.iterations} if build.iterations else {}),
                     },
                 )
                 for c in planned

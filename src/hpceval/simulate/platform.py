@@ -149,8 +149,11 @@ class PlatformSpec:
         elif self.topology == "torus":
             shape = "torus " + "x".join(str(d) for d in self.torus_dims)
         else:
-            shape = "single switch (" + (
-                "fat-pipe backbone" if self.backbone == "fatpipe" else "shared backbone") + ")"
+            shape = (
+                "single switch ("
+                + ("fat-pipe backbone" if self.backbone == "fatpipe" else "shared backbone")
+                + ")"
+            )
         return shape + (f" ({self.topology_source})" if self.topology_source else "")
 
     @property

@@ -81,6 +81,7 @@ SPEED_REFERENCE_MAX_S = 30.0  # calibrate the speed on a run this long at most (
 
 __all__ = ["SmpiCalibrationRunner", "execute", "obtain_calibration", "prepare"]
 
+
 def choose_speed_reference(
     speeds: Mapping[tuple[str, str], SpeedReference], kernel: str | None
 ) -> SpeedReference | None:
@@ -134,12 +135,16 @@ def fit_rings(
         return contention, config, spec, flow_residuals(target, contention, config, spec, runner)
 
     def ring(
-        cfg: Mapping[str, str], platform: PlatformSpec, pattern: RingPattern,
+        cfg: Mapping[str, str],
+        platform: PlatformSpec,
+        pattern: RingPattern,
         wanted: frozenset[str],
     ) -> tuple[float, float]:
         platform = replace(platform, speed_flops=spec.speed_flops)
-        sizes = [*([rings.small] if "latency" in wanted else []),
-                 *([rings.large] if "bandwidth" in wanted else [])]
+        sizes = [
+            *([rings.small] if "latency" in wanted else []),
+            *([rings.large] if "bandwidth" in wanted else []),
+        ]
         values = runner.pattern(platform, cfg, pattern, rings.ranks, rings.ppn, sizes)
         return (values.get(("latency", rings.small), math.nan),
                 values.get(("bandwidth", rings.large), math.nan))  # fmt: skip
@@ -167,7 +172,10 @@ def fit_rings(
 
 
 def flow_residuals(
-    target: Target, contention: Contention, config: dict[str, str], spec: PlatformSpec,
+    target: Target,
+    contention: Contention,
+    config: dict[str, str],
+    spec: PlatformSpec,
     runner: SmpiCalibrationRunner,
 ) -> list[dict[str, Any]]:
     """The measured concurrent pairs against the model's (each pair count on its NIC scale):

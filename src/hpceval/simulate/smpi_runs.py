@@ -115,7 +115,12 @@ class SmpiCalibrationRunner:
         return [by_size[s] for s in sizes]
 
     def pattern(
-        self, spec: PlatformSpec, cfg: Mapping[str, str], pattern: str, ranks: int, ppn: int,
+        self,
+        spec: PlatformSpec,
+        cfg: Mapping[str, str],
+        pattern: str,
+        ranks: int,
+        ppn: int,
         sizes: Sequence[int],
     ) -> dict[tuple[str, int], float]:
         """mpibench `pattern` on `ranks` ranks at `ppn` per node: (metric, size) -> value."""

@@ -97,6 +97,12 @@ def _read_range_in_worker(index: int) -> _RowsRead:
     return store._read_range(query)
 
 
+# The benchmarks under which the Java programs store their points (mpibench-java as
+# mpibench, npb-java as npb), with implementation java/mpj-express: looked up like the
+# official codes' (hpceval.benchmarks.mpibench_java).
+JAVA_STORED_AS: Final = ("mpibench", "npb")
+
+
 class ColumnReads(StoreBase):
     @outage_is_a_user_error
     def measurement_columns(
@@ -181,9 +187,7 @@ class ColumnReads(StoreBase):
         for code in distinct.tolist():
             platform_series, implementation = divmod(int(code), len(implementations))
             platform, series_id = divmod(platform_series, per_platform)
-            kinds.append(
-                (names[platform], *described[series_id], implementations[implementation])
-            )
+            kinds.append((names[platform], *described[series_id], implementations[implementation]))
         kind = kind.astype(np.int64).reshape(-1)
         if len(run_ids_read) and (np.diff(run_ids_read) < 0).any():
             # Runs interleaved in storage (a run resumed after another, an import): a stable
@@ -211,7 +215,9 @@ class ColumnReads(StoreBase):
         osu, imb...) are looked up, through the benchmark index and once per (run, series):
         one run measures a series with one program, and every other benchmark is hpceval's
         own program. (A scan of every row for its implementation cost a sixth of the read.)"""
-        official = sorted(name for name, d in declarations().items() if d.counterpart)
+        official = sorted(
+            {*(name for name, d in declarations().items() if d.counterpart), *JAVA_STORED_AS}
+        )
         found: list[tuple[int, int, str]] = []
         if official:
             pairs = (
@@ -243,7 +249,39 @@ class ColumnReads(StoreBase):
         at = np.minimum(np.searchsorted(keys, row_keys), len(keys) - 1)
         official = keys[at] == row_keys
         codes[official] = np.array([of_pair[int(k)] for k in keys[at[official]].tolist()])
+        self._mixed_series_codes(query, implementations, codes, row_keys, per_run)
         return implementations, codes
+
+    def _mixed_series_codes(
+        self,
+        query: sa.Select[Any],
+        implementations: list[str],
+        codes: npt.NDArray[np.int64],
+        row_keys: npt.NDArray[np.int64],
+        per_run: int,
+    ) -> None:
+        """Row by row, the implementation of the (run, series) that one run measured with two
+        programs: a suite's Java and C cases on one platform store the same series (the
+        implementation tells them apart). Their rows are read again, in the same id order."""
+        mixed_query = (
+            query.with_only_columns(measurements.c.run_id, measurements.c.series_id)
+            .where(measurements.c.benchmark.in_(JAVA_STORED_AS))
+            .group_by(measurements.c.run_id, measurements.c.series_id)
+            .having(sa.func.count(sa.distinct(measurements.c.implementation)) > 1)
+            .order_by(None)
+        )
+        with self._engine.connect() as conn:
+            mixed = [(int(r), int(s)) for r, s in conn.execute(mixed_query)]
+            if not mixed:
+                return
+            rows_query = query.with_only_columns(measurements.c.implementation).where(
+                sa.tuple_(measurements.c.run_id, measurements.c.series_id).in_(mixed)
+            )
+            found = [str(i) for (i,) in conn.execute(rows_query)]
+        where = np.isin(row_keys, np.array([r * per_run + s for r, s in mixed], dtype=np.int64))
+        if int(where.sum()) != len(found):
+            raise ValueError("measurements: rows changed while they were read")
+        codes[where] = np.array([implementations.index(i) for i in found], dtype=np.int64)
 
     def _read_rows(self, query: sa.Select[Any]) -> list[_RowsRead]:
         """The (run, value, samples, series) rows of `query`, in id order, as arrays.

@@ -320,10 +320,12 @@ def _new_run(
     platform = plan.platform
     suite = suite_from_raw(plan.suite_raw, f"study {plan.suite_raw['name']}")
     prepared = prepare_run(platform.config, plan.cases)
-    campaign = Campaign(store, prepared.launcher, prepared.programs, reporter)
+    campaign = Campaign(
+        store, prepared.launcher, prepared.programs, reporter, launchers=prepared.launchers
+    )
     run_id: int | None = None
     try:
-        with prepared.launcher.session():
+        with prepared.session():
             store.mark_dead_runs_interrupted(host=socket.gethostname(), is_alive=is_alive)
             run_id = start_new_run(
                 prepared, store, suite, platform, plan.cases, note="; ".join(plan.notes)
@@ -342,9 +344,11 @@ def _new_run(
 
 def _resume_run(store: Store, run_id: int, reporter: Reporter, say: Say) -> CampaignResult:
     run_id, prepared = prepare_resume(store, run_id)
-    campaign = Campaign(store, prepared.launcher, prepared.programs, reporter)
+    campaign = Campaign(
+        store, prepared.launcher, prepared.programs, reporter, launchers=prepared.launchers
+    )
     try:
-        with prepared.launcher.session():
+        with prepared.session():
             store.claim_run(run_id, host=socket.gethostname(), pid=os.getpid())
             say(f"resuming run {run_id}: {sum(len(p) for _, p in prepared.work)} points left")
             result = campaign.execute(run_id, prepared.work)

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 _VERSION = re.compile(r"^LAMMPS \((.+)\)\s*$")
 _CREATED = re.compile(r"^\s*Created (\d+) atoms")
-_LOOP = re.compile(
-    r"^Loop time of (\S+) on (\d+) procs for (\d+) steps with (\d+) atoms"
-)
+_LOOP = re.compile(r"^Loop time of (\S+) on (\d+) procs for (\d+) steps with (\d+) atoms")
 _PERFORMANCE = re.compile(r"^Performance:(.*)$")
 _RATE = re.compile(r"(\S+) (tau/day|ns/day|hours/ns|timesteps/s|([kMG]?)atom-step/s)")
 _TASKS = re.compile(r"% CPU use with (\d+) MPI tasks x (\d+) OpenMP threads")

@@ -36,7 +36,13 @@ from hpceval.benchmarks.mpibench import (
 from hpceval.config import PlatformConfig
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.model import Measurement
-from hpceval.mpj import MPJ_STARTER, compile_java_program, installation, missing_java_tools
+from hpceval.mpj import (
+    MPJ_STARTER,
+    compile_java_program,
+    installation,
+    java_platform,
+    missing_java_tools,
+)
 from hpceval.statistics import describe
 from hpceval.units import MICROSECOND
 
@@ -80,15 +86,22 @@ def first_iteration_measurement(
     )
 
 
+def java_platform_problem(program: str, platform: PlatformConfig) -> str | None:
+    """Why a Java program cannot run on `platform` (None: it runs there, on the platform's
+    own MPJ launcher or, on `local`, on MPJ's multicore device beside the C programs)."""
+    if java_platform(platform) is not None:
+        return None
+    return (
+        f"benchmark {program} runs on local, on a platform whose launcher is {LAUNCHER} "
+        f"(e.g. local-mpj) or whose starter is {MPJ_STARTER} (e.g. netns-2x2-mpj); "
+        f"platform {platform.name!r} uses {platform.launcher.kind}"
+    )
+
+
 def check_java_platform(program: str, platform: PlatformConfig) -> None:
-    """A Java program runs on MPJ Express: launcher `mpj`, or a scheduler with the mpjrun
-    starter (the netns emulated cluster); UserError otherwise."""
-    if platform.launcher.kind != LAUNCHER and platform.launcher.starter != MPJ_STARTER:
-        raise UserError(
-            f"benchmark {program} runs on a platform whose launcher is {LAUNCHER} "
-            f"(e.g. local-mpj) or whose starter is {MPJ_STARTER} (e.g. netns-2x2-mpj); "
-            f"platform {platform.name!r} uses {platform.launcher.kind}"
-        )
+    """UserError when the Java program cannot run on `platform` (java_platform_problem)."""
+    if (problem := java_platform_problem(program, platform)) is not None:
+        raise UserError(problem)
 
 
 # The JDK (javac compiles the program, its java runs MPJ); doctor shows the JVM's version
@@ -111,6 +124,7 @@ class MpibenchJava(Mpibench):
     description = "mpibench's patterns in Java on MPJ Express (JIT-warm and first-iteration)"
     Options = MpibenchJavaOptions
     tools = JAVA_TOOLS
+    runs_on_mpj = True
 
     def unavailable(self, options: MpibenchOptions, platform: PlatformConfig) -> str | None:
         return super().unavailable(options, platform) or missing_java_tools()
@@ -192,4 +206,4 @@ def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     return ParsedPoint(parsed.point_key, tuple(measurements))
 
 
-__all__ = ["MpibenchJava", "check_java_platform", "parse_java_line"]
+__all__ = ["MpibenchJava", "check_java_platform", "java_platform_problem", "parse_java_line"]

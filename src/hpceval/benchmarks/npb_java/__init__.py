@@ -86,6 +86,7 @@ class NpbJava(Npb):
     name = PROGRAM
     description = "NAS Parallel Benchmarks EP, IS, CG, MG and FT in Java on MPJ Express"
     Options = NpbJavaOptions
+    runs_on_mpj = True
     tools = JAVA_TOOLS
 
     def unavailable(self, options: NpbOptions, platform: PlatformConfig) -> str | None:

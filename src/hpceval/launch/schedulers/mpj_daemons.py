@@ -32,7 +32,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,41 +41,62 @@ from hpceval.clusters.netns import IP, ClusterLayout, install_hosts, remove_host
 from hpceval.errors import UserError
 from hpceval.execute import KILL_GRACE_S, die_with_parent, reaped
 from hpceval.mpj import MpjInstallation
+from hpceval.reaper import REMOVE_ENV
 
 # Seconds a fresh daemon gets to listen on its port.
 DAEMON_START_S = 30.0
-# A connection attempt to a daemon's port from inside a node (exit status 0: listening).
-_PROBE = (
-    "import socket,sys\n"
-    "s=socket.socket()\ns.settimeout(1)\n"
-    "sys.exit(s.connect_ex((sys.argv[1],int(sys.argv[2]))))"
-)
+# The kernel's TCP socket tables of a network namespace (read from inside it).
+PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
+# A socket's state in those tables: 0A is TCP_LISTEN.
+TCP_LISTEN = "0A"
+
+
+def listening_ports(table: str) -> set[int]:
+    """The ports of the listening sockets in /proc/net/tcp or tcp6 text (pure). Readiness is
+    read there, never probed by connecting: MPJ's daemon takes a connection that sends
+    nothing for a bad client, and a probe at the wrong moment left it unable to start ranks."""
+    ports = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == TCP_LISTEN and ":" in fields[1]:
+            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _tables_here() -> str:
+    texts = []
+    for path in PROC_NET_TCP:
+        with contextlib.suppress(OSError):
+            texts.append(Path(path).read_text())
+    return "".join(texts)
 
 
 def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
+    """No socket of this network namespace listens on `port` (nothing connects to it)."""
+    return port not in listening_ports(_tables_here())
 
 
-def listening_in(namespace: str, address: str, port: int) -> bool:
-    """Whether something listens on address:port, seen from inside `namespace`."""
-    probe = [IP, "netns", "exec", namespace, sys.executable, "-I", "-S", "-c", _PROBE,
-             address, str(port)]  # fmt: skip
+def listening_in(namespace: str, port: int) -> bool:
+    """Whether a socket listens on `port` in `namespace` (its tables, read from inside)."""
+    read = [IP, "netns", "exec", namespace, "cat", *PROC_NET_TCP]
     try:
-        return subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
+        proc = subprocess.run(read, capture_output=True, text=True, timeout=10, check=False)
     except subprocess.TimeoutExpired:
         return False
+    # (cat still prints tcp when a kernel without IPv6 has no tcp6.)
+    return port in listening_ports(proc.stdout)
 
 
 def start_daemon(
-    argv: list[str], mpj: MpjInstallation, log: Path, cwd: Path
+    argv: list[str], mpj: MpjInstallation, log: Path, cwd: Path, workdir: Path
 ) -> subprocess.Popen[bytes]:
-    """One daemon, reaped, in a process group of its own (with the ranks it starts)."""
+    """One daemon, reaped, in a process group of its own (with the ranks it starts); its
+    reaper removes the campaign's `workdir` when it ends, also after hpceval's SIGKILL."""
     with log.open("w") as out:
         return subprocess.Popen(
             reaped(argv),
             cwd=cwd,
-            env={**os.environ, "MPJ_HOME": str(mpj.home)},
+            env={**os.environ, "MPJ_HOME": str(mpj.home), REMOVE_ENV: str(workdir)},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -122,7 +142,7 @@ def local_daemon(mpj: MpjInstallation, port: int) -> Iterator[Path]:
     machines = workdir / "machines"
     machines.write_text("localhost\n")
     log = workdir / "daemon.log"
-    daemon = start_daemon(mpj.daemon_argv(port), mpj, log, workdir)
+    daemon = start_daemon(mpj.daemon_argv(port), mpj, log, workdir, workdir)
     try:
         _wait_listening(daemon, log, lambda: not port_is_free(port), "on this host")
         yield machines
@@ -145,12 +165,13 @@ def node_daemons(layout: ClusterLayout, mpj: MpjInstallation, port: int) -> Iter
             home.mkdir()
             argv = mpj.daemon_argv(port, home=home)
             log = workdir / f"{ns}.log"
-            daemons.append(start_daemon([str(layout.agent), ns, shlex.join(argv)], mpj, log, home))
+            agent = [str(layout.agent), ns, shlex.join(argv)]
+            daemons.append(start_daemon(agent, mpj, log, home, workdir))
         for node, daemon in enumerate(daemons):
-            ns, address = layout.namespace(node), layout.address(node)
+            ns = layout.namespace(node)
 
-            def listening(ns: str = ns, address: str = address) -> bool:
-                return listening_in(ns, address, port)
+            def listening(ns: str = ns) -> bool:
+                return listening_in(ns, port)
 
             _wait_listening(daemon, workdir / f"{ns}.log", listening, f"in node {ns}")
         yield workdir
@@ -245,6 +266,8 @@ def held_daemons(
                 daemon = subprocess.Popen(
                     reaped(argv),
                     cwd=workdir,
+                    # (its reaper removes the machines file's directory, also after SIGKILL)
+                    env={**os.environ, REMOVE_ENV: str(workdir)},
                     stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=subprocess.STDOUT,

@@ -89,6 +89,4 @@ class OpenMpiStarter(Starter):
         if request.as_root:
             # Open MPI refuses to start as root unless told; mpirun itself reads these.
             env.update(run_as_root_requirements("Open MPI").env)
-        return Command(
-            tuple(argv), env, placement, request.oversubscribed, notes(request), files
-        )
+        return Command(tuple(argv), env, placement, request.oversubscribed, notes(request), files)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from hpceval.analysis.compare import CrossOriginError, compare
@@ -32,6 +33,10 @@ from hpceval.report.styles import mpl_text
 from hpceval.report.tables import ReportTable
 
 JAVA_MPI: Final = "MPJ Express"
+# The implementation label of the Java programs' measurements (java/mpj-express 0.44).
+JAVA_IMPLEMENTATION: Final = "java/"
+# The Java side of a platform that ran both (its Java rows under "NAME (Java)").
+JAVA_SIDE: Final = " (Java)"
 # The figures compared (the others restate them: Mop/s per process, bandwidth of a size).
 COMPARED: Final = {
     "mpibench": ("latency", "bandwidth", "time"),
@@ -46,12 +51,16 @@ POINT_PARAMETERS: Final = ("pattern", "pair", "size", "kernel", "class", "nodes"
                            "ranks_per_node")  # fmt: skip
 
 
-def java_platforms(provenance: pd.DataFrame) -> list[str]:
-    """The platforms whose runs' MPI is MPJ Express."""
+def java_platforms(provenance: pd.DataFrame, frame: pd.DataFrame | None = None) -> list[str]:
+    """The platforms whose runs' MPI is MPJ Express, and those with Java measurements in
+    `frame` (a suite's Java cases on `local`)."""
+    found: set[str] = set()
+    if frame is not None:
+        found |= {str(p) for p in frame.loc[is_java(frame), "platform"].unique()}
     if provenance.empty or "mpi" not in provenance.columns:
-        return []
+        return sorted(found)
     java = provenance.loc[text_column(provenance, "mpi") == JAVA_MPI, "platform"]
-    return sorted({str(p) for p in java})
+    return sorted(found | {str(p) for p in java})
 
 
 def _compared(frame: pd.DataFrame) -> pd.Series[bool]:
@@ -63,18 +72,45 @@ def _compared(frame: pd.DataFrame) -> pd.Series[bool]:
     return keep
 
 
+def is_java(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """The rows a Java program measured (implementation java/...)."""
+    if "implementation" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["implementation"].astype(str).str.startswith(JAVA_IMPLEMENTATION).to_numpy()
+
+
+def split_mixed_platforms(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The frame with the Java rows of a platform that also ran the C programs (a suite with
+    Java entries on `local`) under a platform of their own, "local (Java)", so that the two
+    implementations face each other as two sides; and those names with their C platform."""
+    java = is_java(frame)
+    platform = frame["platform"].astype(str).to_numpy()
+    mixed = sorted(set(platform[java]) & set(platform[~java]))
+    if not mixed:
+        return frame, {}
+    renamed = {name: f"{name}{JAVA_SIDE}" for name in mixed}
+    relabelled = np.where(java & np.isin(platform, mixed), [renamed.get(p, p) for p in platform],
+                          platform)  # fmt: skip
+    out = frame.copy()
+    out["platform"] = pd.Categorical(relabelled)
+    return out, {side: name for name, side in renamed.items()}
+
+
 def java_vs_c(ctx: Context, javas: list[str], notes: list[str]) -> pd.DataFrame:
-    """Every Java platform against every C platform that has its points (or the baseline)."""
-    frame = ctx.frame.loc[_compared(ctx.frame).to_numpy()]
+    """Every Java side against its C side: the C programs of the same platform (a suite with
+    Java entries run on `local`), else every C platform with its points (or the baseline)."""
+    frame, own_c = split_mixed_platforms(ctx.frame.loc[_compared(ctx.frame).to_numpy()])
+    javas = sorted({*(j for j in javas if j not in own_c.values()), *own_c})
     natives = sorted({str(p) for p in frame["platform"].unique()} - set(javas))
     if ctx.baseline is not None and ctx.baseline in natives:
         natives = [ctx.baseline]
     parts = []
     for java in javas:
-        for native in natives:
+        for native in [own_c[java]] if java in own_c else natives:
             pair = frame.loc[frame["platform"].isin([java, native]).to_numpy()]
             try:
-                result = compare(pair, native, platforms=[java])
+                # One implementation per side: Java on one, C on the other.
+                result = compare(pair, native, platforms=[java], mix_implementations=True)
             except CrossOriginError:
                 notes.append(
                     f"{java} vs {native}: not compared, their origins differ (measured vs "
@@ -108,11 +144,10 @@ def first_iterations(ctx: Context, javas: list[str]) -> pd.DataFrame:
     where = (frame["platform"].isin(javas) & frame["metric"].astype(str).isin(wanted)).to_numpy()
     if not where.any():
         return pd.DataFrame()
-    points = ctx.points(
-        lambda f: f["platform"].isin(javas) & f["metric"].astype(str).isin(wanted)
-    )
+    points = ctx.points(lambda f: f["platform"].isin(javas) & f["metric"].astype(str).isin(wanted))
+    points = points.loc[is_java(points)]  # (a platform that ran both: its C points out)
     params = [c for c in POINT_PARAMETERS if c in points.columns]
-    key = ["platform", "origin", "benchmark", *params]
+    key = ["platform", "origin", "implementation", "benchmark", *params]
     first = points.loc[points["metric"].astype(str).isin(list(FIRST_ITERATION))].copy()
     first["warm_metric"] = first["metric"].astype(str).map(FIRST_ITERATION)
     warm = points.loc[points["metric"].astype(str).isin(list(FIRST_ITERATION.values()))].copy()
@@ -125,6 +160,7 @@ def first_iterations(ctx: Context, javas: list[str]) -> pd.DataFrame:
     )
     if merged.empty:
         return merged
+    key.remove("implementation")
     out = merged[[*key, "warm_metric", "unit"]].rename(columns={"warm_metric": "metric"})
     out["first_iteration"] = merged["mean_first"]
     out["jit_warm_mean"] = merged["mean_warm"]
@@ -183,7 +219,7 @@ def java_section(ctx: Context) -> Section:
         "iteration in a fresh JVM (interpreted code, first touch of the buffers) is set "
         "beside them in the second table.",
     )
-    javas = java_platforms(ctx.provenance)
+    javas = java_platforms(ctx.provenance, ctx.frame)
     if not javas:
         section.empty = (
             "No Java runs (platforms whose MPI is MPJ Express: run mpibench-java or npb-java on "
