@@ -255,7 +255,7 @@ def compare(
 
     sub = frame.loc[mask].reset_index(drop=True)
     side_code = side_code[mask]
-    pcols = point_columns(sub, implementation=not mix_implementations)
+    pcols = point_columns(sub, implementation=False if mix_implementations else None)
     if mix_implementations:
         _check_one_implementation(sub, pcols)
     params = tuple(c for c in pcols if c not in ("benchmark", "metric", "unit"))

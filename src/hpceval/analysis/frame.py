@@ -269,16 +269,25 @@ def parameter_columns(frame: pd.DataFrame) -> list[str]:
     return [str(c) for c in frame.columns if c not in CORE_COLUMNS]
 
 
-def point_columns(frame: pd.DataFrame, *, implementation: bool = True) -> list[str]:
+def point_columns(frame: pd.DataFrame, *, implementation: bool | None = None) -> list[str]:
     """The columns that identify a point: benchmark, metric, unit, the implementation that
     measured it (C and Java points of one platform share the rest of their key: never
     pooled, never paired with each other; `implementation=False` for a comparison that mixes
-    them on purpose) and the point parameters."""
+    them on purpose) and the point parameters. By default (`implementation=None`) the
+    implementation is a key column only where the frame holds more than one: with one, it
+    tells no points apart, and leaving it out keeps it out of every point's parameters and
+    labels; `implementation=True` keys it always (a points table that shows it)."""
+    present = "implementation" in frame.columns
+    keyed = present and (
+        implementation
+        if implementation is not None
+        else frame["implementation"].nunique(dropna=False) > 1
+    )
     return [
         "benchmark",
         "metric",
         "unit",
-        *(["implementation"] if implementation and "implementation" in frame.columns else []),
+        *(["implementation"] if keyed else []),
         *(c for c in parameter_columns(frame) if c not in NON_POINT_PARAMETERS),
     ]
 

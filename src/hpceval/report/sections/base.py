@@ -120,7 +120,7 @@ def pooled_points(frame: pd.DataFrame, policy: StatisticPolicy | None = None) ->
     The implementation (hpceval's own program or an official code and its version) is part
     of the key: two implementations are never pooled into one point."""
     policy = policy or StatisticPolicy()
-    by = ["platform", "origin", *point_columns(frame)]
+    by = ["platform", "origin", *point_columns(frame, implementation=True)]
     pooled = pool(frame, by)
     summary = summarize_groups(frame, pooled.rows, _first_rows(pooled.rows), by, policy)
     out = pooled.keys.copy()

@@ -147,7 +147,9 @@ def first_iterations(ctx: Context, javas: list[str]) -> pd.DataFrame:
     points = ctx.points(lambda f: f["platform"].isin(javas) & f["metric"].astype(str).isin(wanted))
     points = points.loc[is_java(points)]  # (a platform that ran both: its C points out)
     params = [c for c in POINT_PARAMETERS if c in points.columns]
-    key = ["platform", "origin", "implementation", "benchmark", *params]
+    # (the implementation is a point column only where the points hold more than one)
+    implementation = ["implementation"] if "implementation" in points.columns else []
+    key = ["platform", "origin", *implementation, "benchmark", *params]
     first = points.loc[points["metric"].astype(str).isin(list(FIRST_ITERATION))].copy()
     first["warm_metric"] = first["metric"].astype(str).map(FIRST_ITERATION)
     warm = points.loc[points["metric"].astype(str).isin(list(FIRST_ITERATION.values()))].copy()
@@ -160,7 +162,7 @@ def first_iterations(ctx: Context, javas: list[str]) -> pd.DataFrame:
     )
     if merged.empty:
         return merged
-    key.remove("implementation")
+    key = [c for c in key if c != "implementation"]
     out = merged[[*key, "warm_metric", "unit"]].rename(columns={"warm_metric": "metric"})
     out["first_iteration"] = merged["mean_first"]
     out["jit_warm_mean"] = merged["mean_warm"]
