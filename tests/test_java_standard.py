@@ -162,8 +162,14 @@ def test_a_standard_run_stores_c_and_java_and_compare_and_report_keep_them_apart
             ("npb", "mops_total", "cg"), ("npb", "mops_total", "ep")} <= kinds  # fmt: skip
     first = read_csv(report / "tables" / "java_first_iteration.csv")
     assert first and {r["platform"] for r in first} == {"local", "local-tcp"}
-    recommend = hpceval("recommend", "--db", db, cwd=tmp_path)
-    assert recommend.returncode == 0, recommend.stderr
+    # recommend: each platform's C and Java CG are two configurations, never one pooled.
+    chosen = tmp_path / "rec.json"
+    hpceval("recommend", "--db", db, "-w", "cg.S", "--json", str(chosen), cwd=tmp_path,
+            check=True)  # fmt: skip
+    configurations = json.loads(chosen.read_text())
+    by_platform = {(r["platform"], r["ranks"], r["implementation"]) for r in configurations}
+    for platform in ("local", "local-tcp"):
+        assert {i for p, _, i in by_platform if p == platform} == {"hpceval", java}
 
 
 PROCNET = Path(__file__).parent / "data" / "procnet"
