@@ -190,6 +190,47 @@ def test_listening_ports_are_read_from_the_kernels_tables_not_probed() -> None:
     assert six and all(0 < p < 65536 for p in six)
 
 
+def test_held_ports_count_connections_but_not_time_wait() -> None:
+    from hpceval.launch.schedulers.mpj_daemons import held_ports
+
+    table = (PROCNET / "tcp-listening-40055.txt").read_text()
+    held = held_ports(table)
+    assert 40055 in held  # the listener
+    assert 0x9A48 in held  # an established connection's end holds its local port too
+    header = table.splitlines()[0]
+    time_wait = "   0: 0100007F:9C72 0100007F:9C77 06 00000000:00000000 03:00000F9E 00000000"
+    assert held_ports(f"{header}\n{time_wait}\n") == set()  # 0x9C72 = 40050, TIME_WAIT
+
+
+def test_mpj_ports_come_from_its_conf_with_mpjs_defaults() -> None:
+    from hpceval.mpj import parse_mpj_ports
+
+    conf = Path("/etc/mpj/mpjexpress.conf")
+    text = conf.read_text() if conf.is_file() else ""
+    ports = parse_mpj_ports(text)
+    assert set(ports) == {40055, 40052, 40002}  # Debian's conf sets MPJ's defaults
+    moved = parse_mpj_ports("mpjexpress.mpjrun.port.1=41002\nmpjexpress.mpjdaemon.port.2=x\n")
+    assert moved == {
+        40055: "the MPJ daemon",
+        40052: "the MPJ daemon's port manager",
+        41002: "MPJRun",
+    }
+
+
+def test_a_java_failure_is_named_by_its_exception_not_its_last_frame() -> None:
+    from hpceval.execute import describe_exit
+
+    # Captured: MPJRun (niodev) with no daemon listening on this host.
+    stderr = Path(__file__).parent / "data" / "mpibench_java" / "mpjrun_no_daemon.stderr"
+    cause = describe_exit(1, stderr.read_text())
+    assert cause.startswith('exited with status 1: Exception in thread "main"')
+    assert "Cannot connect to the daemon at machine <localhost> and port <40055>" in cause
+    chained = "E: outer\n\tat a.B.c(B.java:3)\nCaused by: java.net.BindException: in use\n"
+    chained += "\tat d.E.f(Native Method)\n\t... 4 more\n"
+    assert describe_exit(1, chained).endswith("Caused by: java.net.BindException: in use")
+    assert describe_exit(2, "---\nmpirun: no such file\n---\n").endswith("no such file")
+
+
 HOLDER = """
 import os, subprocess, sys, time
 from hpceval.execute import die_with_parent, reaped

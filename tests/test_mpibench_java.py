@@ -338,6 +338,26 @@ def test_niodev_with_its_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 @requires_mpj
+def test_niodev_with_the_port_managers_port_taken_is_a_one_line_error(tmp_path: Path) -> None:
+    # A daemon whose port manager cannot bind accepts the job and never starts its ranks
+    # (and MPJRun hangs when its own port 40002 is taken): both are checked before it starts.
+    suite = write(tmp_path / "suite.toml", SUITE)
+    for port, who in ((40052, "the MPJ daemon's port manager"), (40002, "MPJRun")):
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+            proc = hpceval(
+                "run", "-p", "local-mpj-niodev", "-s", str(suite), "--db",
+                str(tmp_path / "r.db"), cwd=tmp_path,
+            )  # fmt: skip
+        assert proc.returncode == 2
+        assert f"port {port} is in use (another MPJ daemon?), and {who} listens" in (
+            one_line_error(proc)
+        )
+
+
+@requires_mpj
 def test_sigterm_leaves_no_jvm_running(tmp_path: Path) -> None:
     # A point that cannot reach its CI target samples for its whole 30 s budget.
     long_points = "budget_s = 30\ntarget_rci = 0.00001\nmax_samples = 10000000"

@@ -322,3 +322,22 @@ def test_the_private_tree_is_keyed_by_the_sources(tmp_path: Path) -> None:
     (tree / "common" / "reference.h").write_text("/* changed */\n")
     changed, other = private_tree("npb-mpi", tree, "gcc 12", ["-O3"])
     assert other != digest and changed != first
+
+
+def test_openmp_fortran_builds_take_the_local_exec_tls_model() -> None:
+    # NPB-MZ's threadprivate arrays do not link at -O3 -march=native on znver3 with gcc 12 and
+    # binutils 2.40 unless their accesses are local-exec (seen building SP-MZ class B).
+    from hpceval.benchmarks.npb_mz_official import make_def_mz
+    from hpceval.benchmarks.npb_official import make_def
+
+    flags = ["-O3", "-march=native", "-std=c11"]
+    for text in (
+        make_def_mz("mpi", mpicc="mpicc", flags=flags),
+        make_def_mz("omp", mpicc="mpicc", flags=flags),
+        make_def("omp", mpicc="mpicc", flags=flags),
+    ):
+        fflags = next(line for line in text.splitlines() if line.startswith("FFLAGS ="))
+        assert fflags.endswith("-fopenmp -ftls-model=local-exec")
+        assert "-std=c11" not in fflags
+    mpi = make_def("mpi", mpicc="mpicc", flags=flags)  # no OpenMP, no thread-local data
+    assert "-ftls-model" not in mpi

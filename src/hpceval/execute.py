@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -77,9 +78,17 @@ def running_as_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+# The frames of a Java stack trace ("at pkg.Class.method(File.java:12)", "... 3 more"): the
+# line that names the exception (or its last "Caused by:") stands above them.
+_JAVA_FRAME = re.compile(r"(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)")
+
+
 def last_line(text: str) -> str:
-    """The last line that says something: mpirun frames its messages with rows of dashes."""
+    """The last line that says something: mpirun frames its messages with rows of dashes,
+    and a JVM ends with the frames of the exception it names above them."""
     lines = [ln.strip() for ln in text.strip().splitlines() if any(c.isalnum() for c in ln)]
+    while len(lines) > 1 and _JAVA_FRAME.fullmatch(lines[-1]):
+        lines.pop()
     return lines[-1] if lines else ""
 
 

@@ -104,6 +104,15 @@ class MpjInstallation:
     def mpj_jar(self) -> Path:
         return self.home / "lib" / "mpj.jar"
 
+    def ports(self) -> dict[int, str]:
+        """The ports MPJ listens on with this installation's conf ({port: who})."""
+        conf = self.home / "conf" / "mpjexpress.conf"
+        try:
+            text = conf.read_text(errors="replace")
+        except OSError:
+            text = ""
+        return parse_mpj_ports(text)
+
     def daemon_argv(self, port: int, home: Path | None = None) -> list[str]:
         """One MPJ daemon on this host (what `mpjdaemon -boot` starts over SSH); `home`: the
         home directory it keeps its jobs' files in (~/.mpj_users), if not the user's."""
@@ -117,6 +126,27 @@ def system_mpj_home() -> Path:
     if env and (Path(env) / "lib" / "mpj.jar").is_file():
         return Path(env)
     return SYSTEM_MPJ_HOME
+
+
+# The TCP ports MPJ Express listens on, by their keys in its conf (defaults of MPJ 0.44's
+# conf): the daemon's, the daemon's port manager (which hands the rank JVMs their ports) and
+# MPJRun's own (the ranks' output comes back to it).
+MPJ_PORT_KEYS = {
+    "mpjexpress.mpjdaemon.port.1": ("the MPJ daemon", DEFAULT_DAEMON_PORT),
+    "mpjexpress.mpjdaemon.port.2": ("the MPJ daemon's port manager", 40052),
+    "mpjexpress.mpjrun.port.1": ("MPJRun", 40002),
+}
+
+
+def parse_mpj_ports(conf_text: str) -> dict[int, str]:
+    """{port: who listens on it} from MPJ's conf/mpjexpress.conf text, MPJ's defaults for
+    keys it does not set (pure)."""
+    ports = {}
+    for key, (who, default) in MPJ_PORT_KEYS.items():
+        match = re.search(rf"^{re.escape(key)}\s*=\s*(\d+)\s*$", conf_text, re.MULTILINE)
+        port = int(match.group(1)) if match else default
+        ports[port if 0 < port < 65536 else default] = who
+    return ports
 
 
 def parse_mpj_version(conf_text: str) -> str | None:

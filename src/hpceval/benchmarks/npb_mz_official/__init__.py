@@ -18,6 +18,7 @@ from pydantic import Field
 from hpceval.benchmarks import register
 from hpceval.benchmarks.npb_official import (
     GFORTRAN_FLAGS,
+    GFORTRAN_OPENMP_FLAGS,
     RAND,
     OfficialNpbBenchmark,
     OfficialNpbOptions,
@@ -41,7 +42,8 @@ def make_def_mz(variant: str, *, mpicc: str, flags: Sequence[str]) -> str:
     fflags = " ".join([*(f for f in flags if f != "-std=c11"), *GFORTRAN_FLAGS])
     fc, cc = (fortran_wrapper(mpicc), mpicc) if variant == "mpi" else ("gfortran", "gcc")
     return (
-        f"FC = {fc}\nFLINK = $(FC)\nF_LIB =\nF_INC =\nFFLAGS = {fflags} -fopenmp\n"
+        f"FC = {fc}\nFLINK = $(FC)\nF_LIB =\nF_INC =\n"
+        f"FFLAGS = {fflags} {GFORTRAN_OPENMP_FLAGS}\n"
         f"FLINKFLAGS = $(FFLAGS)\nCC = {cc}\nCLINK = $(CC)\nC_LIB = -lm\nC_INC =\n"
         f"CFLAGS = {cflags} -fopenmp\nCLINKFLAGS = $(CFLAGS)\nUCC = gcc\nBINDIR = ../bin\n"
         f"RAND = {RAND}\nWTIME = wtime.c\n"

@@ -58,6 +58,12 @@ SOURCE_KIND_OPTION = "source_kind"
 # gfortran >= 10 refuses NPB 3.4's MPI calls with buffers of different types and randi8's
 # BOZ constants unless told; NPB's recommended generator is randi8.
 GFORTRAN_FLAGS: tuple[str, ...] = ("-fallow-argument-mismatch", "-fallow-invalid-boz")
+# gfortran's OpenMP builds (NPB-OMP, NPB-MZ): their threadprivate arrays are thread-local
+# data, and gcc 12 at -O3 -march=native (znver3) writes some initial-exec accesses to them as
+# `lea var@gottpoff(%rip)`, which binutils 2.40 cannot relax: the link fails ("TLS transition
+# from R_X86_64_GOTTPOFF to R_X86_64_TPOFF32 ... failed"). local-exec is the access the
+# linker's relaxation gives an executable anyway.
+GFORTRAN_OPENMP_FLAGS = "-fopenmp -ftls-model=local-exec"
 RAND = "randi8"
 
 
@@ -104,7 +110,8 @@ def make_def(variant: str, *, mpicc: str, flags: Sequence[str]) -> str:
     if variant == "omp":
         # The OpenMP NPB is not an MPI program: plain gfortran / gcc with OpenMP.
         return (
-            f"FC = gfortran\nFLINK = $(FC)\nF_LIB =\nF_INC =\nFFLAGS = {fflags} -fopenmp\n"
+            "FC = gfortran\nFLINK = $(FC)\nF_LIB =\nF_INC =\n"
+            f"FFLAGS = {fflags} {GFORTRAN_OPENMP_FLAGS}\n"
             "FLINKFLAGS = $(FFLAGS)\nCC = gcc\nCLINK = $(CC)\nC_LIB = -lm\nC_INC =\n"
             f"CFLAGS = {cflags} -fopenmp\nCLINKFLAGS = $(CFLAGS)\nUCC = gcc\n"
             f"BINDIR = ../bin\nRAND = {RAND}\nWTIME = wtime.c\n"

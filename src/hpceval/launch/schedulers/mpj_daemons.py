@@ -51,6 +51,26 @@ PROC_NET_TCP = ("/proc/net/tcp", "/proc/net/tcp6")
 TCP_LISTEN = "0A"
 
 
+# Seconds a port MPJ needs may stay held by another socket before the session gives up (an
+# outgoing connection that the kernel gave that port as its ephemeral one soon closes).
+PORT_HELD_WAIT_S = 10.0
+# TIME_WAIT: a closed connection's socket, which does not keep a listener (SO_REUSEADDR, as
+# Java's ServerSocket sets it) from binding the port.
+TCP_TIME_WAIT = "06"
+
+
+def held_ports(table: str) -> set[int]:
+    """The local ports of every socket in /proc/net/tcp or tcp6 text that would keep a
+    listener off its port: listening or connected, not TIME_WAIT (pure). MPJ's ports (40002,
+    40052, 40055) lie in Linux's ephemeral range, so an outgoing connection can hold one."""
+    ports = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] != TCP_TIME_WAIT and ":" in fields[1]:
+            ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 def listening_ports(table: str) -> set[int]:
     """The ports of the listening sockets in /proc/net/tcp or tcp6 text (pure). Readiness is
     read there, never probed by connecting: MPJ's daemon takes a connection that sends
@@ -130,21 +150,49 @@ def _wait_listening(
         time.sleep(0.1)
 
 
+def _wait_ports_free(ports: dict[int, str]) -> None:
+    """Every one of MPJ's ports free on this host, or a one-line error naming the held one: a
+    listener there is another MPJ (or anything else), a connection's end may close soon."""
+    deadline = time.monotonic() + PORT_HELD_WAIT_S
+    while True:
+        table = _tables_here()
+        listening, held = listening_ports(table), held_ports(table)
+        busy = sorted(p for p in ports if p in held)
+        if not busy:
+            return
+        port = busy[0]
+        if port in listening or time.monotonic() > deadline:
+            what = "another MPJ daemon?" if port in listening else "held by a connection"
+            raise UserError(
+                f"launcher.device niodev: port {port} is in use ({what}), and "
+                f"{ports[port]} listens there; stop it (mpjdaemon -halt) or use "
+                'device = "multicore"'
+            )
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def local_daemon(mpj: MpjInstallation, port: int) -> Iterator[Path]:
-    """An MPJ daemon on this host for the duration; yields the machines file naming it."""
-    if not port_is_free(port):
-        raise UserError(
-            f"launcher.device niodev: port {port} is in use (another MPJ daemon?); "
-            'stop it (mpjdaemon -halt) or use device = "multicore"'
-        )
+    """An MPJ daemon on this host for the duration; yields the machines file naming it. It is
+    ready when both its ports listen: the daemon's and its port manager's, whose thread the
+    daemon starts first and outlives (a daemon whose port manager could not bind accepts a
+    job and never starts its ranks)."""
+    ports = {p: who for p, who in mpj.ports().items() if who != "the MPJ daemon"}
+    ports[port] = "the MPJ daemon"
+    _wait_ports_free(ports)
+    daemon_ports = {p for p, who in ports.items() if who.startswith("the MPJ daemon")}
     workdir = Path(tempfile.mkdtemp(prefix="hpceval-mpj-"))
     machines = workdir / "machines"
     machines.write_text("localhost\n")
     log = workdir / "daemon.log"
     daemon = start_daemon(mpj.daemon_argv(port), mpj, log, workdir, workdir)
     try:
-        _wait_listening(daemon, log, lambda: not port_is_free(port), "on this host")
+        _wait_listening(
+            daemon,
+            log,
+            lambda: daemon_ports <= listening_ports(_tables_here()),
+            "on this host",
+        )
         yield machines
     finally:
         stop_daemon(daemon)
