@@ -238,18 +238,20 @@ def rank_threads(mz: ZoneMesh, threads: Sequence[int], *, balance: bool) -> list
 def memory_per_rank(program: str, mz: ZoneMesh, ranks: int) -> int:
     """Bytes of the busiest rank: its zones' points times the solver's doubles per point
     (bt.c 21 per point, u, rhs, forcing and six derived fields, no ghost layers, as NPB-MZ;
-    sp.c about 26 with its padding and two ghost layers per side, its lhs being per line;
-    lu.c 17, u, rsd, frct, rho_i and qs with two ghost layers in i and j, plus one flux array
-    of the largest zone; a zone split over xdim ranks counts its largest part)."""
+    sp.c 23, u, rhs, forcing and eight derived fields, no ghost layers and nx padded to an
+    odd nxmax, as NPB-MZ, its lhs being per line; lu.c 17, u, rsd, frct, rho_i and qs with
+    two ghost layers in i and j, plus one flux array of the largest zone; a zone split over
+    xdim ranks counts its largest part)."""
     xdim, zdim = process_grid(program, mz, ranks)
     owner = zone_owners(mz, zdim)
-    per_point = {"bt-mz": 21, "sp-mz": 26, "lu-mz": 17}[program]
-    ghosts_xy = 0 if program == "bt-mz" else 4
-    ghosts_z = 4 if program == "sp-mz" else 0
+    per_point = {"bt-mz": 21, "sp-mz": 23, "lu-mz": 17}[program]
+    ghosts_xy = 4 if program == "lu-mz" else 0
     load = [0.0] * zdim
     for z, (nx, ny, nz) in enumerate(mz.sizes()):
         part_nx = -(-nx // xdim)  # the largest part of a zone split along i
-        load[owner[z]] += (part_nx + ghosts_xy) * (ny + ghosts_xy) * (nz + ghosts_z)
+        if program == "sp-mz":
+            part_nx |= 1  # NPB-MZ's nxmax = nx + 1 - mod(nx, 2)
+        load[owner[z]] += (part_nx + ghosts_xy) * (ny + ghosts_xy) * nz
     scratch = 0.0
     if program == "lu-mz":
         scratch = 5.0 * max((-(-nx // xdim) + 4) * (ny + 4) * nz for nx, ny, nz in mz.sizes())

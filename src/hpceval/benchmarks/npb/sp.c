@@ -27,7 +27,9 @@
  * x/y extents (IMAXP, JMAXP), the point-wise auxiliaries (us, vs, ws, qs, rho_i, speed,
  * ainv, square) with one ghost layer, rhs and forcing (5 components) and lhs (15: the five
  * diagonals of the u, u+c and u-c systems). OpenMP threads share the planes of every loop
- * nest (the outer transverse loop of each sweep; z sweeps share j inside each k plane). */
+ * nest (the outer transverse loop of each sweep; z sweeps share j inside each k plane).
+ * SP-MZ's zones (SP_ZONE_SOLVER) are stored as NPB-MZ's instead: u, rhs and forcing
+ * point-major (5, nxmax, ny, nz), the auxiliaries (nxmax, ny, nz), no ghost layers. */
 #define _POSIX_C_SOURCE 200809L
 #include "npb_common.h"
 
@@ -43,9 +45,20 @@
 #define MAX_CELLS 128 /* cells per rank = sqrt(ranks): up to 16384 ranks */
 #endif
 #define NPB_SP_EPSILON 1.0e-8
+/* Storage of u, rhs and forcing: GHOST ghost layers of u per side, PT the stride of i
+ * (the components of a point at u_sm, r_sm from each other), DERIVED_GHOSTS the ghost
+ * layers of the derived fields compute_rhs fills. The multi-partition's cells: component
+ * planes, unit stride in i, two ghost layers that copy_faces refreshes. SP-MZ's zones
+ * follow NPB-MZ's u(5, 0:nxmax-1, 0:ny-1, 0:nz-1): point-major (the five components of a
+ * point adjacent), no ghost layers (a zone's outermost points are its boundary, which the
+ * zone exchange fills), nx padded to an odd nxmax. */
 #ifdef SP_ZONE_SOLVER
-#define DERIVED_GHOSTS 0 /* ghost layers of the derived fields compute_rhs fills */
+#define GHOST 0
+#define PT 5
+#define DERIVED_GHOSTS 0
 #else
+#define GHOST 2
+#define PT 1
 #define DERIVED_GHOSTS 1
 #endif
 
@@ -129,24 +142,39 @@ static int slice_cell[3][MAX_CELLS]; /* [axis][slab]: the cell of this rank in t
 static int imax, jmax, kmax, imaxp, jmaxp, max_cell_dim;
 static double *u, *us, *vs, *ws, *qs, *ainv, *rho_i, *speed, *square;
 static double *rhs, *forcing, *lhs, *in_buffer, *out_buffer;
-/* Strides: u (ghosts -2..), the auxiliaries (ghosts -1..), rhs/forcing/lhs (no ghosts). */
-static ptrdiff_t u_sj, u_sk, u_sm, u_sc, a_sj, a_sk, a_sc, r_sj, r_sk, r_sm, r_sc, l_sc;
+/* Strides: u (ghosts -GHOST..), the auxiliaries (ghosts -DERIVED_GHOSTS..), rhs/forcing/lhs
+ * (no ghosts); *_sc a cell's whole array. The component stride of u and rhs/forcing: a
+ * plane (u_sm, r_sm) of the multi-partition's cells, 1 in SP-MZ's point-major zones. */
+static ptrdiff_t u_sj, u_sk, u_sc, a_sj, a_sk, a_sc, r_sj, r_sk, r_sc, l_sc;
+#ifdef SP_ZONE_SOLVER
+static const ptrdiff_t u_sm = 1, r_sm = 1;
+#else
+static ptrdiff_t u_sm, r_sm;
+#endif
 static ptrdiff_t u_stride[3], a_stride[3], r_stride[3];
 static size_t face_count[6]; /* copy_faces: values sent per face (+x, -x, +y, -y, +z, -z) */
 
-#define UIX(i, j, k) ((ptrdiff_t)(i) + (ptrdiff_t)(j) * u_sj + (ptrdiff_t)(k) * u_sk)
+#define UIX(i, j, k) ((ptrdiff_t)(i) * PT + (ptrdiff_t)(j) * u_sj + (ptrdiff_t)(k) * u_sk)
 #define AIX(i, j, k) ((ptrdiff_t)(i) + (ptrdiff_t)(j) * a_sj + (ptrdiff_t)(k) * a_sk)
-#define RIX(i, j, k) ((ptrdiff_t)(i) + (ptrdiff_t)(j) * r_sj + (ptrdiff_t)(k) * r_sk)
+#define RIX(i, j, k) ((ptrdiff_t)(i) * PT + (ptrdiff_t)(j) * r_sj + (ptrdiff_t)(k) * r_sk)
 #define MAX2(a, b) ((a) > (b) ? (a) : (b))
+/* The stride of u (and rhs, forcing) along axis d; PT, a constant, along i in the zones. */
+#ifdef SP_ZONE_SOLVER
+#define U_STRIDE(d) ((d) == 0 ? (ptrdiff_t)PT : u_stride[d])
+#define R_STRIDE(d) ((d) == 0 ? (ptrdiff_t)PT : r_stride[d])
+#else
+#define U_STRIDE(d) u_stride[d]
+#define R_STRIDE(d) r_stride[d]
+#endif
 
 /* Cell c's point (0,0,0) in each array. */
 static inline double *u_cell(int c)
 {
-    return u + (ptrdiff_t)c * u_sc + 2 + 2 * u_sj + 2 * u_sk;
+    return u + (ptrdiff_t)c * u_sc + GHOST * PT + GHOST * u_sj + GHOST * u_sk;
 }
 static inline double *aux_cell(double *a, int c)
 {
-    return a + (ptrdiff_t)c * a_sc + 1 + a_sj + a_sk;
+    return a + (ptrdiff_t)c * a_sc + DERIVED_GHOSTS + DERIVED_GHOSTS * a_sj + DERIVED_GHOSTS * a_sk;
 }
 static inline double *rhs_cell(double *r, int c)
 {
@@ -308,6 +336,21 @@ static void alloc_space(void)
     imaxp = imax / 2 * 2 + 1;
     jmaxp = jmax / 2 * 2 + 1;
 
+#ifdef SP_ZONE_SOLVER
+    /* NPB-MZ's zone arrays: u, rhs, forcing (5, 0:nxmax-1, 0:ny-1, 0:nz-1), the derived
+     * fields (0:nxmax-1, 0:ny-1, 0:nz-1), nxmax = imaxp; no ghost layers, y and z
+     * unpadded. */
+    u_sj = 5 * (ptrdiff_t)imaxp;
+    u_sk = u_sj * jmax;
+    u_sc = u_sk * kmax;
+    a_sj = imaxp;
+    a_sk = a_sj * jmax;
+    a_sc = a_sk * kmax;
+    r_sj = u_sj;
+    r_sk = u_sk;
+    r_sc = u_sc;
+    l_sc = 0;
+#else
     u_sj = imaxp + 4;
     u_sk = u_sj * (jmaxp + 4);
     u_sm = u_sk * (kmax + 4);
@@ -320,9 +363,10 @@ static void alloc_space(void)
     r_sm = r_sk * kmax;
     r_sc = 5 * r_sm;
     l_sc = 15 * r_sm;
-    u_stride[0] = 1, u_stride[1] = u_sj, u_stride[2] = u_sk;
+#endif
+    u_stride[0] = PT, u_stride[1] = u_sj, u_stride[2] = u_sk;
     a_stride[0] = 1, a_stride[1] = a_sj, a_stride[2] = a_sk;
-    r_stride[0] = 1, r_stride[1] = r_sj, r_stride[2] = r_sk;
+    r_stride[0] = PT, r_stride[1] = r_sj, r_stride[2] = r_sk;
 
     const size_t nc = (size_t)ncells;
     u = alloc_doubles(nc * (size_t)u_sc, "u");
@@ -332,10 +376,11 @@ static void alloc_space(void)
     rhs = alloc_doubles(nc * (size_t)r_sc, "rhs");
     forcing = alloc_doubles(nc * (size_t)r_sc, "forcing");
 #ifdef SP_ZONE_SOLVER
-    lhs = NULL; /* SP-MZ solves line by line in per-thread arrays (sp_mz.c) */
+    /* SP-MZ solves line by line in per-thread arrays (sp_mz.c); its zones exchange their
+     * faces through the zone mesh's buffers (npb_mz.c). */
+    lhs = in_buffer = out_buffer = NULL;
 #else
     lhs = alloc_doubles(nc * (size_t)l_sc, "lhs");
-#endif
 
     /* Buffers: the faces of copy_faces, or one stage of a line solve (22 values per
      * line: the last two rows of three pentadiagonal systems and their five rhs). */
@@ -358,6 +403,7 @@ static void alloc_space(void)
     const size_t buffer_len = MAX2(total, solve) + 1;
     in_buffer = alloc_doubles(buffer_len, "receive buffer");
     out_buffer = alloc_doubles(buffer_len, "send buffer");
+#endif
 }
 
 static void free_space(void)
@@ -375,11 +421,12 @@ static void interpolate_cells(void)
 {
     for (int c = 0; c < ncells; ++c) {
         double *uc = u_cell(c);
-        /* compute_rhs takes 1/rho at every point of the ghost-extended box, also where no
-         * neighbour fills it: keep those values harmless. */
-        for (int k = -1; k <= kmax; ++k)
-            for (int j = -1; j <= jmax; ++j)
-                for (int i = -1; i <= imax; ++i) {
+        /* compute_rhs takes 1/rho at every point of the ghost-extended box (the cell and
+         * DERIVED_GHOSTS layers), also where no neighbour fills it: keep those values
+         * harmless. */
+        for (int k = -DERIVED_GHOSTS; k <= kmax - 1 + DERIVED_GHOSTS; ++k)
+            for (int j = -DERIVED_GHOSTS; j <= jmax - 1 + DERIVED_GHOSTS; ++j)
+                for (int i = -DERIVED_GHOSTS; i <= imax - 1 + DERIVED_GHOSTS; ++i) {
                     const ptrdiff_t p = UIX(i, j, k);
                     uc[p] = 1.0;
                     uc[p + u_sm] = 0.0;
@@ -450,6 +497,7 @@ static void initialize(void)
             set_boundary_face(slice_cell[d][side ? ncells - 1 : 0], d, side);
 }
 
+#ifndef SP_ZONE_SOLVER /* the multi-partition's cell-wide lhs */
 /* lhs: zero, with ones on the three diagonals; the boundary rows stay so (identity rows
  * whose rhs is zero), every other row is rebuilt by each solve. */
 static void lhsinit(void)
@@ -465,6 +513,7 @@ static void lhsinit(void)
                         L[(5 * set + 2) * r_sm + RIX(i, j, k)] = 1.0;
     }
 }
+#endif
 
 /* The forcing term: minus the discrete operator of compute_rhs applied to the exact
  * solution, line by line along each axis. */
@@ -585,6 +634,57 @@ static void exact_rhs(void)
 
 /* ------------------------------------------------------------- compute_rhs -- */
 
+#ifdef SP_ZONE_SOLVER
+/* Fourth-order dissipation along axis d (one-sided next to the zone's boundary) at the
+ * interior points of the zone's row (j, k): rhs -= dssp * (stencil of u), NPB-MZ's loops
+ * (along x the points 1, 2, those between, n-3 and n-2 of the row, along y and z the
+ * stencil of the row's j or k; the five components of a point together, adjacent in the
+ * zone's arrays). Inside the caller's loop over the rows. */
+static inline __attribute__((always_inline)) void add_dissipation_row(int d, const struct cell *cl,
+                                                                      const double *restrict uc,
+                                                                      double *restrict rc, int k,
+                                                                      int j)
+{
+    const ptrdiff_t st = U_STRIDE(d);
+    const double *restrict ur = uc + UIX(0, j, k);
+    double *restrict rr = rc + RIX(0, j, k);
+    const int n0 = cl->size[0];
+    /* U(o): component m of u at o points from point i along d. */
+#define U(o) ur[p + (o) * st]
+#define DISSIPATE(i, stencil)                                                                \
+    do {                                                                                     \
+        for (int m = 0; m < 5; ++m) {                                                        \
+            const ptrdiff_t p = (ptrdiff_t)(i) * PT + m;                                     \
+            rr[p] -= dssp * (stencil);                                                       \
+        }                                                                                    \
+    } while (0)
+#define INNER (U(-2) - 4.0 * U(-1) + 6.0 * U(0) - 4.0 * U(1) + U(2))
+    if (d == 0) {
+        DISSIPATE(1, 5.0 * U(0) - 4.0 * U(1) + U(2));
+        DISSIPATE(2, -4.0 * U(-1) + 6.0 * U(0) - 4.0 * U(1) + U(2));
+        for (int i = 3; i <= n0 - 4; ++i) DISSIPATE(i, INNER);
+        DISSIPATE(n0 - 3, U(-2) - 4.0 * U(-1) + 6.0 * U(0) - 4.0 * U(1));
+        DISSIPATE(n0 - 2, U(-2) - 4.0 * U(-1) + 5.0 * U(0));
+    } else {
+        const int s = d == 1 ? j : k, n = cl->size[d];
+        if (s == 1)
+            for (int i = 1; i <= n0 - 2; ++i) DISSIPATE(i, 5.0 * U(0) - 4.0 * U(1) + U(2));
+        else if (s == 2)
+            for (int i = 1; i <= n0 - 2; ++i)
+                DISSIPATE(i, -4.0 * U(-1) + 6.0 * U(0) - 4.0 * U(1) + U(2));
+        else if (s == n - 3)
+            for (int i = 1; i <= n0 - 2; ++i)
+                DISSIPATE(i, U(-2) - 4.0 * U(-1) + 6.0 * U(0) - 4.0 * U(1));
+        else if (s == n - 2)
+            for (int i = 1; i <= n0 - 2; ++i) DISSIPATE(i, U(-2) - 4.0 * U(-1) + 5.0 * U(0));
+        else
+            for (int i = 1; i <= n0 - 2; ++i) DISSIPATE(i, INNER);
+    }
+#undef INNER
+#undef DISSIPATE
+#undef U
+}
+#else
 /* Fourth-order dissipation along axis d (one-sided next to the physical boundary), for
  * the interior points of the cell: rhs -= dssp * (stencil of u). Inside a parallel region. */
 static inline void add_dissipation(int d, const struct cell *cl, const double *restrict uc,
@@ -651,6 +751,7 @@ static inline void add_dissipation(int d, const struct cell *cl, const double *r
      * lines to other threads) needs them all done. */
 #pragma omp barrier
 }
+#endif
 
 /* The point-wise auxiliaries of a cell that the fluxes read. */
 struct point_values {
@@ -660,11 +761,17 @@ struct point_values {
 /* Central convective and viscous fluxes along axis d at the interior points of the cell,
  * added to rhs (NPB's xi-, eta- and zeta-direction flux loops: component d + 1 is the
  * momentum normal to the direction, with the pressure term and the 4/3 viscous factor).
- * Inside a parallel region; d is a constant after inlining. */
+ * Inside a parallel region; d is a constant after inlining. SP-MZ: at the interior points
+ * of the zone's row (j, k) only, inside the caller's loop over the rows. */
 static inline __attribute__((always_inline)) void add_fluxes(int d, const struct cell *cl,
                                                              const double *restrict uc,
                                                              double *restrict rc,
-                                                             struct point_values pv)
+                                                             struct point_values pv
+#ifdef SP_ZONE_SOLVER
+                                                             ,
+                                                             int k, int j
+#endif
+)
 {
     const double t2 = d == 0 ? tx2 : d == 1 ? ty2 : tz2;
     const double dd1 = d == 0 ? dx1tx1 : d == 1 ? dy1ty1 : dz1tz1;
@@ -677,15 +784,17 @@ static inline __attribute__((always_inline)) void add_fluxes(int d, const struct
     const double con4 = d == 0 ? xxcon4 : d == 1 ? yycon4 : zzcon4;
     const double con5 = d == 0 ? xxcon5 : d == 1 ? yycon5 : zzcon5;
     const double dd[3] = {dd2, dd3, dd4};
-    const ptrdiff_t us1 = u_stride[d], as1 = a_stride[d];
+    const ptrdiff_t us1 = U_STRIDE(d), as1 = a_stride[d];
     const double *restrict rho = pv.rho, *restrict sq = pv.square, *restrict qsc = pv.qs;
     const double *restrict vn = pv.vel[d]; /* the velocity normal to the direction */
     const ptrdiff_t mn = (d + 1) * u_sm, m4 = 4 * u_sm;
     int lo[3], hi[3];
     interior(cl, lo, hi);
+#ifndef SP_ZONE_SOLVER
     OMP_FOR_PLANES
     for (int k = lo[2]; k <= hi[2]; ++k)
         for (int j = lo[1]; j <= hi[1]; ++j)
+#endif
             for (int i = lo[0]; i <= hi[0]; ++i) {
                 const ptrdiff_t p = UIX(i, j, k), a = AIX(i, j, k), r = RIX(i, j, k);
                 const ptrdiff_t pp = p + us1, pm = p - us1, ap = a + as1, am = a - as1;
@@ -757,6 +866,44 @@ static void compute_rhs_cell(int c)
                         spd[a] = aux;
                         ai[a] = 1.0 / aux;
                     }
+#ifdef SP_ZONE_SOLVER
+            /* NPB-MZ's compute_rhs: rhs = forcing on the whole zone (a row's points and
+             * their components are adjacent), then per interior row (j, k) its fluxes and
+             * dissipation along x, the same along y, along z, and the product by dt. Every
+             * sweep gives a thread the same rows (one static schedule over the same rows),
+             * so only the derived fields (the neighbouring rows') wait for all threads. */
+            OMP_FOR_PLANES
+            for (int k = 0; k < n2; ++k)
+                for (int j = 0; j < n1; ++j) {
+                    const ptrdiff_t r = RIX(0, j, k);
+                    for (ptrdiff_t q = 0; q < (ptrdiff_t)n0 * PT; ++q) rc[r + q] = fc[r + q];
+                }
+            OMP_FOR_PLANES_NOWAIT
+            for (int k = lo[2]; k <= hi[2]; ++k)
+                for (int j = lo[1]; j <= hi[1]; ++j) {
+                    add_fluxes(0, cl, uc, rc, aux, k, j);
+                    add_dissipation_row(0, cl, uc, rc, k, j);
+                }
+            OMP_FOR_PLANES_NOWAIT
+            for (int k = lo[2]; k <= hi[2]; ++k)
+                for (int j = lo[1]; j <= hi[1]; ++j) {
+                    add_fluxes(1, cl, uc, rc, aux, k, j);
+                    add_dissipation_row(1, cl, uc, rc, k, j);
+                }
+            OMP_FOR_PLANES_NOWAIT
+            for (int k = lo[2]; k <= hi[2]; ++k)
+                for (int j = lo[1]; j <= hi[1]; ++j) {
+                    add_fluxes(2, cl, uc, rc, aux, k, j);
+                    add_dissipation_row(2, cl, uc, rc, k, j);
+                }
+            OMP_FOR_PLANES_NOWAIT
+            for (int k = lo[2]; k <= hi[2]; ++k)
+                for (int j = lo[1]; j <= hi[1]; ++j) {
+                    const ptrdiff_t r = RIX(0, j, k);
+                    for (ptrdiff_t q = (ptrdiff_t)lo[0] * PT; q < (ptrdiff_t)(hi[0] + 1) * PT; ++q)
+                        rc[r + q] *= dt;
+                }
+#else
             /* The forcing term is known on the whole cell, boundary included. */
             for (int m = 0; m < 5; ++m) {
                 OMP_FOR_PLANES
@@ -779,6 +926,7 @@ static void compute_rhs_cell(int c)
                     for (int j = lo[1]; j <= hi[1]; ++j)
                         for (int i = lo[0]; i <= hi[0]; ++i) rc[m * r_sm + RIX(i, j, k)] *= dt;
             }
+#endif
         }
     }
 }
@@ -789,6 +937,7 @@ static void compute_rhs(void)
 }
 
 /* ------------------------------------------------------------- copy_faces -- */
+#ifndef SP_ZONE_SOLVER /* SP-MZ's zones exchange their faces in npb_mz.c */
 
 /* Two layers of u on each face of each cell go to the neighbouring cell's ghosts (all six
  * directions at once: the stencils are orthogonal), then compute_rhs. */
@@ -864,6 +1013,7 @@ static void copy_faces(void)
     }
     compute_rhs();
 }
+#endif /* !SP_ZONE_SOLVER */
 
 /* ------------------------------------------------------ block-diagonal steps -- */
 
@@ -900,10 +1050,12 @@ static void txinvr_cell(int c)
     }
 }
 
+#ifndef SP_ZONE_SOLVER /* SP-MZ runs each zone's step by itself (sp_mz.c) */
 static void txinvr(void)
 {
     for (int c = 0; c < ncells; ++c) txinvr_cell(c);
 }
+#endif
 
 /* ninvr (d = 0) and pinvr (d = 1): the block-diagonal steps after the x and the y solve
  * (NPB's N^-1 and P^-1 products); they differ in the first three components only. */
@@ -969,6 +1121,16 @@ static void add_cell(int c)
         const double *restrict rc = rhs_cell(rhs, c);
         int lo[3], hi[3];
         interior(cl, lo, hi);
+#ifdef SP_ZONE_SOLVER
+        /* NPB-MZ's add: the components of a row's interior points, adjacent. */
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int k = lo[2]; k <= hi[2]; ++k)
+            for (int j = lo[1]; j <= hi[1]; ++j) {
+                const ptrdiff_t p = UIX(0, j, k), r = RIX(0, j, k);
+                for (ptrdiff_t q = (ptrdiff_t)lo[0] * PT; q < (ptrdiff_t)(hi[0] + 1) * PT; ++q)
+                    uc[p + q] += rc[r + q];
+            }
+#else
 #pragma omp parallel
         for (int m = 0; m < 5; ++m) {
             OMP_FOR_PLANES
@@ -977,13 +1139,16 @@ static void add_cell(int c)
                     for (int i = lo[0]; i <= hi[0]; ++i)
                         uc[m * u_sm + UIX(i, j, k)] += rc[m * r_sm + RIX(i, j, k)];
         }
+#endif
     }
 }
 
+#ifndef SP_ZONE_SOLVER /* SP-MZ runs each zone's step by itself (sp_mz.c) */
 static void add(void)
 {
     for (int c = 0; c < ncells; ++c) add_cell(c);
 }
+#endif
 
 /* --------------------------------------------------------------------- lhs -- */
 
@@ -998,6 +1163,7 @@ static inline struct lhs_terms lhs_terms(int d)
     return (struct lhs_terms){dz4, dz5, dzmax, dz1, dttz1, dttz2, c2dttz1};
 }
 
+#ifndef SP_ZONE_SOLVER /* SP-MZ builds each line's lhs in its solve (sp_mz.c) */
 /* The three pentadiagonal systems along axis d for cell c: the u system (diagonals la..le
  * = lhs 0..4) from the convective and viscous terms and the fourth-order dissipation, the
  * u+c and u-c systems (lhs 5..9 and 10..14) the same plus/minus dt * speed of sound terms.
@@ -1358,6 +1524,7 @@ static void unpack_backward(int d, int c, int have_message)
         }
     }
 }
+#endif /* !SP_ZONE_SOLVER */
 
 static void invert_block(int d, int c)
 {
@@ -1365,6 +1532,7 @@ static void invert_block(int d, int c)
     else tzetar(c);
 }
 
+#ifndef SP_ZONE_SOLVER /* the multi-partition's pipelined line solves, continued */
 static void forward_cell(int d, int c)
 {
 #pragma omp parallel
@@ -1460,6 +1628,7 @@ static void adi(void)
     solve(2);
     add();
 }
+#endif /* !SP_ZONE_SOLVER */
 
 /* ------------------------------------------------------------ verification -- */
 

@@ -7,7 +7,10 @@
  * and y boundary values (npb_mz.h), then runs SP's step on each zone: compute_rhs, txinvr,
  * the x, y and z pentadiagonal solves with ninvr, pinvr, tzetar, and the update, all from
  * sp.c (compiled in with SP_ZONE_SOLVER, one "cell" per zone with the grid boundary on all
- * six sides). Zones go to the ranks by NPB-MZ's map_zones (block distribution where the
+ * six sides; the line solves here). A zone's arrays are NPB-MZ's: u, rhs and forcing
+ * u(5, 0:nxmax-1, 0:ny-1, 0:nz-1), the five components of a point adjacent, nxmax = nx
+ * rounded up to odd, no ghost layers; compute_rhs adds each row's fluxes and dissipation
+ * in turn, as NPB-MZ's. Zones go to the ranks by NPB-MZ's map_zones (block distribution where the
  * rank count allows, else bin packing), a rank's OpenMP threads share each zone
  * (npb_mz.h). Verification (NPB-MZ's verify): the per-zone RMS norms of the residual / dt
  * and of the error, summed over the zones, against the SP-MZ reference values, relative
@@ -85,7 +88,7 @@ static void locate_fields(void)
     for (int c = 0; c < ncells; ++c) {
         struct npb_mz_field *F = &fields[mesh.my_zones[c]];
         F->base = u_cell(c);
-        F->si = 1;
+        F->si = PT; /* point-major, as NPB-MZ's u(5, 0:nxmax-1, 0:ny-1, 0:nz-1) */
         F->sj = u_sj;
         F->sk = u_sk;
         F->sm = u_sm;
@@ -281,7 +284,7 @@ static void solve_zone(int d, int c)
     const double *vel = aux_cell(d == 0 ? us : d == 1 ? vs : ws, c);
     const double *rho = aux_cell(rho_i, c), *spd = aux_cell(speed, c);
     double *rc = rhs_cell(rhs, c);
-    const ptrdiff_t as = a_stride[d], st = r_stride[d];
+    const ptrdiff_t as = a_stride[d], st = R_STRIDE(d);
     const int na = cl->size[ta] - 2, nb = cl->size[tb] - 2;
 #pragma omp parallel
     {
