@@ -424,3 +424,81 @@ def test_compare_pairs_java_points_with_the_c_points(tmp_path: Path) -> None:
     for size in (8, 1024):
         assert ("latency", size) in paired and ("time", size) in paired
     assert all(r["platform"] == "local-mpj" for r in rows)
+
+
+NIODEV_REFUSED = DATA / "niodev_rank_refused.out"
+
+
+def test_a_rank_refused_by_mpjrun_is_a_startup_failure_on_its_line() -> None:
+    # Captured: npb-java MG class S, 4 ranks on 2 netns nodes (niodev). Ranks 2 and 3 reached
+    # for MPJRun before it listened, died in MPI.Init, and MPJRun waited until the time limit.
+    from hpceval.benchmarks.mpibench_java import parse_java_line
+    from hpceval.errors import StartupFailure
+
+    lines = NIODEV_REFUSED.read_text().splitlines(keepends=True)
+    case = Case(
+        key="npb-java:mg:S:np=4",
+        benchmark="npb-java",
+        placement=Placement(2, 2, 1, "none"),
+        parameters={"kernel": "mg", "class": "S"},
+        points=("mg.S",),
+        time_limit_s=360,
+    )
+    npb_java = get_benchmark("npb-java")
+    parsers = [
+        lambda line: parse_java_line(line, case),
+        lambda line: npb_java.parse_line(line, case),
+    ]
+    for parse in parsers:
+        refused = []
+        for number, line in enumerate(lines):
+            try:
+                parse(line)
+            except StartupFailure as e:
+                refused.append(number)
+                assert "java.net.ConnectException: Connection refused" in str(e)
+                assert "MPJ 0.44 start-up race" in str(e)
+        assert refused and lines[refused[0]].startswith("java.net.ConnectException")
+
+
+def test_a_startup_failure_is_tried_once_more_and_stays_recorded() -> None:
+    from hpceval.campaign.run import STARTUP_RETRIES, Campaign
+    from hpceval.model import ExecutionStatus
+
+    campaign = Campaign.__new__(Campaign)  # only _execute's loop is under test
+    campaign._signal = None
+    tries: list[int] = []
+
+    def execute_once(run_id: int, case: object, points: object) -> tuple:
+        tries.append(1)
+        failed = len(tries) == 1
+        campaign._startup_failed = failed
+        if failed:
+            return ExecutionStatus.FAILED, "MPJ Express could not start a rank", 0, 2.0
+        return ExecutionStatus.OK, "", 3, 5.0
+
+    campaign._execute_once = execute_once  # type: ignore[method-assign]
+    assert STARTUP_RETRIES == 1
+    assert campaign._execute(1, None, ["a"]) == (ExecutionStatus.OK, "", 3, 7.0)  # type: ignore[arg-type]
+    assert len(tries) == 2
+    # Any other failure, or one after points were measured, is not tried again.
+    tries.clear()
+
+    def other_failure(run_id: int, case: object, points: object) -> tuple:
+        tries.append(1)
+        campaign._startup_failed = False
+        return ExecutionStatus.FAILED, "exited with status 1", 0, 1.0
+
+    campaign._execute_once = other_failure  # type: ignore[method-assign]
+    assert campaign._execute(1, None, ["a"])[0] is ExecutionStatus.FAILED  # type: ignore[arg-type]
+    assert len(tries) == 1
+    tries.clear()
+
+    def always_racing(run_id: int, case: object, points: object) -> tuple:
+        tries.append(1)
+        campaign._startup_failed = True
+        return ExecutionStatus.FAILED, "MPJ Express could not start a rank", 0, 1.0
+
+    campaign._execute_once = always_racing  # type: ignore[method-assign]
+    assert campaign._execute(1, None, ["a"])[0] is ExecutionStatus.FAILED  # type: ignore[arg-type]
+    assert len(tries) == 1 + STARTUP_RETRIES

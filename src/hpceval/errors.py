@@ -34,6 +34,12 @@ class BenchmarkFailure(Exception):
     """
 
 
+class StartupFailure(BenchmarkFailure):
+    """The program's runtime failed to start its ranks, before any of them measured anything,
+    by a known race of that runtime (not of the benchmark): the campaign records the failed
+    execution and tries the case's execution once more."""
+
+
 class ImpossibleValue(BenchmarkFailure, ValueError):
     """A figure that cannot be a measurement: inf, nan, a negative time, a rate of zero.
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from hpceval.benchmarks import Benchmark, Case, ParsedPoint, Program, get_benchmark
 from hpceval.config import Loaded, PlatformConfig, SuiteConfig
-from hpceval.errors import BenchmarkFailure, ConfigError, UserError
+from hpceval.errors import BenchmarkFailure, ConfigError, StartupFailure, UserError
 from hpceval.execute import KILL_GRACE_S, StartFailed
 from hpceval.launch import Command, Launcher
 from hpceval.model import ExecutionRecord, ExecutionStatus, Placement
@@ -28,6 +28,8 @@ from hpceval.store import Store
 
 TAIL_BYTES = 8192
 POLL_S = 0.1
+# Tries again of an execution whose runtime failed to start its ranks (StartupFailure).
+STARTUP_RETRIES = 1
 
 
 # --------------------------------------------------------------------------- planning
@@ -257,6 +259,8 @@ class Campaign:
         self.reporter: Reporter = reporter or SilentReporter()
         self.clock = clock
         self._signal: int | None = None
+        # Set by _supervise when the execution ended in a StartupFailure.
+        self._startup_failed = False
         self._skip_reason = SkipReasons(launcher.platform)
 
     def launcher_for(self, benchmark: str) -> Launcher:
@@ -338,7 +342,21 @@ class Campaign:
     def _execute(
         self, run_id: int, case: Case, points: Sequence[str]
     ) -> tuple[ExecutionStatus, str, int, float]:
-        """One execution measuring `points` of `case`: (status, error, points done, wall s)."""
+        """One execution measuring `points` of `case`: (status, error, points done, wall s).
+        An execution whose runtime failed to start its ranks (StartupFailure, nothing
+        measured) stays recorded as failed and is tried once more."""
+        wall = 0.0
+        for _ in range(1 + STARTUP_RETRIES):
+            self._startup_failed = False
+            status, error, done, seconds = self._execute_once(run_id, case, points)
+            wall += seconds
+            if not (self._startup_failed and done == 0) or self._signal is not None:
+                break
+        return status, error, done, wall
+
+    def _execute_once(
+        self, run_id: int, case: Case, points: Sequence[str]
+    ) -> tuple[ExecutionStatus, str, int, float]:
         bench = get_benchmark(case.benchmark)
         started = self.clock()
         try:
@@ -490,6 +508,7 @@ class Campaign:
                 done += 1
         except BenchmarkFailure as e:
             status, error = ExecutionStatus.FAILED, str(e)
+            self._startup_failed = isinstance(e, StartupFailure)
         except (ValueError, ArithmeticError) as e:
             status, error = ExecutionStatus.FAILED, unreadable_output(e)
         finally:

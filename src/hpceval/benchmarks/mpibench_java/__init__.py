@@ -34,7 +34,7 @@ from hpceval.benchmarks.mpibench import (
     verify_output,
 )
 from hpceval.config import PlatformConfig
-from hpceval.errors import BenchmarkFailure, UserError
+from hpceval.errors import BenchmarkFailure, StartupFailure, UserError
 from hpceval.model import Measurement
 from hpceval.mpj import (
     MPJ_STARTER,
@@ -193,8 +193,25 @@ def as_java(measurement: Measurement, record: Mapping[str, Any]) -> Measurement:
     return replace(measurement, implementation=java_implementation(record), details=details)
 
 
+# MPJ Express 0.44's MPJRun opens its own port only after it has sent every daemon its job,
+# and a niodev rank JVM that connects to it before then gets "Connection refused", dies in
+# MPI.Init (printed on MPJRun's stdout) and leaves MPJRun waiting for it for ever. Seen on
+# the netns cluster with 2 ranks per node (tests/data/mpibench_java/niodev_rank_refused.out).
+MPJ_RANK_REFUSED = "java.net.ConnectException"
+
+
+def check_mpj_startup(line: str) -> None:
+    """Raise StartupFailure for the line of a rank JVM that could not reach MPJRun (pure)."""
+    if line.startswith(MPJ_RANK_REFUSED):
+        raise StartupFailure(
+            f"MPJ Express could not start a rank ({line.strip()}): the rank reached for "
+            "MPJRun before MPJRun listened (an MPJ 0.44 start-up race)"
+        )
+
+
 def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     """One line of MpiBench.java's output (pure)."""
+    check_mpj_startup(line)
     record = point_record(line, case, PROGRAM)
     if record is None:
         return None
@@ -206,4 +223,10 @@ def parse_java_line(line: str, case: Case) -> ParsedPoint | None:
     return ParsedPoint(parsed.point_key, tuple(measurements))
 
 
-__all__ = ["MpibenchJava", "check_java_platform", "java_platform_problem", "parse_java_line"]
+__all__ = [
+    "MpibenchJava",
+    "check_java_platform",
+    "check_mpj_startup",
+    "java_platform_problem",
+    "parse_java_line",
+]

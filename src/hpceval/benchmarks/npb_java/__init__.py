@@ -26,6 +26,7 @@ from hpceval.benchmarks.mpibench_java import (
     RECORDS_SOURCE,
     as_java,
     check_java_platform,
+    check_mpj_startup,
 )
 from hpceval.benchmarks.npb import (
     Npb,
@@ -116,6 +117,10 @@ class NpbJava(Npb):
             f"--kernel={case.parameters['kernel']}",
             f"--class={case.parameters['class']}",
         ]
+
+    def parse_line(self, line: str, case: Case) -> ParsedPoint | None:
+        check_mpj_startup(line)
+        return super().parse_line(line, case)
 
     def check_header(self, record: Mapping[str, Any], case: Case) -> None:
         check_java_header(record, case)
