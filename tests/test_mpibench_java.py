@@ -465,40 +465,33 @@ def test_a_startup_failure_is_tried_once_more_and_stays_recorded() -> None:
     from hpceval.campaign.run import STARTUP_RETRIES, Campaign
     from hpceval.model import ExecutionStatus
 
-    campaign = Campaign.__new__(Campaign)  # only _execute's loop is under test
-    campaign._signal = None
-    tries: list[int] = []
+    failed = (ExecutionStatus.FAILED, "MPJ Express could not start a rank", 0, 2.0)
+    measured = (ExecutionStatus.OK, "", 3, 5.0)
 
-    def execute_once(run_id: int, case: object, points: object) -> tuple:
-        tries.append(1)
-        failed = len(tries) == 1
-        campaign._startup_failed = failed
-        if failed:
-            return ExecutionStatus.FAILED, "MPJ Express could not start a rank", 0, 2.0
-        return ExecutionStatus.OK, "", 3, 5.0
+    def tries(outcomes: list[tuple[tuple, bool]]) -> tuple[tuple, int]:
+        """_execute's result and how many executions it started, each execution giving the
+        next (result, ended in a StartupFailure) of `outcomes`."""
+        campaign = Campaign.__new__(Campaign)  # only _execute's loop is under test
+        campaign._signal = None
+        started: list[int] = []
 
-    campaign._execute_once = execute_once  # type: ignore[method-assign]
+        def execute_once(run_id: int, case: object, points: object) -> tuple:
+            result, startup_failed = outcomes[len(started)]
+            started.append(1)
+            campaign._startup_failed = startup_failed
+            return result
+
+        campaign._execute_once = execute_once  # type: ignore[method-assign]
+        return campaign._execute(1, None, ["a"]), len(started)  # type: ignore[arg-type]
+
     assert STARTUP_RETRIES == 1
-    assert campaign._execute(1, None, ["a"]) == (ExecutionStatus.OK, "", 3, 7.0)  # type: ignore[arg-type]
-    assert len(tries) == 2
-    # Any other failure, or one after points were measured, is not tried again.
-    tries.clear()
-
-    def other_failure(run_id: int, case: object, points: object) -> tuple:
-        tries.append(1)
-        campaign._startup_failed = False
-        return ExecutionStatus.FAILED, "exited with status 1", 0, 1.0
-
-    campaign._execute_once = other_failure  # type: ignore[method-assign]
-    assert campaign._execute(1, None, ["a"])[0] is ExecutionStatus.FAILED  # type: ignore[arg-type]
-    assert len(tries) == 1
-    tries.clear()
-
-    def always_racing(run_id: int, case: object, points: object) -> tuple:
-        tries.append(1)
-        campaign._startup_failed = True
-        return ExecutionStatus.FAILED, "MPJ Express could not start a rank", 0, 1.0
-
-    campaign._execute_once = always_racing  # type: ignore[method-assign]
-    assert campaign._execute(1, None, ["a"])[0] is ExecutionStatus.FAILED  # type: ignore[arg-type]
-    assert len(tries) == 1 + STARTUP_RETRIES
+    assert tries([(failed, True), (measured, False)]) == ((ExecutionStatus.OK, "", 3, 7.0), 2)
+    # Any other failure is not tried again, nor one after points were measured; a second
+    # start-up failure fails the case.
+    assert tries([(failed, False), (measured, False)]) == (failed, 1)
+    after_points = (ExecutionStatus.FAILED, "MPJ Express could not start a rank", 1, 2.0)
+    assert tries([(after_points, True), (measured, False)]) == (after_points, 1)
+    assert tries([(failed, True), (failed, True), (measured, False)]) == (
+        (*failed[:3], 4.0),
+        1 + STARTUP_RETRIES,
+    )
