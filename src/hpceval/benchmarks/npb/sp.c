@@ -878,24 +878,14 @@ static void compute_rhs_cell(int c)
                     const ptrdiff_t r = RIX(0, j, k);
                     for (ptrdiff_t q = 0; q < (ptrdiff_t)n0 * PT; ++q) rc[r + q] = fc[r + q];
                 }
-            OMP_FOR_PLANES_NOWAIT
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j) {
-                    add_fluxes(0, cl, uc, rc, aux, k, j);
-                    add_dissipation_row(0, cl, uc, rc, k, j);
-                }
-            OMP_FOR_PLANES_NOWAIT
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j) {
-                    add_fluxes(1, cl, uc, rc, aux, k, j);
-                    add_dissipation_row(1, cl, uc, rc, k, j);
-                }
-            OMP_FOR_PLANES_NOWAIT
-            for (int k = lo[2]; k <= hi[2]; ++k)
-                for (int j = lo[1]; j <= hi[1]; ++j) {
-                    add_fluxes(2, cl, uc, rc, aux, k, j);
-                    add_dissipation_row(2, cl, uc, rc, k, j);
-                }
+            for (int d = 0; d < 3; ++d) {
+                OMP_FOR_PLANES_NOWAIT
+                for (int k = lo[2]; k <= hi[2]; ++k)
+                    for (int j = lo[1]; j <= hi[1]; ++j) {
+                        add_fluxes(d, cl, uc, rc, aux, k, j);
+                        add_dissipation_row(d, cl, uc, rc, k, j);
+                    }
+            }
             OMP_FOR_PLANES_NOWAIT
             for (int k = lo[2]; k <= hi[2]; ++k)
                 for (int j = lo[1]; j <= hi[1]; ++j) {
