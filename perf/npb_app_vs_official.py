@@ -62,9 +62,11 @@ RT_PAUSE_S = 2.0
 rt = False
 
 
-def make_def(fflags: str, multi_zone: bool) -> str:
-    """config/make.def of NPB3.4-MPI, or of NPB3.4-MZ-MPI (which names FC, not MPIFC)."""
+def make_def(fflags: str, multi_zone: bool, openmp: bool = True) -> str:
+    """config/make.def of NPB3.4-MPI, or of NPB3.4-MZ-MPI (which names FC, not MPIFC);
+    openmp=False: NPB-MZ's MPI-only build (its OpenMP directives and calls are comments then)."""
     if multi_zone:
+        cflags = "-O3 -march=native" + (" -fopenmp" if openmp else "")
         return f"""FC = mpif90
 FLINK = $(FC)
 F_LIB =
@@ -75,7 +77,7 @@ CC = mpicc
 CLINK = $(CC)
 C_LIB =
 C_INC =
-CFLAGS = -O3 -march=native -fopenmp
+CFLAGS = {cflags}
 CLINKFLAGS = $(CFLAGS)
 UCC = gcc
 BINDIR = ../bin

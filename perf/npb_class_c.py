@@ -24,9 +24,21 @@ Mop/s of each side, Mop/s ratio hpceval/official, CPU-second ratio official/hpce
 hpceval cheaper), with a 95 % t-interval on the log ratios from two rounds on, and the
 largest per-rank peak RSS of each side. `--summarize LOG` prints the summary of a log again.
 
+--official-builds openmp,mpi-only (MZ codes, placements of one thread per rank) adds a
+second official side, "mpi-only": NPB-MZ built without -fopenmp, its MPI-only build (the
+OpenMP directives are comments then), in its own tree under BUILD_DIR/mpi-only; every round
+runs the three sides, the order rotating by round, and the summary pairs hpceval with each
+official build. It separates the computation's cost from gfortran's code for OpenMP regions:
+gfortran 12 leaves most loops of an outlined parallel region whose arrays have run-time
+bounds scalar ("no vectype for stmt" on the variable-length array type), so the OpenMP build
+of SP-MZ runs its right-hand side without SIMD even on one thread. --official-builds mpi-only
+runs that build alone against hpceval.
+
 Usage: .venv/bin/python perf/npb_class_c.py [--programs bt,sp,lu,bt-mz,sp-mz,lu-mz]
            [--class C] [--placements 2x1,1x2] [--rounds 1] [--rt [PRIORITY]]
-           [--build-dir /work/ref/build-npb-c] [--summarize LOG] [--check-references]
+           [--build-dir /work/ref/build-npb-c] [--official-builds openmp,mpi-only]
+           [--summarize LOG]
+           [--check-references]
 """
 
 from __future__ import annotations
@@ -84,13 +96,20 @@ MZ_FFLAGS = f"{FFLAGS} -fopenmp -ftls-model=local-exec"
 class Run:
     program: str
     placement: str
-    side: str  # "own" (hpceval) or "official"
+    side: str  # "own" (hpceval), "official" or "mpi-only" (NPB-MZ without OpenMP)
     time_s: float  # the program's own timer
     wall_s: float  # the whole mpirun
     mops: float
     cpu_s: float  # user + system of all ranks (getrusage of the children)
     rss_mib: tuple[float, ...]  # peak RSS per rank
     verified: bool
+
+
+OFFICIAL_SIDES = ("official", "mpi-only")
+
+
+def official_fflags(multi_zone: bool, mpi_only: bool) -> str:
+    return MZ_FFLAGS if multi_zone and not mpi_only else FFLAGS
 
 
 def parse_placement(text: str) -> tuple[int, int]:
@@ -175,7 +194,7 @@ HEADER = (
     "load_before load_after rss_MiB_per_rank"
 )
 RUN_LINE = re.compile(
-    r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+(own|official)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(yes|no)"
+    r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+(own|official|mpi-only)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(yes|no)"
     r"\s+(\S+)\s+(\S+)\s+(\S+)\s*$"
 )
 
@@ -218,10 +237,11 @@ def interval(ratios: list[float]) -> str:
 
 
 def print_summary(runs: list[Run]) -> None:
-    """Per (program, placement): the k-th verified run of each side pairs with the other's."""
+    """Per (program, placement) and official build: the k-th verified run of each side pairs
+    with the other's."""
     print()
     print(
-        "program placement pairs own_wall_s off_wall_s own_Mop/s off_Mop/s mops_ratio"
+        "program placement official pairs own_wall_s off_wall_s own_Mop/s off_Mop/s mops_ratio"
         " mops_CI95          cpu_ratio cpu_CI95          own_rss_MiB off_rss_MiB"
     )
     keys = list(dict.fromkeys((r.program, r.placement) for r in runs))
@@ -232,26 +252,29 @@ def print_summary(runs: list[Run]) -> None:
                 for r in runs
                 if (r.program, r.placement, r.side) == (program, placement, side) and r.verified
             ]
-            for side in ("own", "official")
+            for side in ("own", *OFFICIAL_SIDES)
         }
-        pairs = list(zip(sides["own"], sides["official"], strict=False))
-        if not pairs:
-            print(f"{program:>7} {placement:>9} no verified pair")
-            continue
-        mops = [a.mops / b.mops for a, b in pairs]
-        cpu = [b.cpu_s / a.cpu_s for a, b in pairs]
-        print(
-            f"{program:>7} {placement:>9} {len(pairs):>5} "
-            f"{statistics.median(a.wall_s for a, _ in pairs):>10.1f} "
-            f"{statistics.median(b.wall_s for _, b in pairs):>10.1f} "
-            f"{statistics.median(a.mops for a, _ in pairs):>9.1f} "
-            f"{statistics.median(b.mops for _, b in pairs):>9.1f} "
-            f"{statistics.median(mops):>10.3f} {interval(mops):<17} "
-            f"{statistics.median(cpu):>9.3f} {interval(cpu):<17} "
-            f"{max(max(a.rss_mib) for a, _ in pairs):>11.1f} "
-            f"{max(max(b.rss_mib) for _, b in pairs):>11.1f}",
-            flush=True,
-        )
+        for official in OFFICIAL_SIDES:
+            if not any(r.side == official for r in runs):
+                continue
+            pairs = list(zip(sides["own"], sides[official], strict=False))
+            if not pairs:
+                print(f"{program:>7} {placement:>9} {official:>8} no verified pair")
+                continue
+            mops = [a.mops / b.mops for a, b in pairs]
+            cpu = [b.cpu_s / a.cpu_s for a, b in pairs]
+            print(
+                f"{program:>7} {placement:>9} {official:>8} {len(pairs):>5} "
+                f"{statistics.median(a.wall_s for a, _ in pairs):>10.1f} "
+                f"{statistics.median(b.wall_s for _, b in pairs):>10.1f} "
+                f"{statistics.median(a.mops for a, _ in pairs):>9.1f} "
+                f"{statistics.median(b.mops for _, b in pairs):>9.1f} "
+                f"{statistics.median(mops):>10.3f} {interval(mops):<17} "
+                f"{statistics.median(cpu):>9.3f} {interval(cpu):<17} "
+                f"{max(max(a.rss_mib) for a, _ in pairs):>11.1f} "
+                f"{max(max(b.rss_mib) for _, b in pairs):>11.1f}",
+                flush=True,
+            )
 
 
 def main() -> int:
@@ -272,6 +295,12 @@ def main() -> int:
         help="ranks under chrt -f PRIORITY (SCHED_FIFO, root; 10 if not given)",
     )
     parser.add_argument("--build-dir", type=Path, default=Path("/work/ref/build-npb-c"))
+    parser.add_argument(
+        "--official-builds",
+        default="openmp",
+        help="openmp, mpi-only or openmp,mpi-only: the official MZ builds to run "
+        "(mpi-only: without OpenMP, one thread per rank only)",
+    )
     parser.add_argument("--summarize", type=Path, help="only print the summary of a log")
     parser.add_argument(
         "--check-references",
@@ -293,6 +322,10 @@ def main() -> int:
         ]
         print("\n".join(lines))
         return 0 if all(line.endswith(": equal") for line in lines) else 1
+    builds = opts.official_builds.split(",")
+    if not builds or set(builds) - {"openmp", "mpi-only"} or len(set(builds)) != len(builds):
+        sys.exit(f"--official-builds: {opts.official_builds!r} is not openmp, mpi-only or both")
+    official_sides = [{"openmp": "official", "mpi-only": "mpi-only"}[b] for b in builds]
     cases: list[tuple[str, str]] = []
     for program in programs:
         if program not in PROGRAMS:
@@ -301,6 +334,10 @@ def main() -> int:
             ranks, threads = parse_placement(placement)
             if threads > 1 and program not in MULTI_ZONE:
                 sys.exit(f"--placements: {program} runs one thread per rank, got {placement}")
+            if threads > 1 and "mpi-only" in builds:
+                sys.exit(f"--placements: {placement} needs OpenMP, the mpi-only build has none")
+            if "mpi-only" in builds and program not in MULTI_ZONE:
+                sys.exit(f"--official-builds: mpi-only is for the MZ codes, not {program}")
             if why := rank_rule_error(program, opts.class_name, ranks):
                 sys.exit(f"--placements: {why}")
             cases.append((program, placement))
@@ -309,20 +346,26 @@ def main() -> int:
     exes: dict[tuple[str, str], Path] = {}
     for program in programs:
         multi_zone = program in MULTI_ZONE
-        official = build_official(
-            program,
-            NPB_MZ_SOURCE if multi_zone else NPB_SOURCE,
-            opts.build_dir,
-            [opts.class_name],
-            make_def(MZ_FFLAGS if multi_zone else FFLAGS, multi_zone),
-        )
-        exes[(program, "official")] = official[opts.class_name]
+        for side in official_sides:
+            mpi_only = side == "mpi-only"
+            official = build_official(
+                program,
+                NPB_MZ_SOURCE if multi_zone else NPB_SOURCE,
+                opts.build_dir / "mpi-only" if mpi_only else opts.build_dir,
+                [opts.class_name],
+                make_def(official_fflags(multi_zone, mpi_only), multi_zone, openmp=not mpi_only),
+            )
+            exes[(program, side)] = official[opts.class_name]
         exes[(program, "own")] = build_own(program, toolchain, opts.build_dir)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     print(f"# class {opts.class_name}; hpceval at {commit}; {' '.join(NPB_CFLAGS)}")
     print(f"# official: {opts.build_dir} (gfortran {FFLAGS}; MZ: {MZ_FFLAGS})")
+    if "mpi-only" in official_sides:
+        print(
+            f"# mpi-only: {opts.build_dir / 'mpi-only'} (NPB-MZ without OpenMP: gfortran {FFLAGS})"
+        )
     print(f"# MPI: {toolchain.identity()}; {os.cpu_count()} CPUs; rounds {opts.rounds}")
     print(f"# own executables: {' '.join(str(v) for k, v in exes.items() if k[1] == 'own')}")
     print(
@@ -336,7 +379,10 @@ def main() -> int:
     work.mkdir(exist_ok=True)
     for round_no in range(1, opts.rounds + 1):
         for program, placement in cases:
-            order = ("official", "own") if round_no % 2 else ("own", "official")
+            # The sides' order rotates by round (two sides: alternates).
+            sides = [*official_sides, "own"]
+            shift = (round_no - 1) % len(sides)
+            order = sides[shift:] + sides[:shift]
             for side in order:
                 before = load1()
                 try:
