@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,6 +254,41 @@ def test_nic_scale_is_fitted_on_the_random_ring_and_follows_the_ranks_per_node()
     fast = RingFigures(32, 8, 8, 2000000, 1.0, 1.0, 1.0, 5000.0, "synthetic")
     c, *_ = fit_contention(fast, {}, 10.0, 5e-6, lambda o, g: ({}, 1.0), ring, lambda p, k: p * k)
     assert c.nic_scale == 1.0 and any("not modelled" in f for f in c.flags)
+
+
+def test_a_shared_backbone_is_fitted_on_rings_at_one_rank_per_node() -> None:
+    """An emulated cluster's host (--host-share): its rings at one rank per node share no NIC,
+    every flow crosses the backbone, so the random ring's bandwidth fits the backbone (a
+    synthetic law: bandwidth proportional to the backbone's width)."""
+    rings = RingFigures(4, 1, 8, 1048576, 1.0, 1.0, 290.0, 300.0, "synthetic")
+
+    def ring(cfg, platform, pattern, wanted):  # type: ignore[no-untyped-def]
+        return (1.0, 100.0 * platform)
+
+    def fit(figures: RingFigures, widen: object) -> tuple[Any, Any, Any]:
+        contention, _, platform, residuals = fit_contention(
+            figures, {}, 10.0, 5e-6, lambda o, g: ({}, 1.0), ring, lambda p, k: p * k,
+            scale_backbone=widen, backbone_Bps=2.5e8)  # type: ignore[arg-type]  # fmt: skip
+        return contention, platform, residuals
+
+    contention, platform, residuals = fit(rings, lambda p, x: p * x)
+    assert contention.backbone_Bps == pytest.approx(3 * 2.5e8, rel=0.03)
+    assert platform == pytest.approx(3.0, rel=0.03)  # the calibrated platform has it
+    assert "(the shared backbone)" in contention.fitted_on
+    assert contention.nic_scale == 1.0  # no NIC is shared at one rank per node
+    fitted = {(r["path"], r["metric"]): r["fitted"] for r in residuals}
+    assert fitted[("random_ring", "bandwidth")] and not fitted[("natural_ring", "bandwidth")]
+    natural_bw = next(r for r in residuals if (r["path"], r["metric"]) == (
+        "natural_ring", "bandwidth"))  # fmt: skip
+    assert natural_bw["residual"] == pytest.approx(300 / 290 - 1, abs=0.03)  # a check
+    # Without a backbone to widen (a fat pipe, a profile), nothing is fitted on bandwidth.
+    plain, platform, _ = fit(rings, None)
+    assert plain.backbone_Bps is None and platform == 1.0
+    # A ring the range cannot reach stops at its end and says so.
+    far = RingFigures(4, 1, 8, 1048576, 1.0, 1.0, 1e6, 1e6, "synthetic")
+    beyond, *_ = fit(far, lambda p, x: p * x)
+    assert beyond.backbone_Bps == pytest.approx(64 * 2.5e8)
+    assert any("not reached with the backbone" in f for f in beyond.flags)
 
 
 # --------------------------------------------------------------------------- topology

@@ -88,6 +88,47 @@ def test_the_share_takes_the_pairs_curve_and_the_core_share(tmp_path: Path) -> N
     assert any("shared backbone" in a for a in shared.assumed)
 
 
+def _rings(bandwidth_mb_s: float, ranks: int = 4) -> list[tuple[str, Measurement]]:
+    """Both rings, oversubscribed, one rank per node: 8 B latency and 1 MiB bandwidth."""
+    out: list[tuple[str, Measurement]] = []
+    for pattern, latency in (("natural_ring", 100.0), ("random_ring", 104.0)):
+        params = {"ranks": ranks, "nodes": ranks, "oversubscribed": True}
+        out.append(("rings", _latency(pattern, 8, latency, **params)))
+        out.append(("rings", Measurement(
+            "mpibench", "bandwidth", bandwidth_mb_s, "MB/s",
+            {"pattern": pattern, "size": 1048576, **params}, (bandwidth_mb_s,),
+            origin=Origin.EMULATED)))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize(("ring_mb_s", "from_rings"), [(80.0, True), (10.0, False)])
+def test_rings_at_the_share_are_the_contention_input_and_can_widen_the_backbone(
+    tmp_path: Path, ring_mb_s: float, from_rings: bool
+) -> None:
+    pairs_Bps = 2 * 1048576 / (60.0 + 1048576 / 110.0) * 1e6  # 2 pairs: 218.6 MB/s
+    with open_store(str(tmp_path / "h.db")) as store:
+        others = [point for point in _points() if point[0] != "ring"]
+        run = _run(store, 2, [*others, *_rings(ring_mb_s), *_rings(500.0, ranks=8)])
+        plain = store_target(store, "emu")
+        shared = store_target(store, "emu", share_ranks=4)
+    # Rings measured on shared cores never reach a plain calibration ...
+    assert plain.rings is None
+    # ... and a share's only at its own rank count (the 8-rank rings are another share).
+    rings = shared.rings
+    assert rings is not None and (rings.ranks, rings.ppn) == (4, 1)
+    assert (rings.small, rings.large) == (8, 1048576)
+    assert rings.natural_latency_us == pytest.approx(100.0)
+    assert rings.random_latency_us == pytest.approx(104.0)
+    assert rings.origin == f"emulated run {run}"
+    assert any("overheads fitted on the rings" in a for a in shared.assumed)
+    # The backbone: what the busiest pattern at the share moved through the host. A ring
+    # rank puts out its bandwidth (n to each neighbour per iteration of 2 latencies).
+    expected = 4 * ring_mb_s * 1e6 if from_rings else pairs_Bps
+    assert shared.backbone_Bps == pytest.approx(expected)
+    said = "rings' bandwidth" if from_rings else "2 pairs x their bandwidth"
+    assert any(said in a for a in shared.assumed if "backbone" in a)
+
+
 @pytest.mark.parametrize(
     ("cores", "ranks", "points", "cause"),
     [

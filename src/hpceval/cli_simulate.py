@@ -141,6 +141,9 @@ def contention_lines(row: Any) -> list[str]:
     if c.get("memory_copy_Bps"):
         lines.append(f"intra-node: a node's messages share {c['memory_copy_Bps'] / 1e9:.3g} GB/s "
                      "of memory copies (fitted on the natural ring's bandwidth)")  # fmt: skip
+    if c.get("backbone_Bps"):
+        lines.append(f"backbone: shared, {c['backbone_Bps'] / 1e6:.4g} MB/s (fitted on the "
+                     "random ring's bandwidth at one rank per node)")  # fmt: skip
     for block, fit in sorted((c.get("fit") or {}).items()):
         if fit.get("pins"):
             condition = fit.get("condition")

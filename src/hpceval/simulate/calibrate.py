@@ -59,7 +59,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # per-message overheads, collective selector, contention fit, input checks. 4: NIC gap and
 # flow-dependent NIC scale (hpceval.simulate.flows). 5: Isend overhead and gap fitted jointly
 # (os = or = 0), a node's intra-node copies share a memory link (hpceval.simulate.jointfit).
-CALIBRATION_VERSION: Final = 5
+# 6: --host-share fits on the rings measured at the share too (the Isend overhead, and the
+# shared backbone on the random ring's bandwidth at one rank per node).
+CALIBRATION_VERSION: Final = 6
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are

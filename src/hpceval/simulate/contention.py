@@ -126,6 +126,8 @@ class Contention:
     # A node's intra-node message throughput, its ranks' flows share it (None: unshared).
     memory_copy_Bps: float | None = None
     isend_overhead_s: float = 0.0  # smpi/ois (os = or = overhead_s)
+    # A shared backbone's bandwidth fitted on the rings at one rank per node (None: as given).
+    backbone_Bps: float | None = None
 
     def nic_scale_at(self, ppn: int) -> float:
         """The node link's bandwidth scale with `ppn` ranks per node (1 at one rank)."""
@@ -148,6 +150,8 @@ class Contention:
 
 
 NONE: Final = Contention(0.0, 0.0, "")
+# The backbone fit's range: 1/64 to 64 times the backbone as given.
+BACKBONE_RANGE: Final = 64.0
 
 
 # SMPI's collective selectors: the algorithms each MPI library picks by size and ranks.
@@ -244,6 +248,8 @@ def fit_contention(
     flows: FlowModel | None = None,
     share_memory: Callable[[Any, float], Any] | None = None,
     loopback_Bps: float = 0.0,
+    scale_backbone: Callable[[Any, float], Any] | None = None,
+    backbone_Bps: float = 0.0,
 ) -> tuple[Contention, dict[str, str], Any, list[dict[str, Any]]]:
     """Fit the NIC scale (and the node's memory copies) on the rings' bandwidth, then the
     Isend overhead and the NIC gap jointly on both rings' latency
@@ -262,8 +268,13 @@ def fit_contention(
     M B/s (hpceval.simulate.platform): with it and the rings at 2+ ranks per node, M is
     fitted with k on both rings' bandwidth (the natural ring's flows are mostly intra-node,
     the random ring's mostly leave their node), between the lone loopback `loopback_Bps`
-    and 4 x ppn times it. Returns the contention, its settings and platform (NIC at scale
-    1, memory shared), and the ring residuals (fitted and checks), one dict each."""
+    and 4 x ppn times it. `scale_backbone(platform, x)` the platform whose shared backbone
+    (`backbone_Bps` as given) is x times as wide: with it and rings at one rank per node
+    (no NIC is shared then, every flow crosses the backbone), x is fitted on the random
+    ring's bandwidth (an emulated cluster whose transfers share the host's cores: the
+    backbone stands for the host). Returns the contention, its settings and platform (NIC
+    at scale 1, memory and backbone as fitted), and the ring residuals (fitted and checks),
+    one dict each."""
     flags: list[str] = []
     alpha_s = first_alpha_us * 1e-6
     cap = max_isend_overhead_s / alpha_s
@@ -281,6 +292,22 @@ def fit_contention(
     if rings.ppn < 2:
         flags.append("rings at 1 rank per node: the NIC's sharing by a node's ranks is not "
                      "fitted (scale 1 at every placement)")  # fmt: skip
+    fit_backbone = scale_backbone is not None and rings.ppn < 2 and backbone_Bps > 0
+    backbone: float | None = None
+    if fit_backbone:
+        assert scale_backbone is not None
+        # Far below the pairs' aggregate to far above it: SMPI's bandwidth factor also
+        # scales a flow's share of the backbone, so the width the ring needs is not the
+        # aggregate it moves.
+        x, _, _ = bisect(
+            lambda x: simulate(config, scale_backbone(platform, x), "random_ring",
+                               BANDWIDTH)[1],
+            rings.random_bandwidth_mb_s, 1 / BACKBONE_RANGE, BACKBONE_RANGE, log=True,
+        )  # fmt: skip
+        if x in (1 / BACKBONE_RANGE, BACKBONE_RANGE):
+            flags.append(f"random-ring bandwidth not reached with the backbone at {x:g}x "
+                         f"{backbone_Bps / 1e6:.4g} MB/s")  # fmt: skip
+        backbone = x * backbone_Bps
     if fit_nic or fit_memory:
         top = math.log(4 * rings.ppn)  # memory copies at 4 x ppn loopbacks: never limiting
 
@@ -357,6 +384,8 @@ def fit_contention(
     fit_gap = not from_pairs and rings.ppn >= 2
 
     def with_memory(platform: Any) -> Any:
+        if backbone is not None and scale_backbone is not None:
+            platform = scale_backbone(platform, backbone / backbone_Bps)
         if memory is None or share_memory is None:
             return platform
         return share_memory(platform, memory)
@@ -411,7 +440,7 @@ def fit_contention(
             ("latency", rings.small, lat, getattr(rings, f"{name}_latency_us"),
              pattern == "natural_ring" or fit_gap),
             ("bandwidth", rings.large, bw, getattr(rings, f"{name}_bandwidth_mb_s"),
-             (pattern == "random_ring" and fit_nic)
+             (pattern == "random_ring" and (fit_nic or fit_backbone))
              or (pattern == "natural_ring" and fit_memory)),
         ):  # fmt: skip
             residuals.append({
@@ -422,8 +451,10 @@ def fit_contention(
             })  # fmt: skip
     what = (f"{flows.fitted_on if flows else ''}; natural-ring latency at {rings.small} B "
             "(overhead)" if from_pairs else
-            f"random- and natural-ring bandwidth at {rings.large} B jointly (NIC scale"
-            f"{', node memory copies' if fit_memory else ''}), then natural- and "
+            (f"random-ring bandwidth at {rings.large} B (the shared backbone)"
+             if fit_backbone else
+             f"random- and natural-ring bandwidth at {rings.large} B jointly (NIC scale"
+             f"{', node memory copies' if fit_memory else ''})") + ", then natural- and "
             f"random-ring latency at {rings.small} B jointly (overhead and NIC gap)")  # fmt: skip
     contention = Contention(
         share, 0.0,
@@ -433,6 +464,6 @@ def fit_contention(
         {"latency": {**joint.identifiability.to_dict(), "evaluations": joint.evaluations,
                      "residuals": list(joint.residuals)},
          "bandwidth": bandwidth_fit},
-        memory, isend_s,
+        memory, isend_s, backbone,
     )  # fmt: skip
     return contention, config, platform, residuals

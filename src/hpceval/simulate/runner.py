@@ -155,9 +155,15 @@ def fit_rings(
     # A node's intra-node messages share its memory (the flat topology only: SimGrid's
     # fat-tree and torus clusters keep a fat-pipe loopback).
     share = (lambda p, m: replace(p, memory_copy_Bps=m)) if spec.topology == "flat" else None
+    # A shared backbone (the host's cores of an emulated cluster, --host-share) is fitted
+    # on rings at one rank per node, whose flows all cross it.
+    shared = spec.backbone == "shared" and bool(spec.backbone_bandwidth_Bps)
+    widen = (lambda p, x: replace(p, backbone_bandwidth_Bps=x * spec.backbone_bandwidth_Bps)) if (
+        shared) else None  # fmt: skip
     contention, config, fitted, residuals = fit_contention(
         rings, config, alpha, cap, lambda o, g: overhead_settings(target, network, o, g), ring,
-        scale_nic, flows, share, network.spec.loopback.bandwidth_Bps,
+        scale_nic, flows, share, network.spec.loopback.bandwidth_Bps, widen,
+        spec.backbone_bandwidth_Bps or 0.0,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
     for path, curve in target.curves.items():
