@@ -214,7 +214,10 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
       one rank per node (each pair crosses the network, no NIC is shared, every rank
       shares the cores as the projected ones will): per pair half round trip against size;
     - the core speed is the single-rank NPB time x ranks / host_cores (a rank's share of a
-      core when all compute; stated in the calibration's assumptions).
+      core when all compute; stated in the calibration's assumptions);
+    - the rings measured at that share, one rank per node, are the contention fit's input
+      (the Isend overhead; the shared backbone, which stands for the host's cores, widened
+      or narrowed on the random ring's bandwidth: hpceval.simulate.contention).
     A one-line UserError when the ranks fit on the cores or the pairs were not measured."""
     if host_cores <= 0:
         raise UserError(f"--host-share: the host's core count of {target.name!r} is not in "
