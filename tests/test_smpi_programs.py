@@ -5,6 +5,7 @@ of sampled/folded builds (captured outputs in tests/data/smpi/, see its README).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from hpceval.benchmarks import get_benchmark
 from hpceval.benchmarks.base import Case, Program
 from hpceval.benchmarks.mpibench import point_key
 from hpceval.benchmarks.npb import SMPI_BUILD_OPTION, smpi_build_flags
-from hpceval.build import smpi_cflags
+from hpceval.build import compile_program, smpi_cflags
 from hpceval.errors import BenchmarkFailure, UserError
 from hpceval.launch.starters import get_starter_class
 from hpceval.launch.starters.base import StartRequest
@@ -251,7 +252,10 @@ def test_the_open_mpi_selector_still_aborts_a_one_rank_reduce(tmp_path: Path) ->
         "-hostfile", str(SMPI_DATA / "hosts-4x4.txt"), "-np", "1",
         "--log=xbt_cfg.thres:warning", "--cfg=smpi/coll-selector:ompi", str(tmp_path / "reduce"),
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    # In tmp_path: the aborted smpirun leaves its unrolled hostfile (smpitmp-hostf*) in its
+    # working directory.
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          cwd=tmp_path)  # fmt: skip
     assert done.returncode != 0 and "is gone" in done.stdout + done.stderr
 
 
@@ -300,3 +304,60 @@ def test_mpibench_runs_under_smpirun(pattern: str) -> None:
         record = json.loads(line)
         if record["record"] == "point":
             assert max(record["t_max_us"]) - min(record["t_max_us"]) < 1e-6 * record["t_max_us"][0]
+
+
+# ------------------------------------------- Open MPI's broadcasts (smpi_colls/ompi_bcast.c) --
+
+BCAST_CHECK = SMPI_DATA / "bcast_check.c"
+
+
+def bcast_check_build(tmp_path: Path) -> Path:
+    # Through compile_program, as every benchmark is built: the smpicc build links the file in.
+    return compile_program(
+        "bcast-check", [BCAST_CHECK], compiler="smpicc",
+        compiler_identity=detect_smpi().identity(), cflags=["-O2", "-DHPCEVAL_SMPI"],
+        cache=tmp_path,
+    )  # fmt: skip
+
+
+def bcast_run(program: Path, args: Sequence[str], ranks: int, hostfile: Path,
+              bcast_env: str | None) -> str:  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "HPCEVAL_SMPI_BCAST"}
+    if bcast_env is not None:
+        env["HPCEVAL_SMPI_BCAST"] = bcast_env
+    argv = [
+        "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"), "-hostfile", str(hostfile),
+        "-np", str(ranks), "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning",
+        "--cfg=smpi/coll-selector:ompi", str(program), *args,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+@requires_smpi
+def test_open_mpi_broadcasts_deliver_every_byte(tmp_path: Path) -> None:
+    # Communicators of 2 to 9 ranks, every root, sizes that reach Open MPI's linear, chain,
+    # binary tree and the algorithms left to SMPI (binomial, k-nomial, scatter+allgather).
+    program = bcast_check_build(tmp_path)
+    hosts = SMPI_DATA / "hosts-4x4.txt"
+    out = bcast_run(program, ["verify"], 9, hosts, "openmpi")
+    assert out.strip() == f"verified {sum(range(2, 10)) * 10}"
+
+
+@requires_smpi
+def test_open_mpi_chain_sends_the_whole_buffer_hop_by_hop(tmp_path: Path) -> None:
+    # 4 ranks on 4 nodes, 1 MiB: Open MPI 4.1's fixed decision is a chain of one segment,
+    # 3 hops of a whole 1 MiB send; SimGrid's own pipeline of segments overlaps them (2.1
+    # sends on this platform, its segments' latencies included).
+    program = bcast_check_build(tmp_path)
+    hosts = tmp_path / "hosts-4x1.txt"
+    hosts.write_text("".join(f"node-{n}\n" for n in range(4)))
+
+    def ratio(bcast_env: str | None) -> float:
+        words = bcast_run(program, ["time"], 4, hosts, bcast_env).split()
+        assert words[0] == "send" and words[2] == "bcast"
+        return float(words[3]) / float(words[1])
+
+    assert 2.9 < ratio("openmpi") < 3.1
+    assert ratio(None) < 2.5

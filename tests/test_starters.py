@@ -247,6 +247,24 @@ def test_smpirun_runs_one_rank_without_the_collective_selector(tmp_path: Path) -
     assert any("no collective selector" in n for n in one.notes)
     assert "--cfg=smpi/coll-selector:ompi" in two.argv
     assert options.cfg == cfg  # the platform's settings are left as they were
+    # Open MPI's broadcasts (smpi_colls/ompi_bcast.c) go with the Open MPI selector only.
+    assert two.env.get("HPCEVAL_SMPI_BCAST") == "openmpi"
+    assert any("MPI_Bcast as Open MPI 4.1 runs it" in n for n in two.notes)
+    assert "HPCEVAL_SMPI_BCAST" not in one.env
+
+
+def test_smpirun_keeps_smpi_broadcasts_under_another_selector(tmp_path: Path) -> None:
+    starter = get_starter_class("smpirun")()
+    options = starter.options_model.model_validate(  # type: ignore[union-attr]
+        {"platform_file": "/p.xml", "workdir": str(tmp_path),
+         "cfg": {"smpi/coll-selector": "mpich"}}
+    )  # fmt: skip
+    cmd = starter.command(StartRequest(
+        placement=Placement(2, 2), program=PROGRAM, implementation="SMPI",
+        executable="smpirun", options=options,
+    ))  # fmt: skip
+    assert "HPCEVAL_SMPI_BCAST" not in cmd.env
+    assert not any("MPI_Bcast" in n for n in cmd.notes)
 
 
 # --------------------------------------------------------------------------- platforms

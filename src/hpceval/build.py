@@ -23,6 +23,9 @@ BUILD_TIMEOUT_S = 300
 SMPI_COMPILERS = frozenset({"smpicc", "smpicxx", "smpiff", "smpif90"})
 # Defined for SMPI builds: the C sources keep everything simulator-specific behind it.
 SMPI_DEFINE = "-DHPCEVAL_SMPI"
+# Linked into every smpicc build: MPI_Bcast as Open MPI >= 4.1 runs the algorithms that
+# SimGrid's Open MPI selector replaces with segmented ones (the file says which and why).
+SMPI_COLLECTIVE_SOURCES = (Path(__file__).parent / "smpi_colls" / "ompi_bcast.c",)
 
 
 def is_smpi_compiler(compiler: str) -> bool:
@@ -101,6 +104,8 @@ def compile_program(
     cache: Path | None = None,
 ) -> Path:
     """Return the cached executable, compiling it first if needed."""
+    if is_smpi_compiler(compiler):
+        sources = [*sources, *SMPI_COLLECTIVE_SOURCES]
     # Headers are not compiled but change the program: they are part of the key.
     key = build_key([*sources, *depends], compiler_identity, cflags, ldflags)
     target_dir = (cache or cache_root()) / "build" / f"{name}-{key}"

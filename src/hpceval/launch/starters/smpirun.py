@@ -40,6 +40,16 @@ SHARED_CORES_NOTE = "more ranks than simulated cores: they share them"
 # so a one-rank smpirun goes without the selector: SimGrid's default algorithms copy locally.
 COLLECTIVE_SELECTOR = "smpi/coll-selector"
 SINGLE_RANK_NOTE = "one rank: no collective selector (nothing to communicate)"
+# With the Open MPI selector, the programs' MPI_Bcast runs the algorithms SimGrid replaces
+# with segmented ones (basic linear, chain/pipeline, binary tree) unsegmented, as Open MPI
+# >= 4.1's fixed decision runs them: hpceval/smpi_colls/ompi_bcast.c, linked into every smpicc
+# build, reads this variable.
+OPEN_MPI_SELECTOR = "ompi"
+BCAST_ENV = "HPCEVAL_SMPI_BCAST"
+OPEN_MPI_BCAST_NOTE = (
+    "MPI_Bcast as Open MPI 4.1 runs it: basic linear, chain and binary tree unsegmented "
+    "(SimGrid's selector runs them segmented)"
+)
 
 
 class SmpirunOptions(StrictModel):
@@ -104,6 +114,9 @@ class SmpirunStarter(Starter):
         ]  # fmt: skip
         env = {**thread_environment(1), **request.rank_env}
         notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
+        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR:
+            env[BCAST_ENV] = "openmpi"
+            notes += (OPEN_MPI_BCAST_NOTE,)
         if request.oversubscribed:
             notes += (SHARED_CORES_NOTE,)
         if single:
