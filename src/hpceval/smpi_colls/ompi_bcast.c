@@ -12,9 +12,10 @@
  *   5 binary_tree          NTSB (pipelined)        binary tree, the whole buffer per edge
  *
  * Measured on netns-4x1-1gbe (Open MPI 4.1.4, 4 ranks, 1 MiB: a chain): 20.8 ms; SimGrid's
- * segmented pipeline projects 4.9 ms. The other algorithms (binomial, k-nomial, split binary
- * tree, scatter+allgather) go to SMPI's own MPI_Bcast (PMPI_Bcast): its selector reaches the
- * same decision and runs them as Open MPI does, unsegmented.
+ * segmented pipeline projects 4.9 ms. The other algorithms go to SMPI's own MPI_Bcast
+ * (PMPI_Bcast), whose selector reaches the same decision: binomial, k-nomial and
+ * scatter+allgather, which SimGrid runs unsegmented too, and the split binary tree (only at
+ * 256-1023 ranks, 16-32 KiB), which stays SimGrid's segmented one.
  *
  * Active only when the environment has HPCEVAL_SMPI_BCAST=openmpi (hpceval's smpirun starter
  * sets it with the Open MPI selector); otherwise every call goes to PMPI_Bcast unchanged.
