@@ -39,12 +39,15 @@ KiB, 1 MiB and NPB CG/FT/IS/MG class A at 1, 2, 4 ranks. Then every figure is pr
 validated: 2 ranks (one core each) from the PingPong and the single-rank times; 4 ranks (4
 emulated nodes on 2 cores, half a core each) with --host-share (calibrated on the pairs at 4
 ranks and the single-rank time / 0.5) and, for comparison, without it (the model of independent
-nodes, in a copy of the database). --measured-db DB skips the measurement.
+nodes, in a copy of the database). --measured-db DB skips the measurement. --burst BYTES runs
+it on the same cluster with that tc tbf bucket (shipped: 2 ms at the link rate, 250 kB), stored
+as platform netns-4x1-1gbe-burstBYTES.
 
 Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
                                 [--skip-512] [--tolerance 0.1] [--magellan]
                                 [--magellan-table DB] [--netns-flows]
-                                [--netns-validate [--rounds 2] [--rt] [--measured-db DB]]
+                                [--netns-validate [--rounds 2] [--rt] [--measured-db DB]
+                                 [--burst BYTES]]
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import hpceval as hpceval_package
 from hpceval.model import Origin
 from hpceval.store import open_store
 
@@ -248,22 +252,42 @@ def validation_suite(path: Path) -> Path:
     return path
 
 
-def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool) -> None:
-    """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure."""
+def bucket_platform(work: Path, burst: int) -> tuple[str, str]:
+    """netns-4x1-1gbe with a tc tbf bucket of `burst` bytes: (its TOML file, its name)."""
+    shipped = Path(hpceval_package.__file__).parent / "data" / "platforms" / f"{NETNS}.toml"
+    text = shipped.read_text()
+    # The launcher table is the file's last: the key appended lands in it.
+    assert text.rstrip().splitlines()[-1].startswith("link = "), shipped
+    name = f"{NETNS}-burst{burst}"
+    text = text.replace(f'name = "{NETNS}"', f'name = "{name}"', 1)
+    path = work / f"{name}.toml"
+    path.write_text(text.rstrip() + f"\nburst = {burst}\n")
+    return str(path), name
+
+
+def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool,
+                   burst: int | None = None) -> None:  # fmt: skip
+    """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure.
+
+    With `burst`, the same cluster with that tbf bucket (bytes; shipped: 2 ms at the link
+    rate), stored under its own platform name."""
+    platform_arg, platform_name = NETNS, NETNS
+    if burst is not None:
+        platform_arg, platform_name = bucket_platform(work, burst)
     if measure:
         suite_path = str(validation_suite(work / "validation.toml"))
         for round_no in range(1, rounds + 1):
             started = time.monotonic()
             load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
             subprocess.run([*(["chrt", "-f", "10"] if rt else []), sys.executable, "-m",
-                            "hpceval", "run", "--platform", NETNS, "--suite", suite_path,
+                            "hpceval", "run", "--platform", platform_arg, "--suite", suite_path,
                             "--db", db], check=False, capture_output=True)  # fmt: skip
             after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
             print(f"round {round_no}: {time.monotonic() - started:.0f} s, load before {load}, "
                   f"after {after}")  # fmt: skip
     independent = str(work / "independent.db")
     shutil.copy(db, independent)
-    common = ["--platform", NETNS, "--ppn", "1", "--accept-curve", "--validate"]
+    common = ["--platform", platform_name, "--ppn", "1", "--accept-curve", "--validate"]
     mpibench = [(r, ",".join(map(str, RING_SIZES))) for r in RINGS] + [
         (c, ",".join(map(str, COLLECTIVE_SIZES))) for c in COLLECTIVES]  # fmt: skip
     # Most telling first (a loaded host may not leave time for all): the messages at the
@@ -279,9 +303,9 @@ def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool) ->
                         ranks, *(share if ranks == "4" else []), *common,
                         "--db", target)  # fmt: skip
     print("\n4 ranks with --host-share; 2 ranks (one core each) plain")
-    table(db, NETNS, Origin.EMULATED)
+    table(db, platform_name, Origin.EMULATED)
     print("\n4 ranks as independent nodes (no --host-share): the model without the share")
-    table(independent, NETNS, Origin.EMULATED)
+    table(independent, platform_name, Origin.EMULATED)
 
 
 MAGELLAN = ("magellan-ib", "magellan-tcpoib", "magellan-10gbe", "magellan-amazon-cc",
@@ -369,6 +393,9 @@ def main() -> None:
                         help="measure netns-4x1-1gbe and validate every projection (root)")
     parser.add_argument("--rounds", type=int, default=2, help="--netns-validate rounds")
     parser.add_argument("--rt", action="store_true", help="--netns-validate under SCHED_FIFO")
+    parser.add_argument("--burst", type=int, metavar="BYTES",
+                        help="--netns-validate: the links' tc tbf bucket (shipped: 2 ms at "
+                        "the link rate); the platform is stored as netns-4x1-1gbe-burstBYTES")
     parser.add_argument("--measured-db", metavar="DB",
                         help="--netns-validate: project from this database's measurements "
                         "(copied), measure nothing")  # fmt: skip
@@ -378,7 +405,8 @@ def main() -> None:
         db = args.db or str(work / "netns.db")
         if args.measured_db:
             shutil.copy(args.measured_db, db)
-        netns_validate(db, work, args.rounds, args.rt, measure=not args.measured_db)
+        netns_validate(db, work, args.rounds, args.rt, measure=not args.measured_db,
+                       burst=args.burst)  # fmt: skip
         return
     if args.magellan_table:
         magellan_table(args.magellan_table)
