@@ -5,6 +5,7 @@ runs of class S showing that the stretch applies."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -16,6 +17,7 @@ from hpceval.benchmarks import Case
 from hpceval.cli import app
 from hpceval.errors import ConfigError, UserError
 from hpceval.model import Placement
+from hpceval.simulate import runner as runner_module
 from hpceval.simulate.memory import (
     NOT_MODELLED,
     MemoryDemand,
@@ -200,10 +202,17 @@ def simulate(db: Path, *args: str) -> str:
 
 
 @requires_smpi
-def test_smpirun_stretches_the_computation_of_ranks_sharing_a_node(tmp_path: Path) -> None:
+def test_smpirun_stretches_the_computation_of_ranks_sharing_a_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ec2-cc1 with a node bandwidth far below what MG moves: the single-rank case runs
     `stretch` times slower than the unstretched fit run of the same build, and two ranks on
     one node twice that again."""
+    # The subject is the stretch, not the host: class S's millisecond runs disagreed by 42 %
+    # at load 1.5 in one CI run, which the product rightly refuses (the refusal has its own
+    # test above). Here any spread is taken; the checks below allow host noise of 1.5x.
+    monkeypatch.setattr(runner_module, "fitted_rate",
+                        functools.partial(fitted_rate, max_spread=math.inf))  # fmt: skip
     # Class S fits in CC1's 16 MiB of cache: the cache is left out here so that it streams.
     text = (PROFILES / "ec2-cc1.toml").read_text().replace("stream_triad = 64",
                                                           "stream_triad = 0.05")  # fmt: skip
