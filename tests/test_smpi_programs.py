@@ -145,15 +145,18 @@ def test_a_kernel_that_folds_nothing_is_verified() -> None:
 # ------------------------------------------------------------ real smpirun runs --
 
 
-def smpirun(program: Path, args: Sequence[str], ranks: int, *cfg: str) -> str:
+def smpirun(program: Path, args: Sequence[str], ranks: int, *cfg: str,
+            hostfile: Path = SMPI_DATA / "hosts-4x4.txt",
+            env: Mapping[str, str] | None = None) -> str:  # fmt: skip
     argv = [
         "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"),
-        "-hostfile", str(SMPI_DATA / "hosts-4x4.txt"), "-np", str(ranks),
+        "-hostfile", str(hostfile), "-np", str(ranks),
         "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning", *cfg,
         str(program), *args,
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          env=env)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
     return done.stdout
 
 
@@ -325,14 +328,8 @@ def bcast_run(program: Path, args: Sequence[str], ranks: int, hostfile: Path,
     env = {k: v for k, v in os.environ.items() if k != "HPCEVAL_SMPI_BCAST"}
     if bcast_env is not None:
         env["HPCEVAL_SMPI_BCAST"] = bcast_env
-    argv = [
-        "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"), "-hostfile", str(hostfile),
-        "-np", str(ranks), "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning",
-        "--cfg=smpi/coll-selector:ompi", *cfg, str(program), *args,
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
-    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
-    return done.stdout
+    return smpirun(program, args, ranks, "--cfg=smpi/coll-selector:ompi", *cfg,
+                   hostfile=hostfile, env=env)  # fmt: skip
 
 
 @requires_smpi

@@ -106,14 +106,15 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
 }
 
 /* Parent and children (shifted ranks, root = 0) of shifted rank `me` in the tree of each
- * algorithm; returns the number of children written to `child`. */
-static int topology(int algorithm, int size, int me, int *parent, int *child, int max_children)
+ * algorithm; returns the number of children written to `child` (room for size - 1 for the
+ * linear one, 2 for the others). */
+static int topology(int algorithm, int size, int me, int *parent, int *child)
 {
     int n = 0;
     *parent = -1;
     if (algorithm == LINEAR) {
         if (me == 0)
-            for (int r = 1; r < size && n < max_children; ++r) child[n++] = r;
+            for (int r = 1; r < size; ++r) child[n++] = r;
         else
             *parent = 0;
         return n;
@@ -159,15 +160,16 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm co
     if ((rc = private_comm(comm, &own)) != MPI_SUCCESS) return rc;
     if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
     int me = (rank - root + size) % size;
+    /* size >= 2 here: room for at least one child */
     int parent, max_children = algorithm == LINEAR ? size - 1 : 2;
-    int *child = malloc(sizeof(int) * (size_t)(max_children > 0 ? max_children : 1));
-    MPI_Request *requests = malloc(sizeof(MPI_Request) * (size_t)(max_children > 0 ? max_children : 1));
+    int *child = malloc(sizeof(int) * (size_t)max_children);
+    MPI_Request *requests = malloc(sizeof(MPI_Request) * (size_t)max_children);
     if (child == NULL || requests == NULL) {
         free(child);
         free(requests);
         return MPI_ERR_NO_MEM;
     }
-    int n = topology(algorithm, size, me, &parent, child, max_children);
+    int n = topology(algorithm, size, me, &parent, child);
     rc = MPI_SUCCESS;
     if (parent >= 0)
         rc = MPI_Recv(buf, count, datatype, (parent + root) % size, HPCEVAL_BCAST_TAG, own,
