@@ -56,12 +56,31 @@ def jvms_of(marker: str) -> list[str]:
 
 
 def wait_for_jvms(proc: subprocess.Popen[str], cache: Path, count: int, timeout_s: float) -> None:
-    """Until `count` JVMs naming `cache` run; fails if hpceval ends first or time runs out."""
+    """Until `count` JVMs naming `cache` run in two polls in a row; fails if hpceval ends
+    first or time runs out. One poll is not enough: a JVM starting a process forks, and until
+    the child execs, `ps` shows it with its parent's argv (a second daemon for a moment)."""
     deadline = time.monotonic() + timeout_s
-    while len(jvms_of(str(cache))) < count:
+    seen_before = 0
+    while True:
+        seen = len(jvms_of(str(cache)))
+        if seen >= count and seen_before >= count:
+            return
+        seen_before = seen
         assert proc.poll() is None, proc.communicate()[1]
         assert time.monotonic() < deadline, jvms_of(str(cache))
         time.sleep(0.3)
+
+
+def settled_count(marker: str, cache: Path, expected: int, timeout_s: float = 10.0) -> int:
+    """How many JVMs naming `cache` have `marker` in their argv, once it is `expected` or
+    `timeout_s` has passed: a JVM's fork shows its parent's argv until it execs (see
+    wait_for_jvms), so a moment's extra count is not a lasting one."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = sum(marker in ln for ln in jvms_of(str(cache)))
+        if found == expected or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
 
 
 def wait_for_no_jvm(cache: Path, timeout_s: float) -> list[str]:

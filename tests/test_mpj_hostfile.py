@@ -33,7 +33,14 @@ from hpceval.mpj import STARTER_CLASS, MpjInstallation
 from hpceval.store import open_store
 
 from .conftest import write
-from .mpj_helpers import LONG_PINGPONG, PINGPONG_ENTRY, jvms_of, suite, wait_for_jvms
+from .mpj_helpers import (
+    LONG_PINGPONG,
+    PINGPONG_ENTRY,
+    jvms_of,
+    settled_count,
+    suite,
+    wait_for_jvms,
+)
 from .test_launch_hostfile import SshCluster, in_node, requires_ssh, requires_sshd
 from .test_mpibench_java import requires_mpj
 from .test_netns import requires_netns
@@ -203,7 +210,7 @@ def test_sigkill_leaves_no_daemon_on_the_hosts(
     try:
         # 2 daemons (one per host, started over SSH), MPJRun and the 2 ranks' JVMs.
         wait_for_jvms(proc, cache, 5, timeout_s=300)
-        assert sum("daemon.jar" in ln for ln in jvms_of(str(cache))) == 2
+        assert settled_count("daemon.jar", cache, 2) == 2
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 30
