@@ -7,7 +7,9 @@
     curve comes from one build. Printed per case: the projected time, the speedup over 1
     rank and the efficiency, the memory stretch applied, and the wall time of the case's
     smpirun; per command its whole wall time. EC2-CC's published speedups are not in
-    methodology section 5: the column says so.
+    methodology section 5: the column says so. --collective NAME=ALGORITHM (repeatable)
+    is passed to every `hpceval simulate` (an SMPI algorithm forced instead of the MPI
+    library's; the table's last column names what each point forced).
 --local: the intra-node check on this machine: STREAM (1 process and one per core) and
     NPB MG/CG/FT class A at 1 and 2 ranks measured on `local` (interleaved rounds), then
     projected from the `local` platform's own calibration (PingPong, single-rank time,
@@ -18,6 +20,7 @@
 
 Usage: python perf/simulate_memory.py [--db FILE] [--curves] [--profiles ec2-cc1,ec2-cc2]
                                        [--kernels is,mg,ft,cg] [--ranks 1,8,64,512]
+                                       [--collective alltoall=pair]
                                        [--local] [--rounds 3] [--table DB]
 """
 
@@ -55,7 +58,10 @@ def hpceval(*args: str) -> tuple[float, int]:
     return wall, done.returncode
 
 
-def curves(db: str, profiles: list[str], kernels: list[str], ranks: list[int] | None) -> None:
+def curves(
+    db: str, profiles: list[str], kernels: list[str], ranks: list[int] | None,
+    forced: list[str],
+) -> None:  # fmt: skip
     for profile in profiles:
         ppn = CORES[profile]
         counts = ranks or [1, ppn, 8 * ppn, 512]
@@ -67,6 +73,7 @@ def curves(db: str, profiles: list[str], kernels: list[str], ranks: list[int] | 
                 "simulate", "--profile", profile, "--bench", f"npb.{kernel}", "--class", "C",
                 "--ranks", ",".join(str(r) for r in counts), *sampled, *folded, *extra,
                 "--time-limit", "3000", "--db", db,
+                *(arg for text in forced for arg in ("--collective", text)),
             )  # fmt: skip
             print(f"{profile} {kernel} C: whole command {wall:.0f} s wall, exit {status}",
                   flush=True)  # fmt: skip
@@ -93,6 +100,8 @@ def table(db: str) -> None:
             walls = {e.case_key: (e.ended or e.started) - e.started
                      for e in store.executions(run.id)}  # fmt: skip
             calibration = int((run.suite_config.get("calibration") or {}).get("id", 0))
+            forced = (run.suite_config.get("simulate") or {}).get("collectives", {})
+            algorithms = ",".join(f"{k}={v}" for k, v in sorted(forced.items()))
             for sm in store.measurements(run.id, metric="time"):
                 m = sm.measurement
                 if m.benchmark != "npb":
@@ -102,7 +111,7 @@ def table(db: str) -> None:
                 wall = walls.get(sm.case_key, float("nan"))
                 rows.append(Point(run.platform_name, str(m.parameters["kernel"]),
                                   str(m.parameters["class"]), ranks, m.value, stretch, wall,
-                                  run.id, calibration))  # fmt: skip
+                                  run.id, calibration, algorithms or "library's"))  # fmt: skip
     print_curves(rows)
 
 
@@ -116,6 +125,7 @@ class Point(NamedTuple):
     wall_s: float
     run: int
     calibration: int
+    collectives: str  # forced algorithms (--collective), or "library's"
 
 
 def single_rank_base(point: Point, rows: list[Point]) -> Point | None:
@@ -134,14 +144,15 @@ def print_curves(rows: list[Point]) -> None:
     rows.sort()
     print(f"\n{'profile':9s} {'kernel':6s} {'ranks':>5s} {'time s':>9s} {'speedup':>8s} "
           f"{'eff.':>6s} {'stretch':>8s} {'wall s':>8s} {'run':>4s} {'cal':>4s} {'base':>5s}"
-          "  published (EC2-CC)")  # fmt: skip
+          "  published (EC2-CC)         collectives")  # fmt: skip
     for point in rows:
         base = single_rank_base(point, rows)
         speedup = base.time_s / point.time_s if base else float("nan")
         print(f"{point.profile:9s} {point.kernel:6s} {point.ranks:5d} {point.time_s:9.3f} "
               f"{speedup:8.2f} {speedup / point.ranks:6.2f} {point.stretch:8.3f} "
               f"{point.wall_s:8.1f} {point.run:4d} {point.calibration:4d} "
-              f"{base.run if base else '-':>5}  none in methodology §5")  # fmt: skip
+              f"{base.run if base else '-':>5}  none in methodology §5  "
+              f"{point.collectives}")  # fmt: skip
 
 
 def suite(path: Path, kernels: list[str]) -> Path:
@@ -212,6 +223,8 @@ def main() -> None:
     parser.add_argument("--profiles", default="ec2-cc1,ec2-cc2")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--ranks", default=None, help="rank counts (default 1,ppn,8ppn,512)")
+    parser.add_argument("--collective", action="append", default=[],
+                        help="NAME=ALGORITHM, passed to hpceval simulate")  # fmt: skip
     parser.add_argument("--local", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--table", metavar="DB", help="print the curves of a database")
@@ -225,7 +238,7 @@ def main() -> None:
     print(f"# database {db}", flush=True)
     if args.curves:
         ranks = [int(r) for r in args.ranks.split(",")] if args.ranks else None
-        curves(db, args.profiles.split(","), args.kernels.split(","), ranks)
+        curves(db, args.profiles.split(","), args.kernels.split(","), ranks, args.collective)
     if args.local:
         local(db, work, args.rounds)
 

@@ -497,6 +497,24 @@ def test_simulate_mpibench_pingpong_from_a_profile(tmp_path: Path) -> None:
         run = store.runs()[0]
         times = store.measurements(run.id, metric="time")
         assert {m.measurement.parameters["nodes"] for m in times} == {2}
+    # An algorithm forced instead of Open MPI's: the same calibration, another result, and
+    # the run and the output say what was forced.
+    alltoall = ["--bench", "mpibench", "--pattern", "alltoall", "--ranks", "16", "--sizes",
+                "64KiB"]  # fmt: skip
+    simulate_ok(db, "--profile", "ec2-cc1", *alltoall)
+    forced = simulate_ok(db, "--profile", "ec2-cc1", *alltoall, "--collective", "alltoall=pair")
+    assert "reused calibration 1" in forced
+    assert "collectives forced to SMPI's alltoall pair: not the MPI library's choice" in (
+        " ".join(forced.split()))  # fmt: skip
+    with open_store(str(db)) as store:
+        library, pair = sorted(store.runs()[:2], key=lambda r: r.id)
+        assert "smpi/alltoall" not in library.suite_config["smpi_config"]
+        assert pair.suite_config["smpi_config"]["smpi/alltoall"] == "pair"
+        assert pair.suite_config["simulate"]["collectives"] == {"alltoall": "pair"}
+        assert "collectives forced to SMPI's alltoall pair" in (pair.note or "")
+        values = [store.measurements(r.id, metric="time")[0].measurement.value
+                  for r in (library, pair)]  # fmt: skip
+        assert values[0] != pytest.approx(values[1], rel=0.01)
 
 
 @requires_smpi
@@ -569,6 +587,8 @@ def test_simulate_npb_cg_class_s_on_16_ranks(tmp_path: Path) -> None:
          "unknown profile 'nowhere'"),
         (["--platform", "unmeasured", "--bench", "mpibench", "--pattern", "pingpong",
           "--ranks", "2"], "platform 'unmeasured' has no measurements"),
+        (["--profile", "ec2-cc1", "--bench", "npb.ft", "--class", "S", "--ranks", "4",
+          "--collective", "alltoall=linear"], "SimGrid's alltoall has no algorithm 'linear'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_stores_nothing(

@@ -324,6 +324,17 @@ def simulate_command(
             show_default=False,
         ),
     ] = None,
+    collective: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collective",
+            help="Force SMPI's algorithm for a collective instead of the MPI library's "
+            "choice, e.g. alltoall=pair (repeatable; the run says so). For "
+            "algorithms SimGrid cannot solve at scale (Open MPI's linear all-to-all at "
+            "512 ranks).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Project a benchmark at scale on a calibrated SimGrid SMPI model of a platform.
@@ -331,6 +342,7 @@ def simulate_command(
     Results are stored as origin "simulated", tied to their calibration; they are never
     mixed with measured ones.
     """
+    from hpceval.launch.starters.smpi_collectives import forced_note, parse_forced
     from hpceval.simulate.plan import Request
     from hpceval.simulate.runner import calibrate_simulation, execute, prepare
     from hpceval.store import open_store
@@ -340,6 +352,7 @@ def simulate_command(
     if not 0 < tolerance < 1:
         raise UserError(f"--tolerance: {tolerance} is not between 0 and 1")
     bb: Literal["fatpipe", "shared"] | None = backbone  # type: ignore[assignment]
+    forced = parse_forced(collective or ())
     request = Request(
         bench=bench,
         ranks=parse_ranks(ranks),
@@ -360,6 +373,7 @@ def simulate_command(
         sampling=sampling,
         folding=folding,
         iterations=iterations,
+        collectives=tuple(sorted(forced.items())),
     )
     # A profile needs no database to be checked; a platform is read from it.
     store = open_store(db, create=platform is None)
@@ -379,6 +393,8 @@ def simulate_command(
             highlight=False,
         )
         out.print(_memory_line(calibration), highlight=False)
+        if forced:
+            out.print(forced_note(forced), markup=False, highlight=False)
         if sim.build is not None:
             out.print(f"NPB build: {sim.build.describe()}; {sim.build.reason}", highlight=False)
         from hpceval.cli_run import RichReporter

@@ -33,6 +33,7 @@ from hpceval.config import (
     validation_message,
 )
 from hpceval.errors import ToolMissing, UserError
+from hpceval.launch.starters.smpi_collectives import parse_forced
 from hpceval.model import Placement
 from hpceval.patterns import PAIR_PATTERNS
 from hpceval.simulate.calibrate import (
@@ -148,6 +149,8 @@ class Request:
     sampling: bool | None = None  # NPB computation sampling; None: auto (choose_smpi_build)
     folding: bool | None = None  # NPB memory folding; None: auto
     iterations: int | None = None  # CG iteration sampling: timed iterations, 0 all; None: auto
+    # (collective, SMPI algorithm) forced instead of the MPI library's choice (--collective)
+    collectives: tuple[tuple[str, str], ...] = ()
 
     @property
     def benchmark(self) -> str:
@@ -158,7 +161,12 @@ class Request:
         return self.bench.split(".", 1)[1] if "." in self.bench else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        record = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        if self.collectives:
+            record["collectives"] = dict(self.collectives)
+        else:
+            del record["collectives"]
+        return record
 
 
 def check_request(request: Request) -> None:
@@ -174,6 +182,7 @@ def check_request(request: Request) -> None:
         raise UserError(f"--bench: {request.bench!r} cannot be simulated (mpibench, npb.KERNEL)")
     if not request.ranks:
         raise UserError("--ranks: no rank count")
+    parse_forced(f"{name}={algorithm}" for name, algorithm in request.collectives)
     if request.ppn is not None and request.ppn < 1:
         raise UserError(f"--ppn: {request.ppn} is not a valid count")
     if request.nodes is not None and request.nodes < 1:

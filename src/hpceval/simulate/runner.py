@@ -26,6 +26,7 @@ from hpceval.campaign import Campaign, CampaignResult, Reporter
 from hpceval.campaign.prepare import check_commands, record_run
 from hpceval.errors import UserError
 from hpceval.launch import Launcher
+from hpceval.launch.starters.smpi_collectives import forced_config, forced_note
 from hpceval.model import Environment, Status
 from hpceval.provenance import collect_environment, fingerprint
 from hpceval.simulate.calibrate import (
@@ -445,6 +446,8 @@ def execute(
     xml.write_text(platform_xml(spec))
     if sim.request.benchmark == "mpibench":
         cfg = {**cfg, **MPIBENCH_SIM_CONFIG}
+    forced = dict(sim.request.collectives)
+    cfg = {**cfg, **forced_config(forced)}  # after the calibration: it ran the library's
     platform = target_platform(
         sim.target, spec, platform_file=xml, workdir=workdir, cfg=cfg, tools=sim.tools,
         oversubscribe=sim.request.oversubscribe,
@@ -484,7 +487,8 @@ def execute(
         # The compute/communication balance rests on it: every projection says how.
         + f"; core speed: {calibration.parameters.get('host_speed', {}).get('how', '?')}"
         + f"; {memory_record['how']}"
-        + f"; network: {spec.describe_topology()}",
+        + f"; network: {spec.describe_topology()}"
+        + (f"; {forced_note(forced)}" if forced else ""),
     )  # fmt: skip
     # One campaign per stretch: SMPI's host-speed factor is one setting per smpirun.
     groups: dict[float, list[Case]] = {}

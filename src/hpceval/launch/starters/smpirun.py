@@ -30,6 +30,7 @@ from hpceval.errors import UserError
 from hpceval.launch.command import Command, thread_environment
 from hpceval.launch.starters import register
 from hpceval.launch.starters.base import Starter, StartRequest
+from hpceval.launch.starters.smpi_collectives import forced_in, forced_note
 from hpceval.model import Origin, Placement
 
 SIMULATED_HOST_PREFIX = "node-"
@@ -114,9 +115,13 @@ class SmpirunStarter(Starter):
         ]  # fmt: skip
         env = {**thread_environment(1), **request.rank_env}
         notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
-        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR:
+        forced = forced_in(cfg)
+        # A forced MPI_Bcast is SMPI's: the programs' own file then delegates to it.
+        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR and "bcast" not in forced:
             env[BCAST_ENV] = "openmpi"
             notes += (OPEN_MPI_BCAST_NOTE,)
+        if forced:
+            notes += (forced_note(forced),)
         if request.oversubscribed:
             notes += (SHARED_CORES_NOTE,)
         if single:
