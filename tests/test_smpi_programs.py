@@ -309,7 +309,7 @@ def test_mpibench_runs_under_smpirun(pattern: str) -> None:
             assert max(record["t_max_us"]) - min(record["t_max_us"]) < 1e-6 * record["t_max_us"][0]
 
 
-# ------------------------------------------- Open MPI's broadcasts (smpi_colls/ompi_bcast.c) --
+# ------------------------------------------- Open MPI's broadcasts (smpi_colls/ompi_colls.c) --
 
 BCAST_CHECK = SMPI_DATA / "bcast_check.c"
 
@@ -360,3 +360,59 @@ def test_open_mpi_chain_sends_the_whole_buffer_hop_by_hop(tmp_path: Path) -> Non
 
     assert 2.8 < ratio("openmpi") < 3.1  # 2.95 here
     assert ratio(None) < 2.5  # 2.28 here
+
+
+# ------------------------------------ Open MPI's scans (smpi_colls/ompi_colls.c: a chain) --
+
+SCAN_CHECK = SMPI_DATA / "scan_check.c"
+
+
+def scan_run(tmp_path: Path, args: Sequence[str], ranks: int, hostfile: Path,
+             scan_env: str | None, *cfg: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    program = compile_program(
+        "scan-check", [SCAN_CHECK], compiler="smpicc",
+        compiler_identity=detect_smpi().identity(), cflags=["-O2", "-DHPCEVAL_SMPI"],
+        cache=tmp_path,
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "HPCEVAL_SMPI_SCAN"}
+    if scan_env is not None:
+        env["HPCEVAL_SMPI_SCAN"] = scan_env
+    argv = [
+        "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"), "-hostfile", str(hostfile),
+        "-np", str(ranks), "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning",
+        "--cfg=smpi/coll-selector:ompi", *cfg, str(program), *args,
+    ]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          env=env, cwd=tmp_path)  # fmt: skip
+
+
+@requires_smpi
+def test_open_mpi_scans_combine_every_prefix_in_order(tmp_path: Path) -> None:
+    # Communicators of 2 to 9 ranks, sums and maxima of 3 ints and a non-commutative matrix
+    # product, in place or not; SimGrid 3.32's own scans return each rank's own matrix.
+    hosts = SMPI_DATA / "hosts-4x4.txt"
+    done = scan_run(tmp_path, ["verify"], 9, hosts, "openmpi")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "verified 480"
+    smpi_own = scan_run(tmp_path, ["verify"], 3, hosts, None)
+    assert smpi_own.returncode != 0 and "scan matrices, product 0 wrong" in smpi_own.stderr
+
+
+@requires_smpi
+def test_open_mpi_exscan_is_a_chain(tmp_path: Path) -> None:
+    # 4 ranks on 4 nodes: the last rank has its prefix after 3 hops of one int (Open MPI's
+    # chain); SimGrid's own sends every prefix at once (one hop). Host time between the
+    # calls is not charged (smpi/simulate-computation:no): the ratios are exact.
+    hosts = tmp_path / "hosts-4x1.txt"
+    hosts.write_text("".join(f"node-{n}\n" for n in range(4)))
+
+    def ratio(scan_env: str | None) -> float:
+        done = scan_run(tmp_path, ["time"], 4, hosts, scan_env,
+                        "--cfg=smpi/simulate-computation:no")  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        words = done.stdout.split()
+        assert words[0] == "send" and words[2] == "exscan"
+        return float(words[3]) / float(words[1])
+
+    assert 2.8 < ratio("openmpi") < 3.2  # 2.99 here
+    assert ratio(None) < 1.5  # 1.00 here

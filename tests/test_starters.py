@@ -247,10 +247,14 @@ def test_smpirun_runs_one_rank_without_the_collective_selector(tmp_path: Path) -
     assert any("no collective selector" in n for n in one.notes)
     assert "--cfg=smpi/coll-selector:ompi" in two.argv
     assert options.cfg == cfg  # the platform's settings are left as they were
-    # Open MPI's broadcasts (smpi_colls/ompi_bcast.c) go with the Open MPI selector only.
+    # Open MPI's broadcasts (smpi_colls/ompi_colls.c) go with the Open MPI selector only.
     assert two.env.get("HPCEVAL_SMPI_BCAST") == "openmpi"
     assert any("MPI_Bcast as Open MPI 4.1 runs it" in n for n in two.notes)
     assert "HPCEVAL_SMPI_BCAST" not in one.env
+    # So do its scans (a chain; SimGrid sends every prefix at once).
+    assert two.env.get("HPCEVAL_SMPI_SCAN") == "openmpi"
+    assert any("MPI_Scan and MPI_Exscan as Open MPI 4.1 runs them" in n for n in two.notes)
+    assert "HPCEVAL_SMPI_SCAN" not in one.env
 
 
 def test_smpirun_keeps_smpi_broadcasts_under_another_selector(tmp_path: Path) -> None:
@@ -263,8 +267,8 @@ def test_smpirun_keeps_smpi_broadcasts_under_another_selector(tmp_path: Path) ->
         placement=Placement(2, 2), program=PROGRAM, implementation="SMPI",
         executable="smpirun", options=options,
     ))  # fmt: skip
-    assert "HPCEVAL_SMPI_BCAST" not in cmd.env
-    assert not any("MPI_Bcast" in n for n in cmd.notes)
+    assert "HPCEVAL_SMPI_BCAST" not in cmd.env and "HPCEVAL_SMPI_SCAN" not in cmd.env
+    assert not any("MPI_Bcast" in n or "MPI_Scan" in n for n in cmd.notes)
 
 
 # --------------------------------------------------------------------------- platforms

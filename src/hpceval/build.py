@@ -23,9 +23,9 @@ BUILD_TIMEOUT_S = 300
 SMPI_COMPILERS = frozenset({"smpicc", "smpicxx", "smpiff", "smpif90"})
 # Defined for SMPI builds: the C sources keep everything simulator-specific behind it.
 SMPI_DEFINE = "-DHPCEVAL_SMPI"
-# Linked into every smpicc build: MPI_Bcast as Open MPI >= 4.1 runs the algorithms that
-# SimGrid's Open MPI selector replaces with segmented ones (the file says which and why).
-SMPI_COLLECTIVE_SOURCES = (Path(__file__).parent / "smpi_colls" / "ompi_bcast.c",)
+# Linked into every smpicc build: MPI_Bcast, MPI_Scan and MPI_Exscan as Open MPI >= 4.1 runs
+# them where SimGrid runs other algorithms (the file says which and why).
+SMPI_COLLECTIVE_SOURCES = (Path(__file__).parent / "smpi_colls" / "ompi_colls.c",)
 
 
 def is_smpi_compiler(compiler: str) -> bool:

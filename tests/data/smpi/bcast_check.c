@@ -1,4 +1,4 @@
-/* Test program for hpceval/smpi_colls/ompi_bcast.c (tests/test_smpi_programs.py).
+/* Test program for the MPI_Bcast of hpceval/smpi_colls/ompi_colls.c (tests/test_smpi_programs.py).
  *
  *   bcast_check verify   every communicator size from 2 to the world's, every root, sizes
  *                        that reach each of Open MPI's broadcast algorithms: each rank checks

@@ -43,13 +43,19 @@ COLLECTIVE_SELECTOR = "smpi/coll-selector"
 SINGLE_RANK_NOTE = "one rank: no collective selector (nothing to communicate)"
 # With the Open MPI selector, the programs' MPI_Bcast runs the algorithms SimGrid replaces
 # with segmented ones (basic linear, chain/pipeline, binary tree) unsegmented, as Open MPI
-# >= 4.1's fixed decision runs them: hpceval/smpi_colls/ompi_bcast.c, linked into every smpicc
-# build, reads this variable.
+# >= 4.1's fixed decision runs them, and MPI_Scan/MPI_Exscan run as Open MPI's chain (SimGrid
+# posts all P(P-1)/2 messages at once): hpceval/smpi_colls/ompi_colls.c, linked into every
+# smpicc build, reads these variables.
 OPEN_MPI_SELECTOR = "ompi"
 BCAST_ENV = "HPCEVAL_SMPI_BCAST"
+SCAN_ENV = "HPCEVAL_SMPI_SCAN"
 OPEN_MPI_BCAST_NOTE = (
     "MPI_Bcast as Open MPI 4.1 runs it: basic linear, chain and binary tree unsegmented "
     "(SimGrid's selector runs them segmented)"
+)
+OPEN_MPI_SCAN_NOTE = (
+    "MPI_Scan and MPI_Exscan as Open MPI 4.1 runs them: a chain (SimGrid sends every prefix "
+    "at once)"
 )
 
 
@@ -120,6 +126,9 @@ class SmpirunStarter(Starter):
         if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR and "bcast" not in forced:
             env[BCAST_ENV] = "openmpi"
             notes += (OPEN_MPI_BCAST_NOTE,)
+        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR:  # SMPI has no scan to force
+            env[SCAN_ENV] = "openmpi"
+            notes += (OPEN_MPI_SCAN_NOTE,)
         if forced:
             notes += (forced_note(forced),)
         if request.oversubscribed:

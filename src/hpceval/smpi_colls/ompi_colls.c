@@ -1,6 +1,8 @@
-/* MPI_Bcast as Open MPI >= 4.1 runs it, linked into every hpceval program built with smpicc.
+/* Collectives as Open MPI >= 4.1 runs them where SimGrid 3.32 runs others, linked into every
+ * hpceval program built with smpicc: MPI_Bcast (its four unsegmented algorithms), MPI_Scan
+ * and MPI_Exscan (a chain).
  *
- * Why: SimGrid's Open MPI selector (smpi/coll-selector:ompi, SimGrid 3.32) takes Open MPI's
+ * MPI_Bcast. SimGrid's Open MPI selector (smpi/coll-selector:ompi) takes Open MPI's
  * fixed decision (coll/tuned, the rules of Open MPI 4.1) but runs four of the algorithms it
  * names with SimGrid's nearest ones, which cut the message into segments and pipeline them.
  * Open MPI's fixed decision passes a segment size of 0 (the whole message at once) and a
@@ -16,9 +18,19 @@
  * (PMPI_Bcast), whose selector reaches the same decision: binomial, k-nomial and
  * scatter+allgather, which SimGrid runs unsegmented too, and the split binary tree (only at
  * 256-1023 ranks, 16-32 KiB), which stays SimGrid's segmented one.
- *
  * Active only when the environment has HPCEVAL_SMPI_BCAST=openmpi (hpceval's smpirun starter
- * sets it with the Open MPI selector); otherwise every call goes to PMPI_Bcast unchanged.
+ * sets it with the Open MPI selector, unless the run forces SMPI's own broadcast); otherwise
+ * every call goes to PMPI_Bcast unchanged.
+ *
+ * MPI_Scan, MPI_Exscan. SimGrid posts, on every rank, a receive from each lower rank and a
+ * send to each higher one: P(P-1)/2 messages at once, which its max-min solver and request
+ * lists pay for far more than linearly (one MPI_Exscan of one int: 0.11 s of CPU at 64 ranks,
+ * 2.3 s at 128, 247 s at 256; IS class C's full verification at 512 ranks never ended).
+ * Open MPI 4.1 has them from coll/basic (coll/tuned has none), as a chain: rank r receives
+ * the prefix of ranks 0..r-1 from r-1, combines its own value into it and sends that on to
+ * r+1; P-1 messages, one after the other. Active when HPCEVAL_SMPI_SCAN=openmpi (set with
+ * the Open MPI selector); data types that are not contiguous go to SMPI's own.
+ *
  * The messages travel on a duplicate of the communicator, so that they never match a receive
  * of the program's own (MPI keeps collective traffic apart in the same way).
  */
@@ -27,6 +39,7 @@
 #include <string.h>
 
 #define HPCEVAL_BCAST_TAG 1
+#define HPCEVAL_SCAN_TAG 2
 
 enum bcast_algorithm { LINEAR = 1, CHAIN = 2, PIPELINE = 3, BINARY_TREE = 5 };
 
@@ -70,18 +83,31 @@ static int openmpi_bcast_algorithm(int size, long long bytes)
     return row->last;
 }
 
-static int enabled(void)
+/* Whether environment variable `name` is "openmpi", read once into *state (per rank: SMPI
+ * privatizes this file's globals). */
+static int openmpi_in(const char *name, int *state)
 {
-    static int state = -1; /* per rank: SMPI privatizes this file's globals */
-    if (state < 0) {
-        const char *v = getenv("HPCEVAL_SMPI_BCAST");
-        state = v != NULL && strcmp(v, "openmpi") == 0;
+    if (*state < 0) {
+        const char *v = getenv(name);
+        *state = v != NULL && strcmp(v, "openmpi") == 0;
     }
-    return state;
+    return *state;
+}
+
+static int bcast_enabled(void)
+{
+    static int state = -1;
+    return openmpi_in("HPCEVAL_SMPI_BCAST", &state);
+}
+
+static int scan_enabled(void)
+{
+    static int state = -1;
+    return openmpi_in("HPCEVAL_SMPI_SCAN", &state);
 }
 
 /* The duplicate of `comm` this file sends on, made on first use (collectively: every rank
- * of `comm` is in the same MPI_Bcast) and kept as an attribute of `comm`. */
+ * of `comm` is in the same collective) and kept as an attribute of `comm`. */
 static int private_comm(MPI_Comm comm, MPI_Comm *out)
 {
     static int keyval = MPI_KEYVAL_INVALID;
@@ -146,7 +172,7 @@ static int topology(int algorithm, int size, int me, int *parent, int *child)
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     int size, rank, type_size, rc;
-    if (!enabled() || count == 0) return PMPI_Bcast(buf, count, datatype, root, comm);
+    if (!bcast_enabled() || count == 0) return PMPI_Bcast(buf, count, datatype, root, comm);
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
     /* SMPI's own checks answer a bad root (SMPI has no intercommunicators) */
     if (size < 2 || root < 0 || root >= size)
@@ -180,5 +206,75 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm co
     if (rc == MPI_SUCCESS && n > 0) rc = MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
     free(child);
     free(requests);
+    return rc;
+}
+
+/* Bytes a buffer of `count` elements of `datatype` spans, if the type is contiguous from its
+ * start (size = extent, lower bound 0), else -1: only those are copied here. */
+static long long contiguous_bytes(int count, MPI_Datatype datatype)
+{
+    int size;
+    MPI_Aint lb, extent;
+    if (MPI_Type_size(datatype, &size) != MPI_SUCCESS) return -1;
+    if (MPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS) return -1;
+    if (lb != 0 || extent != (MPI_Aint)size) return -1;
+    return (long long)size * count;
+}
+
+/* Open MPI's linear scan: my input into recvbuf, the prefix of ranks < me from me - 1
+ * combined in front of it (prefix op mine), the result on to me + 1. */
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm)
+{
+    int size, rank, rc;
+    long long bytes;
+    if (!scan_enabled() || count <= 0 || (bytes = contiguous_bytes(count, datatype)) < 0)
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
+    if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE) memcpy(recvbuf, sendbuf, (size_t)bytes);
+    if (size < 2) return MPI_SUCCESS;
+    MPI_Comm own;
+    if ((rc = private_comm(comm, &own)) != MPI_SUCCESS) return rc;
+    if (rank > 0) {
+        void *prefix = malloc((size_t)bytes);
+        if (prefix == NULL) return MPI_ERR_NO_MEM;
+        rc = MPI_Recv(prefix, count, datatype, rank - 1, HPCEVAL_SCAN_TAG, own,
+                      MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(prefix, recvbuf, count, datatype, op);
+        free(prefix);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    if (rank + 1 < size)
+        rc = MPI_Send(recvbuf, count, datatype, rank + 1, HPCEVAL_SCAN_TAG, own);
+    return rc;
+}
+
+/* Open MPI's linear exscan: rank 0 sends its input; the last rank receives the prefix; every
+ * other rank receives it into recvbuf and sends prefix op mine on. */
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm)
+{
+    int size, rank, rc;
+    long long bytes;
+    if (!scan_enabled() || count <= 0 || (bytes = contiguous_bytes(count, datatype)) < 0)
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
+    if (size < 2) return MPI_SUCCESS; /* rank 0's recvbuf is undefined */
+    if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
+    const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    MPI_Comm own;
+    if ((rc = private_comm(comm, &own)) != MPI_SUCCESS) return rc;
+    if (rank == 0) return MPI_Send(mine, count, datatype, 1, HPCEVAL_SCAN_TAG, own);
+    if (rank == size - 1)
+        return MPI_Recv(recvbuf, count, datatype, rank - 1, HPCEVAL_SCAN_TAG, own,
+                        MPI_STATUS_IGNORE);
+    void *next = malloc((size_t)bytes);
+    if (next == NULL) return MPI_ERR_NO_MEM;
+    memcpy(next, mine, (size_t)bytes); /* before the receive: in place, it overwrites mine */
+    rc = MPI_Recv(recvbuf, count, datatype, rank - 1, HPCEVAL_SCAN_TAG, own, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(recvbuf, next, count, datatype, op);
+    if (rc == MPI_SUCCESS) rc = MPI_Send(next, count, datatype, rank + 1, HPCEVAL_SCAN_TAG, own);
+    free(next);
     return rc;
 }
