@@ -5,7 +5,7 @@ its command and run say that it is not the MPI library's choice."""
 from __future__ import annotations
 
 import re
-import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from hpceval.launch.starters.smpi_collectives import (
 )
 from hpceval.model import Placement
 
-from .test_smpi_programs import SMPI_DATA, requires_smpi, smpi_build
+from .test_smpi_programs import requires_smpi, smpi_build, smpirun_process
 
 
 def test_forced_algorithms_parse_into_smpi_settings() -> None:
@@ -61,7 +61,9 @@ def test_one_collective_forced_two_ways_is_refused() -> None:
         parse_forced(["alltoall=pair", "alltoall=ring"])
 
 
-def smpirun_command(tmp_path: Path, cfg: dict[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+def smpirun_command(
+    tmp_path: Path, cfg: dict[str, str]
+) -> tuple[Mapping[str, str], tuple[str, ...]]:
     starter = get_starter_class("smpirun")()
     options = starter.options_model.model_validate(  # type: ignore[union-attr]
         {"platform_file": "/p.xml", "workdir": str(tmp_path), "cfg": cfg}
@@ -91,16 +93,12 @@ def test_every_forced_execution_says_so(tmp_path: Path) -> None:
 
 @requires_smpi
 @pytest.mark.parametrize("collective", sorted(SMPI_ALGORITHMS))
-def test_the_algorithms_are_the_installed_simgrids(collective: str) -> None:
+def test_the_algorithms_are_the_installed_simgrids(tmp_path: Path, collective: str) -> None:
     """SimGrid refuses an unknown algorithm at start-up, listing the ones it has: the table
     must be that list (less "automatic"), or a forced name would fail only at run time."""
     program = smpi_build("mpibench")
-    done = subprocess.run(
-        ["smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"),
-         "-hostfile", str(SMPI_DATA / "hosts-4x4.txt"), "-np", "2",
-         f"--cfg=smpi/{collective}:hpceval-unknown", str(program.path)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = smpirun_process(program.path, [], 2, f"--cfg=smpi/{collective}:hpceval-unknown",
+                           cwd=tmp_path)  # fmt: skip
     assert done.returncode != 0
     found = re.search(r"Valid algorithms: (.*)\.$", done.stdout + done.stderr, re.MULTILINE)
     assert found, (done.stdout + done.stderr)[-2000:]

@@ -145,19 +145,37 @@ def test_a_kernel_that_folds_nothing_is_verified() -> None:
 # ------------------------------------------------------------ real smpirun runs --
 
 
-def smpirun(program: Path, args: Sequence[str], ranks: int, *cfg: str,
-            hostfile: Path = SMPI_DATA / "hosts-4x4.txt",
-            env: Mapping[str, str] | None = None) -> str:  # fmt: skip
+def smpirun_process(program: Path, args: Sequence[str], ranks: int, *cfg: str,
+                    hostfile: Path = SMPI_DATA / "hosts-4x4.txt",
+                    env: Mapping[str, str] | None = None,
+                    cwd: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """smpirun of `program` on the 4x4 test cluster, whatever its exit status (a failing
+    smpirun leaves its unrolled hostfile in `cwd`: tests that expect one pass a tmp_path)."""
     argv = [
         "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"),
         "-hostfile", str(hostfile), "-np", str(ranks),
         "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning", *cfg,
         str(program), *args,
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          env=env)  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          env=env, cwd=cwd)  # fmt: skip
+
+
+def smpirun(program: Path, args: Sequence[str], ranks: int, *cfg: str,
+            hostfile: Path = SMPI_DATA / "hosts-4x4.txt",
+            env: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """The stdout of an smpirun that must succeed."""
+    done = smpirun_process(program, args, ranks, *cfg, hostfile=hostfile, env=env)
     assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
     return done.stdout
+
+
+def environment_with(name: str, value: str | None) -> dict[str, str]:
+    """This process's environment with variable `name` set to `value` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value is not None:
+        env[name] = value
+    return env
 
 
 def smpi_build(name: str, extra: Sequence[str] = ()) -> Program:
@@ -325,9 +343,7 @@ def bcast_check_build(tmp_path: Path) -> Path:
 
 def bcast_run(program: Path, args: Sequence[str], ranks: int, hostfile: Path,
               bcast_env: str | None, *cfg: str) -> str:  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "HPCEVAL_SMPI_BCAST"}
-    if bcast_env is not None:
-        env["HPCEVAL_SMPI_BCAST"] = bcast_env
+    env = environment_with("HPCEVAL_SMPI_BCAST", bcast_env)
     return smpirun(program, args, ranks, "--cfg=smpi/coll-selector:ompi", *cfg,
                    hostfile=hostfile, env=env)  # fmt: skip
 
@@ -374,16 +390,9 @@ def scan_run(tmp_path: Path, args: Sequence[str], ranks: int, hostfile: Path,
         compiler_identity=detect_smpi().identity(), cflags=["-O2", "-DHPCEVAL_SMPI"],
         cache=tmp_path,
     )  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "HPCEVAL_SMPI_SCAN"}
-    if scan_env is not None:
-        env["HPCEVAL_SMPI_SCAN"] = scan_env
-    argv = [
-        "smpirun", "-platform", str(SMPI_DATA / "cluster-4x4.xml"), "-hostfile", str(hostfile),
-        "-np", str(ranks), "--cfg=smpi/host-speed:1Gf", "--log=xbt_cfg.thres:warning",
-        "--cfg=smpi/coll-selector:ompi", *cfg, str(program), *args,
-    ]  # fmt: skip
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          env=env, cwd=tmp_path)  # fmt: skip
+    return smpirun_process(program, args, ranks, "--cfg=smpi/coll-selector:ompi", *cfg,
+                           hostfile=hostfile, env=environment_with("HPCEVAL_SMPI_SCAN", scan_env),
+                           cwd=tmp_path)  # fmt: skip
 
 
 @requires_smpi

@@ -122,12 +122,12 @@ class SmpirunStarter(Starter):
         env = {**thread_environment(1), **request.rank_env}
         notes: tuple[str, ...] = ("simulated on SimGrid SMPI",)
         forced = forced_in(cfg)
-        # A forced MPI_Bcast is SMPI's: the programs' own file then delegates to it.
-        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR and "bcast" not in forced:
-            env[BCAST_ENV] = "openmpi"
-            notes += (OPEN_MPI_BCAST_NOTE,)
-        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR:  # SMPI has no scan to force
-            env[SCAN_ENV] = "openmpi"
+        if cfg.get(COLLECTIVE_SELECTOR) == OPEN_MPI_SELECTOR:
+            # A forced MPI_Bcast is SMPI's: the programs' own file then delegates to it.
+            if "bcast" not in forced:
+                env[BCAST_ENV] = "openmpi"
+                notes += (OPEN_MPI_BCAST_NOTE,)
+            env[SCAN_ENV] = "openmpi"  # SMPI has no scan algorithm to force
             notes += (OPEN_MPI_SCAN_NOTE,)
         if forced:
             notes += (forced_note(forced),)
