@@ -1,5 +1,6 @@
-// A token bucket (Linux tc tbf) on SimGrid links: a prototype for issue 21, loaded into
-// smpirun with LD_PRELOAD by perf/smpi_token_bucket.sh. Not yet part of `hpceval simulate`.
+// A token bucket (Linux tc tbf) on SimGrid links: a prototype for issue 21, built and loaded
+// into smpirun with LD_PRELOAD as perf/README.md and the results file it names show. Not yet
+// part of `hpceval simulate`.
 //
 // HPCEVAL_SMPI_BUCKET="RATE:BURST:PEAK:SUFFIX[,SUFFIX...]" (bytes/s, bytes, bytes/s): every
 // link whose name ends with a SUFFIX gets a bucket of BURST bytes filled at RATE. While it
@@ -9,7 +10,8 @@
 // one's message is on the way.
 //
 // Tokens are integrated from the link's usage over every interval the simulation clock
-// advances (Engine::on_time_advance: the usage is still the one of the interval just ended).
+// advances (Engine::on_time_advance, which fires before the actions of the interval just
+// ended are updated, so the usage read there is that interval's; checked by the PingPong only).
 // A daemon actor wakes when the busiest link's bucket would run dry at its current usage
 // (at most every 5 us, so a flow that starts meanwhile is seen within that step) and switches
 // the link's bandwidth. SimGrid 3.32's set_bandwidth() drives penalties negative with the
