@@ -47,7 +47,7 @@ Usage: python perf/simulate.py [--db FILE] [--class-b] [--netns] [--skip-local]
                                 [--skip-512] [--tolerance 0.1] [--magellan]
                                 [--magellan-table DB] [--netns-flows]
                                 [--netns-validate [--rounds 2] [--rt] [--measured-db DB]
-                                 [--burst BYTES]]
+                                 [--burst BYTES] [--no-token-bucket]]
 """
 
 from __future__ import annotations
@@ -266,11 +266,12 @@ def bucket_platform(work: Path, burst: int) -> tuple[str, str]:
 
 
 def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool,
-                   burst: int | None = None) -> None:  # fmt: skip
+                   burst: int | None = None, bucket: bool = True) -> None:  # fmt: skip
     """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure.
 
     With `burst`, the same cluster with that tbf bucket (bytes; shipped: 2 ms at the link
-    rate), stored under its own platform name."""
+    rate), stored under its own platform name. `bucket` False: projected without the
+    token-bucket link model (`hpceval simulate --no-token-bucket`)."""
     platform_arg, platform_name = NETNS, NETNS
     if burst is not None:
         platform_arg, platform_name = bucket_platform(work, burst)
@@ -287,7 +288,8 @@ def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool,
                   f"after {after}")  # fmt: skip
     independent = str(work / "independent.db")
     shutil.copy(db, independent)
-    common = ["--platform", platform_name, "--ppn", "1", "--accept-curve", "--validate"]
+    common = ["--platform", platform_name, "--ppn", "1", "--accept-curve", "--validate",
+              *([] if bucket else ["--no-token-bucket"])]  # fmt: skip
     mpibench = [(r, ",".join(map(str, RING_SIZES))) for r in RINGS] + [
         (c, ",".join(map(str, COLLECTIVE_SIZES))) for c in COLLECTIVES]  # fmt: skip
     # Most telling first (a loaded host may not leave time for all): the messages at the
@@ -399,6 +401,8 @@ def main() -> None:
     parser.add_argument("--measured-db", metavar="DB",
                         help="--netns-validate: project from this database's measurements "
                         "(copied), measure nothing")  # fmt: skip
+    parser.add_argument("--no-token-bucket", action="store_true",
+                        help="--netns-validate: project without the token-bucket link model")
     args = parser.parse_args()
     if args.netns_validate:
         work = Path(tempfile.mkdtemp(prefix="hpceval-validate-"))
@@ -406,7 +410,7 @@ def main() -> None:
         if args.measured_db:
             shutil.copy(args.measured_db, db)
         netns_validate(db, work, args.rounds, args.rt, measure=not args.measured_db,
-                       burst=args.burst)  # fmt: skip
+                       burst=args.burst, bucket=not args.no_token_bucket)  # fmt: skip
         return
     if args.magellan_table:
         magellan_table(args.magellan_table)

@@ -227,6 +227,27 @@ def test_speed_calibration_recovers_a_known_speed() -> None:
     assert calibrate_speed(spec(), {}, None, kernel).describe().startswith("assumed")
 
 
+def test_speed_calibration_corrects_a_residual_inside_the_tolerance() -> None:
+    """A first replay 9 % off is within the 10 % tolerance but corrected all the same (it
+    would be inherited by every projection); the best of the iterations is kept."""
+    reference = SpeedReference("cg", "A", time_s=1.0, run_id=7)
+
+    def kernel(platform: PlatformSpec, cfg: Mapping[str, str], ref: SpeedReference) -> float:
+        return 1.09e9 / platform.speed_flops
+
+    result = calibrate_speed(spec(), {}, reference, kernel)
+    assert result.iterations == 2
+    assert result.speed_flops == pytest.approx(1e9 * 1.09)
+    assert result.residual == pytest.approx(0.0, abs=1e-9)
+
+    def stubborn(platform: PlatformSpec, cfg: Mapping[str, str], ref: SpeedReference) -> float:
+        return 1.07 if platform.speed_flops == 1e9 else 1.08  # noise the speed cannot undo
+
+    kept = calibrate_speed(spec(), {}, reference, stubborn)
+    assert kept.iterations == 4 and kept.speed_flops == 1e9
+    assert kept.residual == pytest.approx(0.07)
+
+
 # --------------------------------------------------------------------------- launcher, profiles
 
 

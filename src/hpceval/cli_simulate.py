@@ -277,6 +277,24 @@ def simulate_command(
             "share); --validate then holds it against the runs measured on shared cores.",
         ),
     ] = False,
+    token_bucket: Annotated[
+        bool,
+        typer.Option(
+            "--token-bucket/--no-token-bucket",
+            help="An emulated cluster whose links tc tbf shapes (stored with its runs): model "
+            "each node link's bucket (a SimGrid plugin) rather than fit factors on the "
+            "PingPong's steady state.",
+        ),
+    ] = True,
+    bucket_peak_gbps: Annotated[
+        float | None,
+        typer.Option(
+            "--bucket-peak-gbps",
+            help="Speed of a shaped link while its bucket holds tokens, Gbit/s \\[default: "
+            "16, assumed: a veth's speed].",
+            show_default=False,
+        ),
+    ] = None,
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Calibration: largest residual per size.")
     ] = 0.10,
@@ -345,6 +363,7 @@ def simulate_command(
     from hpceval.launch.starters.smpi_collectives import forced_note, parse_forced
     from hpceval.simulate.plan import Request
     from hpceval.simulate.runner import calibrate_simulation, execute, prepare
+    from hpceval.simulate.token_bucket import TokenBucket
     from hpceval.store import open_store
 
     if backbone not in (None, "fatpipe", "shared"):
@@ -367,6 +386,8 @@ def simulate_command(
         topology=topology,
         accept_curve=accept_curve,
         host_share=host_share,
+        token_bucket=token_bucket,
+        bucket_peak_Bps=bucket_peak_gbps * 1e9 / 8 if bucket_peak_gbps is not None else None,
         time_limit_s=time_limit,
         tolerance=tolerance,
         recalibrate=recalibrate,
@@ -393,6 +414,8 @@ def simulate_command(
             highlight=False,
         )
         out.print(_memory_line(calibration), highlight=False)
+        if bucket := calibration.parameters["platform"].get("token_bucket"):
+            out.print(TokenBucket.from_dict(bucket).describe(), markup=False, highlight=False)
         if forced:
             out.print(forced_note(forced), markup=False, highlight=False)
         if sim.build is not None:

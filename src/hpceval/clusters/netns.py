@@ -200,6 +200,7 @@ def emulation_facts(nodes: int, options: NetnsOptions) -> dict[str, Any]:
         "rate_bit_s": rate,
         "shaper": None if rate is None else "tc tbf",
         "burst_bytes": burst,
+        "mtu": options.mtu,
         "queue_limit": None if rate is None else TBF_LATENCY,
         "added_latency_s": 0.0,
         "limits": limits,

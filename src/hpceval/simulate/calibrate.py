@@ -60,8 +60,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # flow-dependent NIC scale (hpceval.simulate.flows). 5: Isend overhead and gap fitted jointly
 # (os = or = 0), a node's intra-node copies share a memory link (hpceval.simulate.jointfit).
 # 6: --host-share fits on the rings measured at the share too (the Isend overhead, and the
-# shared backbone on the random ring's bandwidth at one rank per node).
-CALIBRATION_VERSION: Final = 6
+# shared backbone on the random ring's bandwidth at one rank per node). 7: the core speed
+# corrected to half the tolerance; links shaped by a token bucket (hpceval.simulate.token_bucket).
+CALIBRATION_VERSION: Final = 7
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are
@@ -304,8 +305,12 @@ def nominal_spec(target: Target, *, nodes: int, cores_per_node: int, speed: floa
         return LinkSpec(alpha * 1e-6, beta * 1e6)
 
     primary = hockney(target.curves[target.primary_path])
+    bucket = target.token_bucket if target.primary_path == "inter-node" else None
     if target.primary_path == "inter-node":
-        link = LinkSpec(primary.latency_s / 2, primary.bandwidth_Bps)
+        # A shaped link runs at the bucket's peak while it holds tokens (the plugin drops it
+        # to the rate): the curve's Hockney bandwidth is the bucket's steady state.
+        link = LinkSpec(primary.latency_s / 2,
+                        bucket.peak_Bps if bucket else primary.bandwidth_Bps)  # fmt: skip
         intra = target.curves.get("intra-node")
         loopback = hockney(intra) if intra is not None else primary
     else:
@@ -320,6 +325,7 @@ def nominal_spec(target: Target, *, nodes: int, cores_per_node: int, speed: floa
         backbone=target.backbone,
         backbone_bandwidth_Bps=target.backbone_Bps,
         description=f"{target.name}: {target.source}",
+        token_bucket=bucket,
         **target.topology,
     )
 
@@ -349,6 +355,11 @@ def calibrate_network(
         curve = target.curves[primary]
         segments = piecewise_fit(curve.sizes, list(aims[primary]), tolerance=tolerance / 2)
         lat, bw = factors(segments, *_route(spec, primary))
+        if spec.token_bucket is not None:
+            # The bucket and its rate make the curve's shape (twice the rate up to twice the
+            # bucket, the rate above): bandwidth factors fitted on it would apply the
+            # PingPong's drained figure to every message. Only the latencies are fitted.
+            bw = [(first, 1.0) for first, _ in bw]
         if primary == "inter-node" and "intra-node" in target.curves:
             intra = target.curves["intra-node"]
             loop = fit_loopback(intra.sizes, list(aims["intra-node"]), lat, bw)
@@ -395,22 +406,31 @@ def calibrate_speed(
     simulate: KernelSimulator,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
-    max_iterations: int = 3,
+    max_iterations: int = 4,
 ) -> SpeedCalibration:
-    """The per-core speed whose simulated single-rank kernel time matches the reference."""
+    """The per-core speed whose simulated single-rank kernel time matches the reference.
+
+    Corrected until within GOOD_ENOUGH of the tolerance, as the network is: stopped at the
+    tolerance itself, CG class A's core speed was kept anywhere from -8.5 to +9.2 % off (one
+    replay each), which every projection of the kernel inherited (issue 21: the 2-rank CG
+    projections of one model spread by 10 %). The best iteration is kept."""
     if reference is None:
         return SpeedCalibration(REFERENCE_SPEED_FLOPS, None, None, 0)
     speed = REFERENCE_SPEED_FLOPS
-    simulated = math.nan
+    best: SpeedCalibration | None = None
     for iteration in range(1, max_iterations + 1):
         simulated = simulate(replace(spec, speed_flops=speed), config, reference)
         if not (math.isfinite(simulated) and simulated > 0):
             raise UserError(f"the simulated npb {reference.kernel} took {simulated!r} s")
-        if abs(simulated - reference.time_s) <= tolerance * reference.time_s:
-            return SpeedCalibration(speed, reference, simulated, iteration)
+        result = SpeedCalibration(speed, reference, simulated, iteration)
+        if best is None or abs(result.residual or 0.0) < abs(best.residual or 0.0):
+            best = result
+        if abs(simulated - reference.time_s) <= GOOD_ENOUGH * tolerance * reference.time_s:
+            return result
         # Computation time scales as 1/speed.
         speed *= simulated / reference.time_s
-    return SpeedCalibration(speed, reference, simulated, max_iterations)
+    assert best is not None
+    return replace(best, iterations=max_iterations)
 
 
 def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
@@ -425,6 +445,7 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
         },
         "backbone": [target.backbone, target.backbone_Bps],
         "topology": dict(target.topology),
+        **({"token_bucket": target.token_bucket.to_dict()} if target.token_bucket else {}),
         **parts,
     }
     text = json.dumps(payload, sort_keys=True, default=str)

@@ -42,6 +42,7 @@ from hpceval.simulate.calibrate import (
 from hpceval.simulate.platform import PlatformSpec
 from hpceval.simulate.profiles import profile_target
 from hpceval.simulate.sources import Target, store_target
+from hpceval.simulate.token_bucket import build_plugin
 from hpceval.store import Store
 
 SMPICC = "smpicc"
@@ -143,6 +144,8 @@ class Request:
     topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
     accept_curve: bool = False  # calibrate on a curve the input checks refuse (flagged)
     host_share: bool = False  # emulated nodes sharing this host's cores: calibrate at the share
+    token_bucket: bool = True  # model a stored tc tbf shaping (False: factors only)
+    bucket_peak_Bps: float | None = None  # a shaped link's speed with tokens (None: assumed)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     tolerance: float = DEFAULT_TOLERANCE
     recalibrate: bool = False
@@ -331,6 +334,43 @@ def resolve_target(
         target = replace(target, topology=parse_topology(request.topology))
     if request.accept_curve:
         target = replace(target, curve_accepted=True)
+    return token_bucket_choice(target, request)
+
+
+def token_bucket_choice(target: Target, request: Request) -> Target:
+    """The target with its stored tc tbf bucket as the request has it: modelled (with the
+    peak given or assumed, and said so), or left to the factors (--no-token-bucket,
+    --host-share); a one-line UserError for a peak without a bucket or another topology."""
+    if (stored := target.token_bucket) is not None:
+        if not request.token_bucket or request.host_share:
+            # At the share the pairs' curve is the host's cores as much as the buckets (on
+            # netns-4x1-1gbe, 2 pairs at 64-256 KiB moved more than the buckets' steady
+            # state lets one pair): only factors fitted on it follow it.
+            why = "--no-token-bucket" if not request.token_bucket else (
+                "--host-share (the concurrent pairs at the share are the calibration input)")
+            target = replace(target, token_bucket=None, assumed=(
+                *target.assumed, f"{why}: {stored.describe()}, modelled by the "
+                "factors fitted on the curve alone"))  # fmt: skip
+        elif request.bucket_peak_Bps is not None:
+            try:
+                bucket = replace(stored, peak_Bps=request.bucket_peak_Bps,
+                                 peak_source="given with --bucket-peak-gbps")  # fmt: skip
+            except ValueError as e:
+                raise UserError(f"--bucket-peak-gbps: {e}") from None
+            target = replace(target, token_bucket=bucket)
+        if target.token_bucket is not None and target.token_bucket.peak_source.startswith(
+                "assumed"):  # fmt: skip
+            target = replace(target, assumed=(
+                *target.assumed, f"token bucket: a shaped link runs at "
+                f"{target.token_bucket.peak_Bps / 1e6:.4g} MB/s while its bucket holds tokens "
+                "(a veth's speed; --bucket-peak-gbps sets it)"))  # fmt: skip
+        if target.token_bucket is not None and target.topology:
+            raise UserError("--topology: a token bucket shapes the links of the emulated "
+                            "cluster's single switch; give --no-token-bucket for another "
+                            "topology")  # fmt: skip
+    elif request.bucket_peak_Bps is not None:
+        raise UserError(f"--bucket-peak-gbps: the links of {target.name!r} are not shaped by "
+                        "a token bucket (no tc tbf in its stored emulation facts)")  # fmt: skip
     return target
 
 
@@ -454,7 +494,12 @@ def simulated_platform(
     tools: SmpiTools,
     oversubscribe: bool,
 ) -> PlatformConfig:
-    """The hpceval platform whose launcher runs `spec` under smpirun."""
+    """The hpceval platform whose launcher runs `spec` under smpirun (with the token-bucket
+    plugin, built first, when its node links are shaped)."""
+    bucket = spec.token_bucket
+    shaped = {} if bucket is None else {"token_bucket": {
+        "plugin": str(build_plugin(tools.simgrid_version)), "spec": bucket.plugin_spec(),
+        "description": bucket.describe()}}  # fmt: skip
     return PlatformConfig(
         name=name,
         description=description,
@@ -467,6 +512,7 @@ def simulated_platform(
                 "platform_file": str(platform_file),
                 "workdir": str(workdir),
                 "cfg": dict(cfg),
+                **shaped,
             }
         ),
         nodes=spec.nodes,

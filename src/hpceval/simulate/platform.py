@@ -47,6 +47,7 @@ from xml.sax.saxutils import quoteattr
 from hpceval.errors import UserError
 from hpceval.launch.starters.smpirun import SIMULATED_HOST_PREFIX, simulated_host
 from hpceval.model import Placement
+from hpceval.simulate.token_bucket import TokenBucket
 
 PLATFORM_DTD = "https://simgrid.org/simgrid.dtd"
 
@@ -85,6 +86,9 @@ class PlatformSpec:
     topology_source: str = ""
     # Intra-node message throughput of a node, shared by its ranks' flows (None: unshared).
     memory_copy_Bps: float | None = None
+    # Node links shaped by a token bucket (hpceval.simulate.token_bucket); `link` then runs
+    # at the bucket's peak while it holds tokens, and the SMPI plugin drops it to the rate.
+    token_bucket: TokenBucket | None = None
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -118,6 +122,10 @@ class PlatformSpec:
             if self.topology != "flat":
                 raise ValueError("a shared intra-node memory path is modelled on the flat "
                                  f"topology only, not on {self.topology}")  # fmt: skip
+        if self.token_bucket is not None and (
+                self.topology != "flat" or self.link_sharing != "splitduplex"):
+            raise ValueError("a token bucket shapes the node links of a single switch, each "
+                             "direction apart (flat topology, splitduplex links)")  # fmt: skip
 
     @property
     def host_count(self) -> int:
@@ -154,7 +162,10 @@ class PlatformSpec:
                 + ("fat-pipe backbone" if self.backbone == "fatpipe" else "shared backbone")
                 + ")"
             )
-        return shape + (f" ({self.topology_source})" if self.topology_source else "")
+        shape += f" ({self.topology_source})" if self.topology_source else ""
+        if self.token_bucket is not None:
+            shape += f"; token-bucket link model: {self.token_bucket.describe()}"
+        return shape
 
     @property
     def cores(self) -> int:
@@ -175,8 +186,11 @@ class PlatformSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PlatformSpec:
+        bucket = d.get("token_bucket")
+        shaped = TokenBucket.from_dict(bucket) if bucket else None
         return cls(**{**d, "link": LinkSpec(**d["link"]), "loopback": LinkSpec(**d["loopback"]),
-                      "torus_dims": tuple(d.get("torus_dims", ()))})  # fmt: skip
+                      "torus_dims": tuple(d.get("torus_dims", ())),
+                      "token_bucket": shaped})  # fmt: skip
 
 
 def _seconds(value: float) -> str:

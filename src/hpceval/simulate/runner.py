@@ -106,8 +106,10 @@ def curve_flags(target: Target) -> list[str]:
     )
     flags: list[str] = []
     for path, curve in target.curves.items():
+        bucket = target.token_bucket if path == "inter-node" else None
         flags += check_curve(curve, what=f"the {path} PingPong of {target.name!r}",
-                             remedy=remedy, refuse=not target.curve_accepted)  # fmt: skip
+                             remedy=remedy, refuse=not target.curve_accepted,
+                             bucket=bucket)  # fmt: skip
     return flags
 
 

@@ -11,7 +11,9 @@ refused when they move it by more than the calibration could absorb.
   named, not the ones after it); a small-message time (n < 1 KiB) far above both
   neighbours (a spike) counts as well;
 - implausible bandwidth: from 1 KiB up, n / t(n) below BANDWIDTH_DROP of the best bandwidth
-  of the smaller sizes.
+  of the smaller sizes. On links shaped by a token bucket (hpceval.simulate.token_bucket) the
+  bandwidth falls from twice the line rate to the rate above the bucket by design: there the
+  sizes above the bucket are held against the rate instead.
 
 Below REFUSE (relative miss) a point is flagged (recorded with the calibration and printed);
 from REFUSE up the curve is refused with a one-line error naming the points.
@@ -25,6 +27,7 @@ from typing import Final
 
 from hpceval.errors import UserError
 from hpceval.simulate.sources import Curve
+from hpceval.simulate.token_bucket import TokenBucket
 
 NOISE: Final = 0.03  # what timer noise moves a median by, relatively
 REFUSE: Final = 0.10  # the calibration's default tolerance: a miss it could not absorb
@@ -51,8 +54,9 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def suspect_points(curve: Curve) -> list[SuspectPoint]:
-    """The points of `curve` that a real network would not produce, worst first."""
+def suspect_points(curve: Curve, bucket: TokenBucket | None = None) -> list[SuspectPoint]:
+    """The points of `curve` that a real network (shaped by `bucket`) would not produce,
+    worst first."""
     sizes, times = curve.sizes, curve.times_us
     found: dict[int, SuspectPoint] = {}
 
@@ -71,18 +75,24 @@ def suspect_points(curve: Curve) -> list[SuspectPoint]:
             if t > SPIKE * around:
                 note(SuspectPoint(n, t, f"{t / around:.1f}x its neighbours", t / around - 1))
         bw = n / t
-        if n >= BANDWIDTH_FROM and best_bw and bw < BANDWIDTH_DROP * best_bw:
+        if bucket is not None and n > bucket.payload_burst_bytes:
+            rate = bucket.payload_rate_Bps / 1e6
+            if bw < BANDWIDTH_DROP * rate:
+                note(SuspectPoint(n, t, f"bandwidth {bw:.4g} MB/s, under the bucket's rate "
+                                  f"{rate:.4g} MB/s", 1 - bw / rate))  # fmt: skip
+        elif n >= BANDWIDTH_FROM and best_bw and bw < BANDWIDTH_DROP * best_bw:
             note(SuspectPoint(n, t, f"bandwidth {bw:.4g} MB/s, {best_bw:.4g} MB/s at a "
                               "smaller size", 1 - bw / best_bw))  # fmt: skip
         best_bw = max(best_bw, bw)
     return sorted(found.values(), key=lambda p: -p.miss)
 
 
-def check_curve(curve: Curve, *, what: str, remedy: str, refuse: bool = True) -> list[str]:
+def check_curve(curve: Curve, *, what: str, remedy: str, refuse: bool = True,
+                bucket: TokenBucket | None = None) -> list[str]:  # fmt: skip
     """Flags (one line each) for the curve's suspect points; a one-line UserError naming
     them if one misses by REFUSE or more (unless not `refuse`: the user accepted the curve,
     they are flags then). `what` names the curve, `remedy` how to re-measure."""
-    points = suspect_points(curve)
+    points = suspect_points(curve, bucket)
     bad = [p for p in points if p.miss >= REFUSE]
     if bad and refuse:
         named = "; ".join(p.describe() for p in bad[:3])

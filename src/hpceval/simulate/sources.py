@@ -19,6 +19,7 @@ from hpceval.model import Origin
 from hpceval.simulate.contention import RingFigures, mpi_family
 from hpceval.simulate.flows import FLOW_PATTERN, FlowFigures, store_flows
 from hpceval.simulate.memory import NodeMemory, store_memory
+from hpceval.simulate.token_bucket import TokenBucket, emulation_bucket
 from hpceval.store import Store
 
 NetworkPath = Literal["inter-node", "intra-node"]
@@ -85,6 +86,8 @@ class Target:
     curve_accepted: bool = False
     # The node's memory bandwidth its ranks share (hpceval.simulate.memory); None: unknown.
     memory: NodeMemory | None = None
+    # The node links' tc tbf bucket of an emulated cluster (hpceval.simulate.token_bucket).
+    token_bucket: TokenBucket | None = None
 
     @property
     def primary_path(self) -> NetworkPath:
@@ -195,6 +198,8 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
         memory=store_memory(store, set(runs)),
+        token_bucket=emulation_bucket(facts.get("emulation"), f"the emulation facts of run "
+                                      f"{latest.id}"),
     )
     if share_ranks is None:
         return target

@@ -59,10 +59,26 @@ OPEN_MPI_SCAN_NOTE = (
 )
 
 
+# Node links shaped by a token bucket (hpceval.simulate.token_bucket): the SimGrid plugin is
+# preloaded into smpirun, which it reads its bucket from; SimGrid 3.32's Link::set_bandwidth,
+# which it calls, aborts ("Variable penalty should not be negative") unless the SMPI model's
+# RTT weighting is off.
+BUCKET_ENV = "HPCEVAL_SMPI_BUCKET"
+BUCKET_CFG = {"network/weight-S": "0"}
+BUCKET_SPEC = r"^[0-9.eE+]+:[0-9.eE+]+:[A-Za-z0-9_,-]+$"
+
+
+class TokenBucketLaunch(StrictModel):
+    plugin: Argument  # the plugin's shared library
+    spec: str = Field(pattern=BUCKET_SPEC)  # RATE:BURST:SUFFIXES (payload bytes/s, bytes)
+    description: str = ""  # for the run's note
+
+
 class SmpirunOptions(StrictModel):
     platform_file: Argument
     workdir: Argument
     cfg: dict[str, str] = Field(default_factory=dict)
+    token_bucket: TokenBucketLaunch | None = None
 
 
 def simulated_host(node: int) -> str:
@@ -110,6 +126,9 @@ class SmpirunStarter(Starter):
         hostfile = hostfile_path(options, placement)
         cfg = dict(options.cfg)
         single = placement.ranks == 1 and cfg.pop(COLLECTIVE_SELECTOR, None) is not None
+        bucket = options.token_bucket
+        if bucket is not None:
+            cfg.update(BUCKET_CFG)
         argv = [
             request.executable,
             "-np", str(placement.ranks),
@@ -131,6 +150,11 @@ class SmpirunStarter(Starter):
             notes += (OPEN_MPI_SCAN_NOTE,)
         if forced:
             notes += (forced_note(forced),)
+        if bucket is not None:
+            env["LD_PRELOAD"] = bucket.plugin
+            env[BUCKET_ENV] = bucket.spec
+            notes += ("token-bucket link model (SimGrid plugin, network/weight-S:0): "
+                      + (bucket.description or bucket.spec),)  # fmt: skip
         if request.oversubscribed:
             notes += (SHARED_CORES_NOTE,)
         if single:
