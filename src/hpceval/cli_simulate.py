@@ -363,7 +363,6 @@ def simulate_command(
     from hpceval.launch.starters.smpi_collectives import forced_note, parse_forced
     from hpceval.simulate.plan import Request
     from hpceval.simulate.runner import calibrate_simulation, execute, prepare
-    from hpceval.simulate.token_bucket import TokenBucket
     from hpceval.store import open_store
 
     if backbone not in (None, "fatpipe", "shared"):
@@ -414,8 +413,6 @@ def simulate_command(
             highlight=False,
         )
         out.print(_memory_line(calibration), highlight=False)
-        if bucket := calibration.parameters["platform"].get("token_bucket"):
-            out.print(TokenBucket.from_dict(bucket).describe(), markup=False, highlight=False)
         if forced:
             out.print(forced_note(forced), markup=False, highlight=False)
         if sim.build is not None:

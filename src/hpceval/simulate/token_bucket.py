@@ -25,9 +25,9 @@ stated assumption (PEAK_ASSUMED_BPS, or `hpceval simulate --bucket-peak-gbps`).
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from hpceval.build import compile_program
 from hpceval.errors import ToolMissing, UserError
+from hpceval.toolchain import parse_compiler_version, run_command
 
 PLUGIN_SOURCE: Final = Path(__file__).parent.parent / "smpi_plugins" / "token_bucket.cpp"
 PLUGIN_NAME: Final = "libhpceval_token_bucket.so"
@@ -106,11 +107,9 @@ class TokenBucket:
         return cls(**d)
 
 
-def emulation_bucket(
-    emulation: Mapping[str, Any] | None, origin: str, peak_Bps: float | None = None
-) -> TokenBucket | None:
-    """The bucket an emulated platform's stored facts describe (None: links not shaped by
-    tbf). `peak_Bps` None: the stated assumption."""
+def emulation_bucket(emulation: Mapping[str, Any] | None, origin: str) -> TokenBucket | None:
+    """The bucket an emulated platform's stored facts describe, its peak the stated
+    assumption (None: links not shaped by tbf)."""
     if not emulation or emulation.get("shaper") != SHAPER:
         return None
     rate, burst = emulation.get("rate_bit_s"), emulation.get("burst_bytes")
@@ -118,23 +117,21 @@ def emulation_bucket(
         raise UserError(f"{origin}: the emulation facts name {SHAPER} without a rate_bit_s "
                         "and a burst_bytes")  # fmt: skip
     mtu = emulation.get("mtu")
-    stated = isinstance(mtu, int)
-    if peak_Bps is None:
-        peak, how = PEAK_ASSUMED_BPS, "assumed: a veth's speed, not seen by a drained PingPong"
-    else:
-        peak, how = peak_Bps, "given with --bucket-peak-gbps"
+    if not isinstance(mtu, int):
+        mtu, origin = DEFAULT_MTU, f"{origin}, MTU {DEFAULT_MTU} assumed"
     try:
-        return TokenBucket(float(rate), float(burst), mtu if isinstance(mtu, int) else DEFAULT_MTU,
-                           peak, origin + ("" if stated else f", MTU {DEFAULT_MTU} assumed"),
-                           how)  # fmt: skip
+        return TokenBucket(float(rate), float(burst), mtu, PEAK_ASSUMED_BPS, origin,
+                           "assumed: a veth's speed, not seen by a drained PingPong")  # fmt: skip
     except ValueError as e:
         raise UserError(f"{origin}: {e}") from None
 
 
+@functools.cache
 def compiler_identity(cxx: str) -> str:
-    done = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30,
-                          check=False)  # fmt: skip
-    return (done.stdout.splitlines() or [cxx])[0]
+    """The first line of `cxx --version`, probed once per process: every smpirun platform a
+    calibration writes asks for the plugin."""
+    probe = run_command([cxx, "--version"])
+    return (parse_compiler_version(probe.output) if probe else None) or cxx
 
 
 def build_plugin(simgrid_version: str) -> Path:
