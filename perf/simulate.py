@@ -123,13 +123,16 @@ ranks = {ranks!r}
     return path
 
 
-def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], float]:
-    """(benchmark, what, class or size, ranks) -> value, latest run of this origin on this
-    platform (a projection carries its target platform's name)."""
-    out: dict[tuple[str, ...], float] = {}
+def series(
+    db: str, origin: Origin, platform: str
+) -> dict[tuple[str, ...], tuple[float, ...]]:
+    """(benchmark, what, class or size, ranks) -> per run of this origin on this platform
+    that has the figure (oldest first), the median of its samples (a projection carries its
+    target platform's name)."""
+    by_run: dict[tuple[str, ...], dict[int, list[float]]] = {}
     with open_store(db, create=False) as store:
         runs = {r.id: r.platform_name for r in store.runs()}
-        for sm in sorted(store.measurements(), key=lambda sm: sm.id):
+        for sm in store.measurements():
             m, p = sm.measurement, sm.measurement.parameters
             if m.origin is not origin or runs.get(sm.run_id) != platform:
                 continue
@@ -143,8 +146,9 @@ def series(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], floa
                 key = ("mpibench", str(p["pattern"]), str(p["size"]), str(p["ranks"]), m.metric)
             else:
                 continue
-            out[key] = statistics.median(m.samples) if m.samples else m.value
-    return out
+            by_run.setdefault(key, {}).setdefault(sm.run_id, []).extend(m.samples or (m.value,))
+    return {key: tuple(statistics.median(v) for _, v in sorted(runs_.items()))
+            for key, runs_ in by_run.items()}  # fmt: skip
 
 
 def calibrations(db: str) -> None:
@@ -156,18 +160,36 @@ def calibrations(db: str) -> None:
 
 
 def table(db: str, platform: str, measured_origin: Origin) -> None:
+    """Measured: the median over the measured runs (rounds), with their lowest and highest;
+    projected: the latest projection; the error against the median, and whether the
+    projection lies inside the rounds' spread."""
     measured = series(db, measured_origin, platform)
     simulated = series(db, Origin.SIMULATED, platform)
-    print(f"\n{platform}: {measured_origin.value} vs projected")
-    print(f"{'case':40s} {'measured':>12s} {'projected':>12s} {'error':>8s}")
+    print(f"\n{platform}: {measured_origin.value} (median over rounds) vs projected")
+    print(f"{'case':40s} {'measured':>10s} {'rounds: low-high':>22s} {'projected':>10s} "
+          f"{'error':>8s}  spread")  # fmt: skip
+    within = inside = checked = spread = 0
     for key in sorted(measured):
+        rounds = measured[key]
+        median = statistics.median(rounds)
+        span = f"{len(rounds)}: {min(rounds):.4g}-{max(rounds):.4g}"
         if key not in simulated:
-            print(f"{' '.join(key):40s} {measured[key]:12.4g} {'-':>12s} {'-':>8s}")
+            print(f"{' '.join(key):40s} {median:10.4g} {span:>22s} {'-':>10s} {'-':>8s}")
             continue
-        error = (simulated[key] - measured[key]) / measured[key]
+        projected = simulated[key][-1]
+        error = (projected - median) / median
+        checked += 1
+        within += abs(error) <= 0.20
+        verdict = "-"
+        if len(rounds) >= 2:
+            spread += 1
+            verdict = "inside" if min(rounds) <= projected <= max(rounds) else "outside"
+            inside += verdict == "inside"
         unit = "s" if key[0] == "npb" else ("MB/s" if key[-1] == "bandwidth" else "us")
-        print(f"{' '.join(key) + ' (' + unit + ')':40s} {measured[key]:12.4g} "
-              f"{simulated[key]:12.4g} {error:+8.1%}")  # fmt: skip
+        print(f"{' '.join(key) + ' (' + unit + ')':40s} {median:10.4g} {span:>22s} "
+              f"{projected:10.4g} {error:+8.1%}  {verdict}")  # fmt: skip
+    print(f"{within} of {checked} projected figures within 20 % of the median; {inside} of "
+          f"{spread} inside the rounds' spread")  # fmt: skip
 
 
 def accuracy(db: str, work: Path, platform: str, classes: list[str], ranks: str,

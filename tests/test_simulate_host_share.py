@@ -156,7 +156,7 @@ def test_oversubscribed_figures_are_validated_only_at_the_same_share(tmp_path: P
         shared = measured_figures(store, "emu", oversubscribed=True)
     ring = ("mpibench", "latency", "natural_ring", 8, 4, None, 4)
     assert ring not in plain and ring in shared
-    assert shared[ring][0] == pytest.approx(90.0)
+    assert shared[ring].value == pytest.approx(90.0)
 
 
 def test_host_share_is_refused_for_a_profile_and_several_rank_counts() -> None:

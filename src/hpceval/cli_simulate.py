@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from hpceval.cli_common import DbOption, console, err, status_text, user_errors
 from hpceval.errors import UserError
@@ -164,26 +165,53 @@ def contention_lines(row: Any) -> list[str]:
     return lines
 
 
-def validation_table(store: Any, run_id: int, rings: Any, host_share: bool = False) -> Table:
-    """Projected vs measured (or published) per figure, and the error."""
+def parse_validate_runs(text: str) -> int | None:
+    """`all` (None) or a positive count of the latest runs."""
+    if text.strip().lower() == "all":
+        return None
+    if re.fullmatch(r"\s*[0-9]+\s*", text) and int(text) > 0:
+        return int(text)
+    raise UserError(f"--validate-runs: {text!r} is not all or a positive count of runs")
+
+
+def _spread(c: Any) -> str:
+    if c.runs == 0:
+        return "published"
+    if c.runs == 1:
+        return "1 run"
+    where = "inside" if c.inside_spread else "outside"
+    return f"{c.low:.4g}-{c.high:.4g} {c.unit} over {c.runs} runs: {where}"
+
+
+def validation_table(
+    store: Any, run_id: int, rings: Any, host_share: bool = False, runs: int | None = None
+) -> Table:
+    """Projected vs measured (or published) per figure, the error, and whether the
+    projection lies inside the measured runs' spread."""
     from hpceval.simulate.validate import published_rings, validate_run
 
     checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {},
-                                   host_share)  # fmt: skip
+                                   host_share, runs)  # fmt: skip
     errors = [abs(c.error) for c in checks]
+    spread = [c for c in checks if c.inside_spread is not None]
     t = Table(
         title=f"validation of run {run_id}: {len(checks)} figures held against measurements"
         + (f", median |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}"
            if errors else "")
+        + (f"; {sum(bool(c.inside_spread) for c in spread)} of {len(spread)} inside the "
+           "run-to-run spread" if spread else "")
         + (f"; {missing} without a measured counterpart" if missing else ""),
         title_justify="left",
     )  # fmt: skip
     for name, justify in (("figure", "left"), ("measured", "right"), ("projected", "right"),
-                          ("error", "right"), ("measured in", "left")):  # fmt: skip
+                          ("error", "right"), ("run-to-run spread", "left"),
+                          ("measured in", "left")):  # fmt: skip
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for c in checks:
-        t.add_row(c.figure, f"{c.measured:.4g} {c.unit}", f"{c.projected:.4g} {c.unit}",
-                  _pct(c.error), c.source)  # fmt: skip
+        # Text: names read from the store are shown as they are, never as markup.
+        t.add_row(Text(c.figure), Text(f"{c.measured:.4g} {c.unit}"),
+                  Text(f"{c.projected:.4g} {c.unit}"), _pct(c.error), Text(_spread(c)),
+                  Text(c.source))  # fmt: skip
     return t
 
 
@@ -308,11 +336,20 @@ def simulate_command(
         bool,
         typer.Option(
             "--validate",
-            help="Hold the projection against the platform's latest stored measured runs "
-            "(or the profile's published figures): error per figure. Measures nothing itself "
-            "(measure under chrt -f 10 first on a shared machine: docs/simulation.md).",
+            help="Hold the projection against the platform's stored measured runs (the "
+            "median over them, and their spread) or the profile's published figures: error "
+            "per figure. Measures nothing itself (measure under chrt -f 10 first on a shared "
+            "machine: docs/simulation.md).",
         ),
     ] = False,
+    validate_runs: Annotated[
+        str,
+        typer.Option(
+            "--validate-runs",
+            help="--validate: pool each measured figure over all the runs that measured it, "
+            "or over the latest N of them.",
+        ),
+    ] = "all",
     sampling: Annotated[
         bool | None,
         typer.Option(
@@ -369,6 +406,9 @@ def simulate_command(
         raise UserError(f"--backbone: {backbone!r} is not fatpipe or shared")
     if not 0 < tolerance < 1:
         raise UserError(f"--tolerance: {tolerance} is not between 0 and 1")
+    pooled_runs = parse_validate_runs(validate_runs)
+    if pooled_runs is not None and not validate:
+        raise UserError("--validate-runs applies with --validate")
     bb: Literal["fatpipe", "shared"] | None = backbone  # type: ignore[assignment]
     forced = parse_forced(collective or ())
     request = Request(
@@ -431,7 +471,7 @@ def simulate_command(
         )
         if validate:
             published = sim.target.rings if sim.target.source_kind == "profile" else None
-            out.print(validation_table(store, run_id, published, host_share))
+            out.print(validation_table(store, run_id, published, host_share, pooled_runs))
         if result.failed:
             raise typer.Exit(1)
 

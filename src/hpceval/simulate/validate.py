@@ -2,10 +2,13 @@
 
 Each figure of a simulated run is paired with the same figure measured (or emulated, never
 simulated) on the same platform: same benchmark, metric and parameters that define the case
-(mpibench: pattern, size, ranks, pair, ranks per node; NPB: kernel, class, ranks), from
-the latest run that measured it, by the median of its samples (as the calibration reads its
-curves). A projection from a published profile is held against the profile's published
-figures where it has them (the rings at their rank count). The error is
+(mpibench: pattern, size, ranks, pair, ranks per node; NPB: kernel, class, ranks). The
+measured figure is pooled over the runs that measured it (all of them, or the latest
+`runs`): per run the median of its samples (as the calibration reads its curves), then the
+median over those runs, with their lowest and highest (the run-to-run spread: on a shared
+host one run can be 40 % off the next, and a projection inside that spread cannot be told
+from the measurement). A projection from a published profile is held against the profile's
+published figures where it has them (the rings at their rank count). The error is
 (projected - measured) / measured, per figure; figures without a counterpart are counted,
 not guessed. Figures measured with more ranks than the host's cores (`oversubscribed`) are
 left out, unless the projection was calibrated at the same share of the cores
@@ -34,16 +37,46 @@ METRICS = frozenset({"latency", "bandwidth", "time"})
 
 
 @dataclass(frozen=True)
+class Reference:
+    """What a projected figure is held against: the median over the runs that measured it,
+    each run's value the median of its samples (oldest run first); none for a published
+    figure."""
+
+    value: float
+    source: str  # where it comes from, in words
+    run_values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
 class Check:
     figure: str  # benchmark, metric and key parameters, in words
     unit: str
-    measured: float
+    measured: float  # the median over the runs
     projected: float
     source: str  # where the measured figure comes from
+    run_values: tuple[float, ...] = ()  # per measured run (none: a published figure)
 
     @property
     def error(self) -> float:
         return (self.projected - self.measured) / self.measured
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_values)
+
+    @property
+    def low(self) -> float:
+        return min(self.run_values, default=self.measured)
+
+    @property
+    def high(self) -> float:
+        return max(self.run_values, default=self.measured)
+
+    @property
+    def inside_spread(self) -> bool | None:
+        """Whether the projection lies between the lowest and highest run; None with fewer
+        than two runs (no spread to be inside)."""
+        return self.low <= self.projected <= self.high if self.runs >= 2 else None
 
 
 def _value(m: Measurement) -> float:
@@ -66,33 +99,53 @@ def describe(key: tuple[Any, ...]) -> str:
     return f"{benchmark} {metric}: " + ", ".join(parts)
 
 
+def _runs_text(origins: set[str], run_ids: list[int]) -> str:
+    origin = "/".join(sorted(origins))
+    if len(run_ids) == 1:
+        return f"{origin} run {run_ids[0]}"
+    if len(run_ids) <= 4:
+        return f"{origin} runs " + ", ".join(map(str, run_ids))
+    return f"{len(run_ids)} {origin} runs, {run_ids[0]} to {run_ids[-1]}"
+
+
 def measured_figures(
-    store: Store, platform: str, oversubscribed: bool = False
-) -> dict[tuple[Any, ...], tuple[float, str]]:
-    """Key -> (median, "origin run N") from the latest measured run of `platform` per key;
-    `oversubscribed`: the figures measured on shared cores too."""
-    runs = {
-        r.id: r
+    store: Store, platform: str, oversubscribed: bool = False, runs: int | None = None
+) -> dict[tuple[Any, ...], Reference]:
+    """Key -> the figure pooled over the measured runs of `platform` that measured it (the
+    latest `runs` of them; None: all); `oversubscribed`: the figures measured on shared
+    cores too."""
+    if runs is not None and runs < 1:
+        raise UserError(f"runs to validate against: {runs} is not a positive count")
+    platform_runs = {
+        r.id
         for r in store.runs()
         if r.platform_name == platform and r.origin is not Origin.SIMULATED
     }
-    found: dict[tuple[Any, ...], tuple[int, float, str]] = {}
+    # key -> run -> (samples pooled over the run's measurements of the figure, origins)
+    found: dict[tuple[Any, ...], dict[int, tuple[list[float], set[str]]]] = {}
     for sm in store.measurements():
         m = sm.measurement
-        if sm.run_id not in runs or m.origin is Origin.SIMULATED or (
+        if sm.run_id not in platform_runs or m.origin is Origin.SIMULATED or (
                 m.parameters.get("oversubscribed") and not oversubscribed):  # fmt: skip
             continue
         key = figure_key(m)
         if key is None:
             continue
-        if key not in found or found[key][0] <= sm.run_id:
-            found[key] = (sm.run_id, _value(m), f"{m.origin.value} run {sm.run_id}")
-    return {k: (v, src) for k, (_, v, src) in found.items()}
+        samples, origins = found.setdefault(key, {}).setdefault(sm.run_id, ([], set()))
+        samples.extend(m.samples or (m.value,))
+        origins.add(m.origin.value)
+    out: dict[tuple[Any, ...], Reference] = {}
+    for key, by_run in found.items():
+        run_ids = sorted(by_run)[-runs:] if runs is not None else sorted(by_run)
+        values = tuple(statistics.median(by_run[r][0]) for r in run_ids)
+        origins = set().union(*(by_run[r][1] for r in run_ids))
+        out[key] = Reference(statistics.median(values), _runs_text(origins, run_ids), values)
+    return out
 
 
-def published_rings(rings: RingFigures) -> dict[tuple[Any, ...], tuple[float, str]]:
+def published_rings(rings: RingFigures) -> dict[tuple[Any, ...], Reference]:
     """The profile's ring figures under the keys a simulated run's rings carry."""
-    out: dict[tuple[Any, ...], tuple[float, str]] = {}
+    out: dict[tuple[Any, ...], Reference] = {}
     nodes = rings.nodes
     for pattern in ("natural_ring", "random_ring"):
         name = pattern.split("_")[0]
@@ -101,22 +154,24 @@ def published_rings(rings: RingFigures) -> dict[tuple[Any, ...], tuple[float, st
             ("bandwidth", rings.large, getattr(rings, f"{name}_bandwidth_mb_s")),
         ):
             key = ("mpibench", metric, pattern, size, rings.ranks, None, nodes)
-            out[key] = (value, rings.origin)
+            out[key] = Reference(value, rings.origin)
     return out
 
 
 def validate_run(
     store: Store,
     run_id: int,
-    published: Mapping[tuple[Any, ...], tuple[float, str]] = {},
+    published: Mapping[tuple[Any, ...], Reference] = {},
     host_share: bool = False,
+    runs: int | None = None,
 ) -> tuple[list[Check], int]:
     """(checks, figures without a counterpart) of simulated run `run_id`; `host_share`:
-    it was calibrated at the share of the host's cores its ranks had when measured."""
+    it was calibrated at the share of the host's cores its ranks had when measured; `runs`:
+    the measured figure pooled over the latest `runs` runs that measured it (None: all)."""
     run = store.run(run_id)
     if run.origin is not Origin.SIMULATED:
         raise UserError(f"run {run_id} is not a simulated run: nothing to validate")
-    reference = {**measured_figures(store, run.platform_name, host_share), **published}
+    reference = {**measured_figures(store, run.platform_name, host_share, runs), **published}
     checks: list[Check] = []
     missing = 0
     for sm in store.measurements(run_id):
@@ -126,8 +181,8 @@ def validate_run(
         if key not in reference:
             missing += 1
             continue
-        measured, source = reference[key]
-        if measured > 0:
-            checks.append(Check(describe(key), sm.measurement.unit, measured,
-                                _value(sm.measurement), source))  # fmt: skip
+        ref = reference[key]
+        if ref.value > 0:
+            checks.append(Check(describe(key), sm.measurement.unit, ref.value,
+                                _value(sm.measurement), ref.source, ref.run_values))  # fmt: skip
     return sorted(checks, key=lambda c: c.figure), missing
