@@ -4,6 +4,7 @@ against the figures measured on shared cores (and only then)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,45 @@ def test_host_share_is_refused_for_a_profile_and_several_rank_counts() -> None:
         resolve_target(object(), "emu", None,  # type: ignore[arg-type]
                        Request(bench="mpibench", pattern="natural_ring", ranks=(2, 4),
                                host_share=True))  # fmt: skip
+
+
+def _scaled(points: list[tuple[str, Measurement]], k: float) -> list[tuple[str, Measurement]]:
+    return [(case, replace(m, value=m.value * k, samples=tuple(s * k for s in m.samples)))
+            for case, m in points]  # fmt: skip
+
+
+def test_every_calibration_input_is_the_median_over_the_rounds(tmp_path: Path) -> None:
+    """Three rounds, every figure x1, x0.5 and x2: the PingPong curve, the single-rank NPB
+    time, the pairs at the share, the rings and the backbone they set are the x1 round's (the
+    median over the rounds), said to come from all three; the latest 2 (`--pool-runs 2`):
+    x1.25; the latest alone: x2."""
+    base = [p for p in _points() if p[0] != "ring"] + _rings(80.0)
+    with open_store(str(tmp_path / "h.db")) as store:
+        ids = [_run(store, 2, _scaled(base, k)) for k in (1.0, 0.5, 2.0)]
+        plain = store_target(store, "emu")
+        shared = store_target(store, "emu", share_ranks=4)
+        two = store_target(store, "emu", share_ranks=4, pool_runs=2)
+        one = store_target(store, "emu", pool_runs=1)
+        with pytest.raises(UserError, match="runs to pool: 0 is not a positive count"):
+            store_target(store, "emu", pool_runs=0)
+    every = "emulated runs " + ", ".join(map(str, ids))
+    pingpong = plain.curves["inter-node"]
+    assert pingpong.times_us == pytest.approx(tuple(30.0 + s / 110.0 for s in SIZES))
+    assert pingpong.origin == every and plain.run_ids == tuple(ids)
+    cg = plain.speeds[("cg", "A")]
+    assert (cg.time_s, cg.run_id, cg.run_ids) == (pytest.approx(5.0), ids[-1], tuple(ids))
+    pairs = shared.curves["inter-node"]
+    assert pairs.times_us == pytest.approx(tuple(60.0 + s / 110.0 for s in SIZES))
+    assert pairs.origin.startswith(every + ", mpibench multi_pingpong")
+    assert shared.rings is not None and shared.rings.origin == every
+    assert shared.rings.natural_latency_us == pytest.approx(100.0)
+    assert shared.backbone_Bps == pytest.approx(4 * 80.0e6)  # the rings' 4 x 80 MB/s
+    assert shared.speeds[("cg", "A")].time_s == pytest.approx(10.0)  # 5 s / half a core
+    assert two.curves["inter-node"].times_us == pytest.approx(
+        tuple(1.25 * (60.0 + s / 110.0) for s in SIZES))  # fmt: skip
+    assert two.backbone_Bps == pytest.approx(4 * 100.0e6)
+    assert two.rings is not None and two.rings.origin == f"emulated runs {ids[1]}, {ids[2]}"
+    assert one.curves["inter-node"].times_us == pytest.approx(
+        tuple(2.0 * (30.0 + s / 110.0) for s in SIZES))  # fmt: skip
+    assert one.curves["inter-node"].origin == f"emulated run {ids[-1]}"
+    assert one.speeds[("cg", "A")].time_s == pytest.approx(10.0) and one.run_ids == (ids[-1],)

@@ -1,15 +1,18 @@
 """`hpceval simulate --validate`: each projected figure against the measured runs pooled —
 the median over the runs (each run the median of its samples), their spread, and whether
-the projection lies inside it; `--validate-runs` keeps the latest N."""
+the projection lies inside it; the calibration's inputs pooled the same way; `--pool-runs`
+keeps the latest N."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from hpceval.cli_simulate import parse_validate_runs, validation_table
+from hpceval.cli_simulate import parse_pool_runs, validation_table
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 from hpceval.simulate.validate import measured_figures, validate_run
@@ -108,23 +111,71 @@ def test_the_table_says_how_many_projections_lie_inside_the_spread(tmp_path: Pat
     assert "pattern [red]x" in marked
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", "--validate", "²", ""])
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", "--validate", "²", "", "[b]1"])
 def test_a_bad_count_of_runs_is_refused(text: str) -> None:
-    with pytest.raises(UserError, match=r"--validate-runs: .* is not all or a positive count"):
-        parse_validate_runs(text)
+    with pytest.raises(UserError, match=r"--pool-runs: .* is not all or a positive count"):
+        parse_pool_runs(text)
 
 
 def test_counts_of_runs_accepted() -> None:
-    assert parse_validate_runs("all") is None and parse_validate_runs("ALL") is None
-    assert parse_validate_runs("3") == 3
+    assert parse_pool_runs("all") is None and parse_pool_runs("ALL") is None
+    assert parse_pool_runs("3") == 3
 
 
 def test_the_cli_refuses_a_bad_count_before_anything_is_stored(tmp_path: Path) -> None:
     db = tmp_path / "none.db"
     common = ["simulate", "--profile", "ec2-cc1", "--bench", "mpibench", "--pattern",
               "allreduce", "--ranks", "4", "--db", str(db)]  # fmt: skip
-    one_line_error(invoke(*common, "--validate", "--validate-runs", "-3"),
-                   "--validate-runs: '-3' is not all or a positive count of runs")
-    one_line_error(invoke(*common, "--validate-runs", "2"),
-                   "--validate-runs applies with --validate")
+    one_line_error(invoke(*common, "--validate", "--pool-runs", "-3"),
+                   "--pool-runs: '-3' is not all or a positive count of runs")
+    one_line_error(invoke(*common, "--pool-runs", "[red]2"),
+                   "--pool-runs: '[red]2' is not all or a positive count of runs")
+    one_line_error(invoke(*common, "--pool-runs", "2"),
+                   "--pool-runs: a profile has no stored runs; it applies to --platform")
     assert not db.exists()
+
+
+@pytest.mark.skipif(
+    shutil.which("smpirun") is None, reason="smpirun (libsimgrid-dev) not installed (./setup.sh "
+    "deps installs it)")  # fmt: skip
+def test_simulate_calibrates_and_validates_on_the_median_of_three_rounds(tmp_path: Path) -> None:
+    """The PingPong captured across netns-4x1-1gbe, stored as three emulated rounds (times
+    as captured, x0.8, then x1.2): calibrated on the median over the rounds (the captured
+    curve), the projection lies inside the rounds' spread at every size and within the
+    calibration's 10 % of the median; with `--pool-runs 1`, another calibration, on the
+    latest round (x1.2), and validated against that round alone."""
+    from tests.test_simulate_token_bucket import DATA, GBE, store_emulated
+
+    curve = json.loads((DATA / "netns-4x1-1gbe-pingpong.json").read_text())
+    db = tmp_path / "emu.db"
+    with open_store(str(db)) as store:
+        for scale in (1.0, 0.8, 1.2):
+            store_emulated(store, {**curve, "times_us": [t * scale for t in curve["times_us"]]},
+                           GBE)  # fmt: skip
+    # The bucket left to the factors: a curve scaled x0.8 is faster than the bucket's rate.
+    args = ["simulate", "--platform", "emu", "--bench", "mpibench", "--pattern", "pingpong",
+            "--ranks", "2", "--ppn", "1", "--sizes", "8,64KiB,1MiB", "--accept-curve",
+            "--no-token-bucket", "--validate", "--db", str(db)]  # fmt: skip
+    pooled = invoke(*args)
+    assert pooled.exit_code == 0, pooled.output
+    text = " ".join(pooled.output.split())
+    assert "3 figures held against measurements" in text
+    assert "3 of 3 inside the run-to-run spread" in text, text
+    assert text.count("over 3 runs: inside") == 3 and "emulated runs 1, 2, 3" in text
+    latest = invoke(*args, "--pool-runs", "1")
+    assert latest.exit_code == 0, latest.output
+    text = " ".join(latest.output.split())
+    assert "reused calibration" not in text and "emulated run 3" in text
+    assert "inside the run-to-run spread" not in text and text.count("1 run") == 3
+    with open_store(str(db)) as store:
+        first, second = sorted(store.calibrations(), key=lambda c: c.id)
+        assert first.source_run_ids == (1, 2, 3) and second.source_run_ids == (3,)
+        runs = sorted(r.id for r in store.runs() if r.origin is Origin.SIMULATED)
+        (pooled_checks, _), (latest_checks, _) = (validate_run(store, runs[0]),
+                                                  validate_run(store, runs[1], runs=1))
+    by_size = dict(zip(curve["sizes"], curve["times_us"], strict=True))
+    for p, q, size in zip(pooled_checks, latest_checks, (1048576, 65536, 8), strict=True):
+        assert p.measured == pytest.approx(by_size[size])  # the median of x1, x0.8, x1.2
+        assert q.measured == pytest.approx(1.2 * by_size[size])
+        assert abs(p.error) <= 0.10 and abs(q.error) <= 0.10
+        assert q.projected == pytest.approx(1.2 * p.projected, rel=0.1)

@@ -165,13 +165,13 @@ def contention_lines(row: Any) -> list[str]:
     return lines
 
 
-def parse_validate_runs(text: str) -> int | None:
+def parse_pool_runs(text: str) -> int | None:
     """`all` (None) or a positive count of the latest runs."""
     if text.strip().lower() == "all":
         return None
     if re.fullmatch(r"\s*[0-9]+\s*", text) and int(text) > 0:
         return int(text)
-    raise UserError(f"--validate-runs: {text!r} is not all or a positive count of runs")
+    raise UserError(f"--pool-runs: {text!r} is not all or a positive count of runs")
 
 
 def _spread(c: Any) -> str:
@@ -342,12 +342,13 @@ def simulate_command(
             "machine: docs/simulation.md).",
         ),
     ] = False,
-    validate_runs: Annotated[
+    pool_runs: Annotated[
         str,
         typer.Option(
-            "--validate-runs",
-            help="--validate: pool each measured figure over all the runs that measured it, "
-            "or over the latest N of them.",
+            "--pool-runs",
+            help="--platform: each stored figure (calibration input, --validate's "
+            "reference) is the median over all the runs that measured it (per run the median "
+            "of its samples), or over the latest N of them.",
         ),
     ] = "all",
     sampling: Annotated[
@@ -406,9 +407,9 @@ def simulate_command(
         raise UserError(f"--backbone: {backbone!r} is not fatpipe or shared")
     if not 0 < tolerance < 1:
         raise UserError(f"--tolerance: {tolerance} is not between 0 and 1")
-    pooled_runs = parse_validate_runs(validate_runs)
-    if pooled_runs is not None and not validate:
-        raise UserError("--validate-runs applies with --validate")
+    pooled_runs = parse_pool_runs(pool_runs)
+    if pooled_runs is not None and platform is None:
+        raise UserError("--pool-runs: a profile has no stored runs; it applies to --platform")
     bb: Literal["fatpipe", "shared"] | None = backbone  # type: ignore[assignment]
     forced = parse_forced(collective or ())
     request = Request(
@@ -425,6 +426,7 @@ def simulate_command(
         topology=topology,
         accept_curve=accept_curve,
         host_share=host_share,
+        pool_runs=pooled_runs,
         token_bucket=token_bucket,
         bucket_peak_Bps=bucket_peak_gbps * 1e9 / 8 if bucket_peak_gbps is not None else None,
         time_limit_s=time_limit,

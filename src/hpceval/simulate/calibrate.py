@@ -258,7 +258,9 @@ class SpeedCalibration:
         if self.reference is None:
             return "assumed: the simulating machine's core (no single-rank NPB time of the target)"
         r = self.reference
-        where = f"run {r.run_id}" if r.run_id is not None else r.source
+        where = r.source if r.run_id is None else (
+            f"runs {', '.join(map(str, r.run_ids))} (the median over the runs)" if r.run_ids
+            else f"run {r.run_id}")  # fmt: skip
         return f"fitted on npb {r.kernel} class {r.class_name}, 1 rank, {where}"
 
 

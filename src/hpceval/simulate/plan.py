@@ -144,6 +144,9 @@ class Request:
     topology: str | None = None  # flat | fat_tree:LEAF_NODES:RATIO | torus:XxYxZ
     accept_curve: bool = False  # calibrate on a curve the input checks refuse (flagged)
     host_share: bool = False  # emulated nodes sharing this host's cores: calibrate at the share
+    # Each stored figure (calibration input, --validate's reference) the median over the
+    # latest this many runs that measured it; None: all of them.
+    pool_runs: int | None = None
     token_bucket: bool = True  # model a stored tc tbf shaping (False: factors only)
     bucket_peak_Bps: float | None = None  # a shaped link's speed with tokens (None: assumed)
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
@@ -325,8 +328,8 @@ def resolve_target(
         if request.host_share and len(request.ranks) != 1:
             raise UserError("--host-share: give one rank count (the share is the host's "
                             "cores / the ranks)")  # fmt: skip
-        target = store_target(store, platform,
-                              request.ranks[0] if request.host_share else None)  # fmt: skip
+        target = store_target(store, platform, request.ranks[0] if request.host_share else None,
+                              request.pool_runs)  # fmt: skip
     if request.backbone is not None:
         backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
         target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)

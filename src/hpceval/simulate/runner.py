@@ -310,7 +310,8 @@ def obtain_calibration(
         source_kind=target.source_kind,
         source=target.source,
         source_run_ids=sorted(
-            {*target.run_ids, *([reference.run_id] if reference and reference.run_id else [])}
+            {*target.run_ids, *([reference.run_id] if reference and reference.run_id else []),
+             *(reference.run_ids if reference else ())}
         ),
         simgrid_version=tools.simgrid_version,
         parameters=parameters,

@@ -1,16 +1,21 @@
 """What a calibration is fitted on: PingPong curves and single-rank NPB times.
 
 From the results store (`store_target`): the measured (or emulated, never simulated)
-`mpibench` PingPong latency of a platform, 2 ranks, per pair (intra-node, inter-node) from the
-latest run that measured it, and the single-rank NPB times (speed references). From a
-published profile: hpceval.simulate.profiles.
+`mpibench` PingPong latency of a platform, 2 ranks, per pair (intra-node, inter-node), and
+the single-rank NPB times (speed references); with `--host-share` the concurrent pairs and
+rings at the share. Each figure is pooled over the runs that measured it (all, or the latest
+`pool_runs`): per run the median of its samples, then the median over the runs. On a shared
+host one round of the same figure can be 30 % off the next (the random ring's 1 MiB
+bandwidth on netns-4x1-1gbe, 2026-12-03: 90.1, 84.4, 67.0 MB/s), and a calibration on the
+latest round alone carried that round's error into every projection. From a published
+profile: hpceval.simulate.profiles.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -53,8 +58,9 @@ class SpeedReference:
     kernel: str
     class_name: str
     time_s: float
-    run_id: int | None  # None: a published figure (`source` says which)
+    run_id: int | None  # None: a published figure (`source` says which); else the latest run
     source: str = ""
+    run_ids: tuple[int, ...] = ()  # the runs whose median it is, when more than one
 
 
 @dataclass(frozen=True)
@@ -95,12 +101,44 @@ class Target:
         return "inter-node" if "inter-node" in self.curves else "intra-node"
 
 
-def store_target(store: Store, platform_name: str, share_ranks: int | None = None) -> Target:
+def runs_text(origins: Iterable[str], run_ids: Sequence[int]) -> str:
+    """`emulated run 3`, `emulated runs 1, 2, 3` or `6 emulated runs, 1 to 9`."""
+    origin = "/".join(sorted(set(origins)))
+    ids = sorted(run_ids)
+    if len(ids) == 1:
+        return f"{origin} run {ids[0]}"
+    if len(ids) <= 4:
+        return f"{origin} runs " + ", ".join(map(str, ids))
+    return f"{len(ids)} {origin} runs, {ids[0]} to {ids[-1]}"
+
+
+def check_pool_runs(pool_runs: int | None) -> None:
+    if pool_runs is not None and pool_runs < 1:
+        raise UserError(f"runs to pool: {pool_runs} is not a positive count")
+
+
+def newest(run_ids: Iterable[int], pool_runs: int | None) -> list[int]:
+    """The latest `pool_runs` of `run_ids` (None: all), newest first."""
+    ordered = sorted(run_ids, reverse=True)
+    return ordered if pool_runs is None else ordered[:pool_runs]
+
+
+def median_over_runs(per_run: Iterable[Sequence[float]]) -> float:
+    """The median over runs of each run's median (a run that measured a figure several
+    times pools those samples first)."""
+    return statistics.median([statistics.median(samples) for samples in per_run])
+
+
+def store_target(store: Store, platform_name: str, share_ranks: int | None = None,
+                 pool_runs: int | None = None) -> Target:  # fmt: skip
     """The calibration data of a platform in the store; a one-line UserError if it lacks any.
 
     `share_ranks` (an emulated cluster whose nodes share this host's cores, `--host-share`):
     the projection's ranks get the host's cores / `share_ranks` of a core each, as they did
-    when measured; the calibration is then taken at that share (`host_share_target`)."""
+    when measured; the calibration is then taken at that share (`host_share_target`).
+    `pool_runs`: each figure pooled over the latest that many runs that measured it (None:
+    all of them)."""
+    check_pool_runs(pool_runs)
     runs = {
         r.id: r
         for r in store.runs()
@@ -126,6 +164,7 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         samples = list(m.samples) or [m.value]
         pingpong.setdefault((sm.run_id, pair), {}).setdefault(int(p["size"]), []).extend(samples)
     curves: dict[NetworkPath, Curve] = {}
+    used_runs: set[int] = set()
     for path in PATHS:
         candidates = sorted(
             (run_id for (run_id, pair), sizes in pingpong.items()
@@ -134,15 +173,17 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         )  # fmt: skip
         if not candidates:
             continue
-        run_id = candidates[0]
-        by_size = pingpong[(run_id, path)]
-        sizes = tuple(sorted(by_size))
-        # The median of the pooled samples, not their mean: on a shared host a few preempted
-        # samples (milliseconds) made the mean of a 0-byte PingPong 9.7 µs for a median of
-        # 0.27 µs (2 ranks on this 2-core machine), a curve no network model can follow.
-        times = tuple(statistics.median(by_size[s]) for s in sizes)
-        origin = f"{runs[run_id].origin.value} run {run_id}"
-        curves[path] = Curve(path, sizes, times, origin, run_id)
+        chosen = newest(candidates, pool_runs)
+        # The latest run's sizes; each the median over the chosen runs that measured it.
+        sizes = tuple(sorted(pingpong[(chosen[0], path)]))
+        # Medians, not means: on a shared host a few preempted samples (milliseconds) made
+        # the mean of a 0-byte PingPong 9.7 µs for a median of 0.27 µs (2 ranks on this
+        # 2-core machine), a curve no network model can follow.
+        times = tuple(median_over_runs(pingpong[(r, path)][s] for r in chosen
+                                       if s in pingpong[(r, path)]) for s in sizes)  # fmt: skip
+        origin = runs_text((runs[r].origin.value for r in chosen), chosen)
+        curves[path] = Curve(path, sizes, times, origin, chosen[0])
+        used_runs.update(chosen)
     if not curves:
         raise UserError(
             f"platform {platform_name!r}: no PingPong curve (mpibench pingpong, 2 ranks, at "
@@ -158,12 +199,16 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         if p.get("ranks") != 1 or p.get("threads_per_rank", 1) != 1 or p.get("oversubscribed"):
             continue
         npb_times.setdefault((str(p["kernel"]), str(p["class"]), sm.run_id), []).append(m.value)
-    for (kernel, class_name, run_id), times_s in sorted(npb_times.items()):
-        # The latest run wins; the median of its repetitions.
+    by_kernel: dict[tuple[str, str], dict[int, list[float]]] = {}
+    for (kernel, class_name, run_id), times_s in npb_times.items():
+        by_kernel.setdefault((kernel, class_name), {})[run_id] = times_s
+    for (kernel, class_name), by_run in sorted(by_kernel.items()):
+        chosen = newest(by_run, pool_runs)
         speeds[(kernel, class_name)] = SpeedReference(
-            kernel, class_name, statistics.median(times_s), run_id
-        )
-    rings = store_rings(store, runs)
+            kernel, class_name, median_over_runs(by_run[r] for r in chosen), chosen[0],
+            run_ids=tuple(sorted(chosen)) if len(chosen) > 1 else (),
+        )  # fmt: skip
+    rings = store_rings(store, runs, pool_runs=pool_runs)
     latest = runs[max(runs)]
     facts = store.environment(latest.environment_id)
     implementation = str((facts.get("mpi") or {}).get("implementation") or "")
@@ -173,7 +218,7 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
     if not isinstance(cores, int):
         cores = ((facts.get("cpu") or {}).get("cores")) or None
     memory = config.get("memory_gb_per_node")
-    used = sorted({c.run_id for c in curves.values() if c.run_id is not None})
+    used = sorted(used_runs)
     target = Target(
         name=platform_name,
         source_kind="platform",
@@ -204,11 +249,11 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
     if share_ranks is None:
         return target
     host_cores = int((facts.get("cpu") or {}).get("cores") or 0)
-    return host_share_target(store, runs, target, share_ranks, host_cores)
+    return host_share_target(store, runs, target, share_ranks, host_cores, pool_runs)
 
 
 def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ranks: int,
-                      host_cores: int) -> Target:  # fmt: skip
+                      host_cores: int, pool_runs: int | None = None) -> Target:  # fmt: skip
     """`target` calibrated at the share of this host's cores that `ranks` emulated ranks get.
 
     The emulated nodes of a netns cluster share the host's cores: `ranks` busy ranks on
@@ -251,11 +296,15 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
             f"node (mpibench multi_pingpong, ranks = [{ranks}], ranks_per_node = [1], at "
             f"least {MIN_SIZES} sizes): measure them with the suite of docs/simulation.md"
         )  # fmt: skip
-    run_id = found[0]
+    chosen = newest(found, pool_runs)
+    run_id = chosen[0]
     sizes = tuple(sorted(pairs[run_id]))
-    curve = Curve("inter-node", sizes, tuple(statistics.median(pairs[run_id][s]) for s in sizes),
-                  f"{runs[run_id].origin.value} run {run_id}, mpibench multi_pingpong, "
-                  f"{ranks // 2} pairs at once on {ranks} nodes", run_id)  # fmt: skip
+    curve = Curve("inter-node", sizes,
+                  tuple(median_over_runs(pairs[r][s] for r in chosen if s in pairs[r])
+                        for s in sizes),
+                  f"{runs_text((runs[r].origin.value for r in chosen), chosen)}, mpibench "
+                  f"multi_pingpong, {ranks // 2} pairs at once on {ranks} nodes",
+                  run_id)  # fmt: skip
     share = host_cores / ranks
     # Every emulated transfer is a copy on the shared cores (TCP, veth): together they move
     # at most what the busiest concurrent pattern measured at the share moved together,
@@ -263,10 +312,11 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
     # of each pair busy at a time; the rings (every rank sending to both neighbours) move
     # more on a quiet host (1.43x on netns-4x1-1gbe, 2026-12-01).
     largest = max(per_pair.get(run_id, {}), default=None)
-    aggregate_Bps = (ranks // 2) * statistics.median(per_pair[run_id][largest]) * 1e6 if (
+    aggregate_Bps = (ranks // 2) * median_over_runs(
+        per_pair[r][largest] for r in chosen if largest in per_pair.get(r, {})) * 1e6 if (
         largest is not None) else None  # fmt: skip
     busiest = f"{ranks // 2} pairs x their bandwidth at {largest} B"
-    rings = store_rings(store, runs, share_ranks=ranks)
+    rings = store_rings(store, runs, share_ranks=ranks, pool_runs=pool_runs)
     if rings is not None:
         # A ring rank sends n to each neighbour per iteration; its bandwidth is n / (half an
         # iteration), so each rank puts out its bandwidth, and the ranks together `ranks` x.
@@ -296,14 +346,16 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
             *([f"host share: the per-message overheads fitted on the rings measured at the "
                f"share ({rings.origin})"] if rings is not None else []),
         ),
-        run_ids=tuple(sorted({*target.run_ids, run_id})),
+        run_ids=tuple(sorted({*target.run_ids, *chosen})),
     )
 
 
-def store_rings(store: Store, runs: Mapping[int, Any],
-                share_ranks: int | None = None) -> RingFigures | None:  # fmt: skip
-    """Natural and random rings of the latest run that measured both across 2+ nodes (the
-    largest rank count): latency at the smallest size, bandwidth at the largest; medians.
+def store_rings(store: Store, runs: Mapping[int, Any], share_ranks: int | None = None,
+                pool_runs: int | None = None) -> RingFigures | None:  # fmt: skip
+    """Natural and random rings as the latest run that measured both across 2+ nodes
+    measured them (its largest rank count, latency at its smallest size, bandwidth at its
+    largest), each figure the median over the runs (the latest `pool_runs`; None: all) that
+    measured the same four at the same ranks and nodes.
     Rings measured on shared cores count only with `share_ranks`: then only those, at that
     rank count, one rank per node (the share --host-share calibrates at)."""
     # (run, ranks, nodes) -> (pattern, metric, size) -> samples
@@ -328,16 +380,19 @@ def store_rings(store: Store, runs: Mapping[int, Any],
         samples = list(m.samples) or [m.value]
         found.setdefault(key, {}).setdefault((str(p["pattern"]), m.metric, int(p["size"])),
                                              []).extend(samples)  # fmt: skip
-    for (run_id, ranks, nodes), points in sorted(found.items(), reverse=True):
+    for (_latest, ranks, nodes), points in sorted(found.items(), reverse=True):
         sizes = sorted({size for (_, _, size) in points})
         small, large = sizes[0], sizes[-1]
         wanted = [(pat, metric, size) for pat in ("natural_ring", "random_ring")
                   for metric, size in (("latency", small), ("bandwidth", large))]  # fmt: skip
         if small == large or any(w not in points for w in wanted):
             continue
-        nat_lat, nat_bw, rand_lat, rand_bw = (statistics.median(points[w]) for w in wanted)
+        chosen = newest((r for (r, n, k), pts in found.items() if (n, k) == (ranks, nodes)
+                         and all(w in pts for w in wanted)), pool_runs)  # fmt: skip
+        nat_lat, nat_bw, rand_lat, rand_bw = (
+            median_over_runs(found[(r, ranks, nodes)][w] for r in chosen) for w in wanted)
         return RingFigures(
             ranks, ranks // nodes, small, large, nat_lat, rand_lat, nat_bw, rand_bw,
-            f"{runs[run_id].origin.value} run {run_id}",
+            runs_text((runs[r].origin.value for r in chosen), chosen),
         )  # fmt: skip
     return None

@@ -26,6 +26,7 @@ from typing import Any
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 from hpceval.simulate.contention import RingFigures
+from hpceval.simulate.sources import check_pool_runs, newest, runs_text
 from hpceval.store import Store
 
 # The parameters that say which figure a measurement is (beside benchmark and metric).
@@ -99,23 +100,13 @@ def describe(key: tuple[Any, ...]) -> str:
     return f"{benchmark} {metric}: " + ", ".join(parts)
 
 
-def _runs_text(origins: set[str], run_ids: list[int]) -> str:
-    origin = "/".join(sorted(origins))
-    if len(run_ids) == 1:
-        return f"{origin} run {run_ids[0]}"
-    if len(run_ids) <= 4:
-        return f"{origin} runs " + ", ".join(map(str, run_ids))
-    return f"{len(run_ids)} {origin} runs, {run_ids[0]} to {run_ids[-1]}"
-
-
 def measured_figures(
     store: Store, platform: str, oversubscribed: bool = False, runs: int | None = None
 ) -> dict[tuple[Any, ...], Reference]:
     """Key -> the figure pooled over the measured runs of `platform` that measured it (the
     latest `runs` of them; None: all); `oversubscribed`: the figures measured on shared
     cores too."""
-    if runs is not None and runs < 1:
-        raise UserError(f"runs to validate against: {runs} is not a positive count")
+    check_pool_runs(runs)
     platform_runs = {
         r.id
         for r in store.runs()
@@ -136,10 +127,10 @@ def measured_figures(
         origins.add(m.origin.value)
     out: dict[tuple[Any, ...], Reference] = {}
     for key, by_run in found.items():
-        run_ids = sorted(by_run)[-runs:] if runs is not None else sorted(by_run)
+        run_ids = sorted(newest(by_run, runs))
         values = tuple(statistics.median(by_run[r][0]) for r in run_ids)
         origins = set().union(*(by_run[r][1] for r in run_ids))
-        out[key] = Reference(statistics.median(values), _runs_text(origins, run_ids), values)
+        out[key] = Reference(statistics.median(values), runs_text(origins, run_ids), values)
     return out
 
 
