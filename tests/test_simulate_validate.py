@@ -60,10 +60,10 @@ def test_each_figure_is_the_median_over_the_runs_with_their_spread(tmp_path: Pat
 def test_the_latest_runs_only(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "v.db")) as store:
         rounds, projection = _three_rounds_and_a_projection(store)
-        (_, latest), _ = validate_run(store, projection, runs=1)
-        (_, two), _ = validate_run(store, projection, runs=2)
+        (_, latest), _ = validate_run(store, projection, pool_runs=1)
+        (_, two), _ = validate_run(store, projection, pool_runs=2)
         with pytest.raises(UserError, match="0 is not a positive count"):
-            measured_figures(store, "emu", runs=0)
+            measured_figures(store, "emu", pool_runs=0)
     # One run: its median, and no spread to be inside.
     assert (latest.measured, latest.runs, latest.inside_spread) == (33.0, 1, None)
     assert latest.source == f"emulated run {rounds[-1]}"
@@ -102,7 +102,7 @@ def test_the_table_says_how_many_projections_lie_inside_the_spread(tmp_path: Pat
         add_run(store, "emu", Origin.EMULATED, [_latency(5.0, 1.0, Origin.EMULATED, "[red]x")])
         add_run(store, "emu", Origin.SIMULATED, [_latency(5.0, 0.0, Origin.SIMULATED, "[red]x")])
         text = _render(validation_table(store, projection, None))
-        latest = _render(validation_table(store, projection, None, runs=1))
+        latest = _render(validation_table(store, projection, None, pool_runs=1))
         marked = _render(validation_table(store, projection + 2, None))
     assert f"validation of run {projection}: 2 figures held against measurements" in text
     assert "1 of 2 inside the run-to-run spread; 1 without a measured counterpart" in text
@@ -172,7 +172,7 @@ def test_simulate_calibrates_and_validates_on_the_median_of_three_rounds(tmp_pat
         assert first.source_run_ids == (1, 2, 3) and second.source_run_ids == (3,)
         runs = sorted(r.id for r in store.runs() if r.origin is Origin.SIMULATED)
         (pooled_checks, _), (latest_checks, _) = (validate_run(store, runs[0]),
-                                                  validate_run(store, runs[1], runs=1))
+                                                  validate_run(store, runs[1], pool_runs=1))
     by_size = dict(zip(curve["sizes"], curve["times_us"], strict=True))
     for p, q, size in zip(pooled_checks, latest_checks, (1048576, 65536, 8), strict=True):
         assert p.measured == pytest.approx(by_size[size])  # the median of x1, x0.8, x1.2

@@ -184,14 +184,15 @@ def _spread(c: Any) -> str:
 
 
 def validation_table(
-    store: Any, run_id: int, rings: Any, host_share: bool = False, runs: int | None = None
+    store: Any, run_id: int, rings: Any, host_share: bool = False,
+    pool_runs: int | None = None,
 ) -> Table:
     """Projected vs measured (or published) per figure, the error, and whether the
     projection lies inside the measured runs' spread."""
     from hpceval.simulate.validate import published_rings, validate_run
 
     checks, missing = validate_run(store, run_id, published_rings(rings) if rings else {},
-                                   host_share, runs)  # fmt: skip
+                                   host_share, pool_runs)  # fmt: skip
     errors = [abs(c.error) for c in checks]
     spread = [c for c in checks if c.inside_spread is not None]
     t = Table(

@@ -4,7 +4,7 @@ Each figure of a simulated run is paired with the same figure measured (or emula
 simulated) on the same platform: same benchmark, metric and parameters that define the case
 (mpibench: pattern, size, ranks, pair, ranks per node; NPB: kernel, class, ranks). The
 measured figure is pooled over the runs that measured it (all of them, or the latest
-`runs`): per run the median of its samples (as the calibration reads its curves), then the
+`pool_runs`): per run the median of its samples (as the calibration reads its curves), then the
 median over those runs, with their lowest and highest (the run-to-run spread: on a shared
 host one run can be 40 % off the next, and a projection inside that spread cannot be told
 from the measurement). A projection from a published profile is held against the profile's
@@ -101,12 +101,12 @@ def describe(key: tuple[Any, ...]) -> str:
 
 
 def measured_figures(
-    store: Store, platform: str, oversubscribed: bool = False, runs: int | None = None
+    store: Store, platform: str, oversubscribed: bool = False, pool_runs: int | None = None
 ) -> dict[tuple[Any, ...], Reference]:
     """Key -> the figure pooled over the measured runs of `platform` that measured it (the
-    latest `runs` of them; None: all); `oversubscribed`: the figures measured on shared
+    latest `pool_runs` of them; None: all); `oversubscribed`: the figures measured on shared
     cores too."""
-    check_pool_runs(runs)
+    check_pool_runs(pool_runs)
     platform_runs = {
         r.id
         for r in store.runs()
@@ -127,7 +127,7 @@ def measured_figures(
         origins.add(m.origin.value)
     out: dict[tuple[Any, ...], Reference] = {}
     for key, by_run in found.items():
-        run_ids = sorted(newest(by_run, runs))
+        run_ids = sorted(newest(by_run, pool_runs))
         values = tuple(statistics.median(by_run[r][0]) for r in run_ids)
         origins = set().union(*(by_run[r][1] for r in run_ids))
         out[key] = Reference(statistics.median(values), runs_text(origins, run_ids), values)
@@ -154,15 +154,17 @@ def validate_run(
     run_id: int,
     published: Mapping[tuple[Any, ...], Reference] = {},
     host_share: bool = False,
-    runs: int | None = None,
+    pool_runs: int | None = None,
 ) -> tuple[list[Check], int]:
     """(checks, figures without a counterpart) of simulated run `run_id`; `host_share`:
-    it was calibrated at the share of the host's cores its ranks had when measured; `runs`:
-    the measured figure pooled over the latest `runs` runs that measured it (None: all)."""
+    it was calibrated at the share of the host's cores its ranks had when measured;
+    `pool_runs`: the measured figure pooled over the latest that many runs that measured it
+    (None: all)."""
     run = store.run(run_id)
     if run.origin is not Origin.SIMULATED:
         raise UserError(f"run {run_id} is not a simulated run: nothing to validate")
-    reference = {**measured_figures(store, run.platform_name, host_share, runs), **published}
+    reference = {**measured_figures(store, run.platform_name, host_share, pool_runs),
+                 **published}  # fmt: skip
     checks: list[Check] = []
     missing = 0
     for sm in store.measurements(run_id):
