@@ -183,7 +183,9 @@ def test_run_show_runs(tmp_path: Path) -> None:
 @requires_mpi
 def test_failing_case_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
     # A time limit far below what the case needs: it must be killed, recorded, and the
-    # next case must still run.
+    # next case must still run. The warm-up's length is wall-clock time, so the case
+    # cannot end before the limit; samples' length is not: a warm-up slowed by a
+    # neighbour calibrates short samples, and 1000 of them once took under 2 s in CI.
     suite = write(
         tmp_path / "s.toml",
         SMALL_SUITE.replace('patterns = ["pingpong", "allreduce"]', 'patterns = ["pingpong"]')
@@ -197,6 +199,7 @@ budget_s = 60
 sample_s = 0.05
 min_samples = 1000
 max_samples = 1000
+warmup_s = 30
 time_limit_s = 2
 """,
     )
