@@ -360,22 +360,10 @@ def test_an_oversubscribed_fat_tree_slows_the_random_ring(tmp_path: Path) -> Non
 
 
 def add_run(store, platform, origin, measurements):  # type: ignore[no-untyped-def]
-    import hpceval
-    from hpceval.model import Environment
+    from .store_helpers import add_run as add
 
-    env = store.add_environment(Environment(facts={"mpi": {"implementation": "Open MPI"}},
-                                            fingerprint=f"env-{origin.value}"))  # fmt: skip
-    cases = sorted({case for case, _ in measurements})
-    run_id = store.create_run(
-        suite_name="s", suite_config={},
-        platform_id=store.add_platform(platform, {"name": platform}), environment_id=env,
-        launcher="local", cases=[(c, "mpibench", {}) for c in cases],
-        hpceval_version=hpceval.__version__, git_revision=None, origin=origin, host="h",
-        pid=1, note=None,
-    )  # fmt: skip
-    for i, (case, m) in enumerate(measurements):
-        store.add_measurement(run_id, None, case, f"p{i}", m)
-    return run_id
+    return add(store, measurements, {"mpi": {"implementation": "Open MPI"}}, platform=platform,
+               origin=origin, launcher="local")  # fmt: skip
 
 
 def ring_points(origin, scale):  # type: ignore[no-untyped-def]

@@ -16,27 +16,14 @@ from hpceval.simulate.sources import store_target
 from hpceval.simulate.validate import measured_figures
 from hpceval.store import Store, open_store
 
+from .store_helpers import add_run
+
 SIZES = (8, 1024, 65536, 1048576)
 
 
 def _run(store: Store, cores: int, points: list[tuple[str, Measurement]]) -> int:
-    import hpceval
-    from hpceval.model import Environment
-
-    env = store.add_environment(Environment(
-        facts={"mpi": {"implementation": "Open MPI"}, "cpu": {"cores": cores}},
-        fingerprint=f"env-{cores}"))  # fmt: skip
-    cases = sorted({case for case, _ in points})
-    run_id = store.create_run(
-        suite_name="s", suite_config={},
-        platform_id=store.add_platform("emu", {"name": "emu", "cores_per_node": 1}),
-        environment_id=env, launcher="netns", cases=[(c, "mpibench", {}) for c in cases],
-        hpceval_version=hpceval.__version__, git_revision=None, origin=Origin.EMULATED,
-        host="h", pid=1, note=None,
-    )  # fmt: skip
-    for i, (case, m) in enumerate(points):
-        store.add_measurement(run_id, None, case, f"p{i}", m)
-    return run_id
+    return add_run(store, points, {"mpi": {"implementation": "Open MPI"}, "cpu": {"cores": cores}},
+                   platform_config={"name": "emu", "cores_per_node": 1})  # fmt: skip
 
 
 def _latency(pattern: str, size: int, us: float, **params: Any) -> Measurement:

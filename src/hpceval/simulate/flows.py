@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from hpceval.model import Origin
+from hpceval.simulate.pooling import median_over_runs, newest, runs_text
 from hpceval.store import Store
 
 MIN_NIC_SCALE: Final = 1 / 64
@@ -187,9 +187,12 @@ def flow_model(flows: FlowFigures) -> FlowModel:
     )  # fmt: skip
 
 
-def store_flows(store: Store, runs: Mapping[int, Any]) -> FlowFigures | None:
-    """The concurrent pairs across two nodes of the latest run that measured 1 pair and more:
-    latency at the smallest size, bandwidth at the largest; medians of the samples.
+def store_flows(store: Store, runs: Mapping[int, Any],
+                pool_runs: int | None = None) -> FlowFigures | None:  # fmt: skip
+    """The concurrent pairs across two nodes of the latest run that measured 1 pair and more
+    (its pair counts; latency at its smallest size, bandwidth at its largest), each figure
+    the median over the runs (the latest `pool_runs`; None: all) that measured the same
+    pair counts at those sizes, each run's figure the median of its samples.
     Oversubscribed points count (each pair's two ranks are on different nodes; on an
     emulated cluster every flow count above 1 shares the host's cores, stated in the
     run's provenance)."""
@@ -207,7 +210,7 @@ def store_flows(store: Store, runs: Mapping[int, Any]) -> FlowFigures | None:
         samples = list(m.samples) or [m.value]
         found.setdefault(sm.run_id, {}).setdefault(pairs, {}).setdefault(
             (m.metric, int(p["size"])), []).extend(samples)  # fmt: skip
-    for run_id, by_pairs in sorted(found.items(), reverse=True):
+    for _latest, by_pairs in sorted(found.items(), reverse=True):
         counts = sorted(by_pairs)
         if len(counts) < 2 or counts[0] != 1:
             continue
@@ -215,11 +218,15 @@ def store_flows(store: Store, runs: Mapping[int, Any]) -> FlowFigures | None:
         if len(sizes) < 2:
             continue
         small, large = sizes[0], sizes[-1]
-        try:
-            latency = tuple(statistics.median(by_pairs[c][("latency", small)]) for c in counts)
-            bandwidth = tuple(statistics.median(by_pairs[c][("bandwidth", large)]) for c in counts)
-        except KeyError:
+        wanted = [(c, ("latency", small)) for c in counts] + [
+            (c, ("bandwidth", large)) for c in counts]  # fmt: skip
+        if any(figure not in by_pairs[c] for c, figure in wanted):
             continue
-        return FlowFigures(tuple(counts), small, large, latency, bandwidth,
-                           f"{runs[run_id].origin.value} run {run_id}")  # fmt: skip
+        chosen = newest((r for r, pairs in found.items()
+                         if all(figure in pairs.get(c, {}) for c, figure in wanted)),
+                        pool_runs)  # fmt: skip
+        pooled = [median_over_runs(found[r][c][figure] for r in chosen) for c, figure in wanted]
+        return FlowFigures(tuple(counts), small, large, tuple(pooled[:len(counts)]),
+                           tuple(pooled[len(counts):]),
+                           runs_text((runs[r].origin.value for r in chosen), chosen))  # fmt: skip
     return None

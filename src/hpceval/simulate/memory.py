@@ -43,6 +43,7 @@ from typing import Any
 
 from hpceval.benchmarks import Case
 from hpceval.model import Origin
+from hpceval.simulate.pooling import median_over_runs, newest, runs_text
 from hpceval.store import Store
 
 # The kernels with a traffic count; the others are projected without memory sharing.
@@ -88,9 +89,12 @@ NOT_MODELLED = (
 )
 
 
-def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
+def store_memory(store: Store, run_ids: set[int],
+                 pool_runs: int | None = None) -> NodeMemory | None:  # fmt: skip
     """STREAM Triad of the latest measured run among `run_ids` that ran one process per core
-    on one node (more than one process): the node's figure; its one-process figure beside."""
+    on one node (more than one process): the node's figure, the median over the runs (the
+    latest `pool_runs`; None: all) that measured it at that process count, each run's the
+    median of its trials; the one-process figure beside, pooled the same way."""
     # run -> processes -> samples
     found: dict[int, dict[int, list[float]]] = {}
     caches: dict[int, int] = {}
@@ -108,15 +112,19 @@ def store_memory(store: Store, run_ids: set[int]) -> NodeMemory | None:
             caches[sm.run_id] = int(llc)
         found.setdefault(sm.run_id, {}).setdefault(ranks, []).extend(list(m.samples) or [m.value])
     for run_id in sorted(found, reverse=True):
-        by_ranks = found[run_id]
-        most = max(by_ranks)
+        most = max(found[run_id])
         if most < 2:
             continue
-        single = statistics.median(by_ranks[1]) * 1e6 if 1 in by_ranks else None
+        chosen = newest((r for r, by_ranks in found.items() if most in by_ranks), pool_runs)
+        with_single = [r for r in chosen if 1 in found[r]]
+        single = (median_over_runs(found[r][1] for r in with_single) * 1e6 if with_single
+                  else None)  # fmt: skip
+        which = runs_text((), chosen)
         return NodeMemory(
-            statistics.median(by_ranks[most]) * 1e6,
+            median_over_runs(found[r][most] for r in chosen) * 1e6,
             single,
-            f"STREAM Triad of run {run_id}, {most} processes on one node (median of trials)",
+            f"STREAM Triad of {which}, {most} processes on one node (median of trials"
+            + (", then of runs)" if len(chosen) > 1 else ")"),
             llc_bytes=caches.get(run_id),
         )
     return None

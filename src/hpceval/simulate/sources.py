@@ -14,16 +14,17 @@ profile: hpceval.simulate.profiles.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hpceval.errors import UserError
 from hpceval.model import Origin
+from hpceval.provenance.setup import setup_differences
 from hpceval.simulate.contention import RingFigures, mpi_family
 from hpceval.simulate.flows import FLOW_PATTERN, FlowFigures, store_flows
 from hpceval.simulate.memory import NodeMemory, store_memory
+from hpceval.simulate.pooling import check_pool_runs, median_over_runs, newest, runs_text
 from hpceval.simulate.token_bucket import TokenBucket, emulation_bucket
 from hpceval.store import Store
 
@@ -101,32 +102,30 @@ class Target:
         return "inter-node" if "inter-node" in self.curves else "intra-node"
 
 
-def runs_text(origins: Iterable[str], run_ids: Sequence[int]) -> str:
-    """`emulated run 3`, `emulated runs 1, 2, 3` or `6 emulated runs, 1 to 9`."""
-    origin = "/".join(sorted(set(origins)))
-    ids = sorted(run_ids)
-    if len(ids) == 1:
-        return f"{origin} run {ids[0]}"
-    if len(ids) <= 4:
-        return f"{origin} runs " + ", ".join(map(str, ids))
-    return f"{len(ids)} {origin} runs, {ids[0]} to {ids[-1]}"
-
-
-def check_pool_runs(pool_runs: int | None) -> None:
-    if pool_runs is not None and pool_runs < 1:
-        raise UserError(f"runs to pool: {pool_runs} is not a positive count")
-
-
-def newest(run_ids: Iterable[int], pool_runs: int | None) -> list[int]:
-    """The latest `pool_runs` of `run_ids` (None: all), newest first."""
-    ordered = sorted(run_ids, reverse=True)
-    return ordered if pool_runs is None else ordered[:pool_runs]
-
-
-def median_over_runs(per_run: Iterable[Sequence[float]]) -> float:
-    """The median over runs of each run's median (a run that measured a figure several
-    times pools those samples first)."""
-    return statistics.median([statistics.median(samples) for samples in per_run])
+def same_setup_runs(store: Store, runs: Mapping[int, Any]) -> tuple[dict[int, Any], str | None]:
+    """The runs of `runs` (id -> run record) measured on the latest one's setup
+    (hpceval.provenance.setup: MPI, compiler, CPU, kernel, transport, emulation), and a
+    sentence naming the others and how they differ (None: none set aside). Pooling a run of
+    another setup would mix two platforms under one name."""
+    latest = runs[max(runs)]
+    reference = store.environment(latest.environment_id)
+    kept: dict[int, Any] = {}
+    differences: dict[int, list[str]] = {}
+    for run_id, run in runs.items():
+        found = ([] if run.environment_id == latest.environment_id else
+                 setup_differences(store.environment(run.environment_id), reference))  # fmt: skip
+        if found:
+            differences[run_id] = found
+        else:
+            kept[run_id] = run
+    if not differences:
+        return kept, None
+    shown = sorted(differences)
+    return kept, (
+        f"{runs_text((runs[r].origin.value for r in shown), shown)} not pooled: measured on "
+        f"another setup than run {latest.id} (run {shown[-1]}: "
+        f"{'; '.join(differences[shown[-1]][:3])}; run {latest.id}'s in brackets)"
+    )
 
 
 def store_target(store: Store, platform_name: str, share_ranks: int | None = None,
@@ -150,6 +149,7 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
             f"platform {platform_name!r} has no measurements in {store.url} "
             f"(measured platforms: {', '.join(known) or 'none'})"
         )
+    runs, set_aside = same_setup_runs(store, runs)
     # (run, pair) -> size -> pooled samples
     pingpong: dict[tuple[int, str], dict[int, list[float]]] = {}
     for sm in store.measurements(benchmark="mpibench", metric="latency"):
@@ -236,13 +236,14 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
                 if "intra-node" in curves
                 else ("intra-node path: not measured; the loopback gets the network's curve",)
             ),
+            *((set_aside,) if set_aside else ()),
         ),
         run_ids=tuple(used),
         rings=rings,
-        flows=store_flows(store, runs),
+        flows=store_flows(store, runs, pool_runs),
         mpi_family=family,
         mpi_source=f"MPI of run {latest.id}: {implementation or 'unknown'}",
-        memory=store_memory(store, set(runs)),
+        memory=store_memory(store, set(runs), pool_runs),
         token_bucket=emulation_bucket(facts.get("emulation"), f"the emulation facts of run "
                                       f"{latest.id}"),
     )

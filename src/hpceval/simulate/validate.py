@@ -26,7 +26,8 @@ from typing import Any
 from hpceval.errors import UserError
 from hpceval.model import Measurement, Origin
 from hpceval.simulate.contention import RingFigures
-from hpceval.simulate.sources import check_pool_runs, newest, runs_text
+from hpceval.simulate.pooling import check_pool_runs, newest, runs_text
+from hpceval.simulate.sources import same_setup_runs
 from hpceval.store import Store
 
 # The parameters that say which figure a measurement is (beside benchmark and metric).
@@ -107,11 +108,13 @@ def measured_figures(
     latest `pool_runs` of them; None: all); `oversubscribed`: the figures measured on shared
     cores too."""
     check_pool_runs(pool_runs)
-    platform_runs = {
-        r.id
+    measured = {
+        r.id: r
         for r in store.runs()
         if r.platform_name == platform and r.origin is not Origin.SIMULATED
     }
+    # The runs of the latest one's setup, as the calibration pools them.
+    platform_runs = set(same_setup_runs(store, measured)[0]) if measured else set()
     # key -> run -> (samples pooled over the run's measurements of the figure, origins)
     found: dict[tuple[Any, ...], dict[int, tuple[list[float], set[str]]]] = {}
     for sm in store.measurements():
