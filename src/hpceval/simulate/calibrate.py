@@ -62,7 +62,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # 6: --host-share fits on the rings measured at the share too (the Isend overhead, and the
 # shared backbone on the random ring's bandwidth at one rank per node). 7: the core speed
 # corrected to half the tolerance; links shaped by a token bucket (hpceval.simulate.token_bucket).
-CALIBRATION_VERSION: Final = 7
+# 8: a fitted shared backbone leaves a lone flow's bandwidth as the PingPong calibrated it
+# (runner.widened_backbone).
+CALIBRATION_VERSION: Final = 8
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are
