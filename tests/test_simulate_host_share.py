@@ -57,10 +57,15 @@ def _points() -> list[tuple[str, Measurement]]:
 
 
 def test_the_share_takes_the_pairs_curve_and_the_core_share(tmp_path: Path) -> None:
+    from hpceval.simulate.sources import FATPIPE_ASSUMED
+
     with open_store(str(tmp_path / "h.db")) as store:
         run = _run(store, 2, _points())
         plain = store_target(store, "emu")
         shared = store_target(store, "emu", share_ranks=4)
+    # The fat pipe is no longer assumed once the share makes the backbone shared.
+    assert FATPIPE_ASSUMED in plain.assumed and FATPIPE_ASSUMED not in shared.assumed
+    assert shared.backbone == "shared"
     assert plain.curves["inter-node"].times_us[0] == pytest.approx(30.0 + 8 / 110.0)
     curve = shared.curves["inter-node"]
     assert curve.sizes == SIZES

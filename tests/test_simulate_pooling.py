@@ -197,3 +197,15 @@ def test_a_run_of_another_setup_is_not_pooled_and_the_calibration_says_so(tmp_pa
         _run(store, base)
         _run(store, base, again)
         assert not [a for a in store_target(store, "emu").assumed if "not pooled" in a]
+
+
+def test_the_calibration_prints_what_it_assumed_and_set_aside() -> None:
+    """The target's assumptions (stored with the calibration) are printed with it, as they
+    are, markup-looking text included (`simulate` and `calibrations --id`)."""
+    from types import SimpleNamespace
+
+    from hpceval.cli_simulate import contention_lines
+
+    note = "emulated run 1 not pooled: measured on another setup than run 3 (run 1: [red]x)"
+    row = SimpleNamespace(parameters={"assumed": [note]}, residuals=[])
+    assert f"assumed: {note}" in contention_lines(row)

@@ -161,6 +161,8 @@ def contention_lines(row: Any) -> list[str]:
             f"{r['measured']:.4g} {unit}, simulated {r['simulated']:.4g} {unit} "
             f"({_pct(float(r['residual']))}{', fitted' if r.get('fitted') else ', check'})"
         )
+    # What the target's data left to assumption or set aside (stored with the calibration).
+    lines += [f"assumed: {a}" for a in params.get("assumed", [])]
     lines += [f"flag: {f}" for f in [*c.get("flags", []), *params.get("input_flags", [])]]
     return lines
 
@@ -449,7 +451,7 @@ def simulate_command(
         out = _Consoles.out
         out.print(calibration_table(calibration))
         for line in contention_lines(calibration):
-            out.print(line, highlight=False)
+            out.print(line, markup=False, highlight=False)
         out.print(
             ("reused " if reused else "stored ") + f"calibration {calibration.id}; "
             + _speed_line(calibration),
@@ -542,7 +544,7 @@ def calibrations_command(
             row = store.calibration(calibration_id)
             _Consoles.out.print(calibration_table(row))
             for line in contention_lines(row):
-                _Consoles.out.print(line, highlight=False)
+                _Consoles.out.print(line, markup=False, highlight=False)
             _Consoles.out.print(_speed_line(row), highlight=False)
             _Consoles.out.print(_memory_line(row), highlight=False)
             _Consoles.out.print(

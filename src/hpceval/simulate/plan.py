@@ -41,7 +41,7 @@ from hpceval.simulate.calibrate import (
 )
 from hpceval.simulate.platform import PlatformSpec
 from hpceval.simulate.profiles import profile_target
-from hpceval.simulate.sources import Target, store_target
+from hpceval.simulate.sources import FATPIPE_ASSUMED, Target, store_target
 from hpceval.simulate.token_bucket import build_plugin
 from hpceval.store import Store
 
@@ -332,7 +332,8 @@ def resolve_target(
                               request.pool_runs)  # fmt: skip
     if request.backbone is not None:
         backbone_Bps = request.backbone_gbps * 1e9 / 8 if request.backbone_gbps else None
-        target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps)
+        target = replace(target, backbone=request.backbone, backbone_Bps=backbone_Bps,
+                         assumed=tuple(a for a in target.assumed if a != FATPIPE_ASSUMED))
     if request.topology is not None:
         target = replace(target, topology=parse_topology(request.topology))
     if request.accept_curve:

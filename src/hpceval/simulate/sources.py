@@ -102,6 +102,11 @@ class Target:
         return "inter-node" if "inter-node" in self.curves else "intra-node"
 
 
+# Said while the backbone is the fat pipe a store platform gets by default (dropped when a
+# shared one replaces it: --host-share, --backbone).
+FATPIPE_ASSUMED = "backbone: full bisection (fat pipe) unless --backbone shared is given"
+
+
 def same_setup_runs(store: Store, runs: Mapping[int, Any]) -> tuple[dict[int, Any], str | None]:
     """The runs of `runs` (id -> run record) measured on the latest one's setup
     (hpceval.provenance.setup: MPI, compiler, CPU, kernel, transport, emulation), and a
@@ -230,7 +235,7 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         curves=curves,
         speeds=speeds,
         assumed=(
-            "backbone: full bisection (fat pipe) unless --backbone shared is given",
+            FATPIPE_ASSUMED,
             *(
                 ()
                 if "intra-node" in curves
@@ -337,7 +342,7 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
         backbone="shared" if aggregate_Bps else target.backbone,
         backbone_Bps=aggregate_Bps if aggregate_Bps else target.backbone_Bps,
         assumed=(
-            *target.assumed,
+            *(a for a in target.assumed if not (aggregate_Bps and a == FATPIPE_ASSUMED)),
             f"host share: {ranks} ranks on this host's {host_cores} cores, "
             f"{share:.3g} of a core each (messages calibrated on the concurrent pairs "
             "measured at that share, the core speed on the single-rank time / the share)",
