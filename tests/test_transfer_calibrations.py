@@ -442,3 +442,15 @@ def test_imported_calibrations_show_as_usual(site: Site, tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert "lat-factor 0:1.2;8:1.1" in result.output
     assert f"runs [{runs_by_uid(central)[site.measured_uid].id}]" in result.output
+
+
+def test_a_platform_name_in_markup_shows_as_typed(tmp_path: Path) -> None:
+    """A platform's name is the user's: `calibrations` prints it, never renders it."""
+    database = str(tmp_path / "markup.db")
+    with open_store(database) as store:
+        add_calibration(store, "[u]q[/u]", [])
+    runner = CliRunner()
+    for args in (["calibrations"], ["calibrations", "--id", "1"]):
+        result = runner.invoke(app, [*args, "--db", database])
+        assert result.exit_code == 0, result.output
+        assert "[u]q[/u]" in result.output, result.output
