@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -29,6 +30,7 @@ from hpceval.simulate.calibrate import (
     calibrate_speed,
     factor_at,
     factor_string,
+    monotone_shape,
     nominal_spec,
     piecewise_fit,
 )
@@ -47,6 +49,7 @@ from hpceval.simulate.platform import LinkSpec, PlatformSpec, placement_for, pla
 from hpceval.simulate.profiles import PROFILE_SIZES, load_profile, profile_names, profile_target
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 from hpceval.store import SCHEMA_VERSION, open_store
+from tests.netns_curves import NOISY_SIZES, NOISY_TIMES
 from tests.old_schemas import schema_1_database
 
 DATA = Path(__file__).parent / "data" / "simulate"
@@ -212,6 +215,37 @@ def test_calibration_recovers_known_factors_from_synthetic_measurements() -> Non
     intra_residuals = {r.size: r for r in result.residuals if r.path == "intra-node"}
     assert not any(r.calibrated for r in intra_residuals.values())
     assert all(abs(r.residual) < 0.05 for n, r in intra_residuals.items() if n >= 65536)
+
+
+def test_the_monotone_shape_levels_noise_and_keeps_a_rising_curve() -> None:
+    shape = monotone_shape(NOISY_TIMES)
+    assert bool(np.all(np.diff(shape) >= 0))
+    # Up to 512 B the sizes become a staircase within 3 % (they lay 15 % apart); from 4 KiB
+    # up the curve rises and is kept as measured.
+    assert max(shape[:11]) / min(shape[:11]) < 1.03
+    assert 12.1 < shape[5] < 13.9
+    assert list(shape[13:]) == pytest.approx(NOISY_TIMES[13:])
+    assert list(monotone_shape(SIZES_RISING)) == pytest.approx(SIZES_RISING)
+
+
+SIZES_RISING = (1.5, 1.6, 2.0, 4.0, 9.0)
+
+
+def test_a_noisy_plateau_calibrates_on_its_level() -> None:
+    """Aimed at the noisy points themselves, the fit followed their noise (segments from 0,
+    32 and 256 B: a simulated curve that rises and falls as one measurement did); aimed at
+    the monotone shape, the sizes up to 512 B are one level, each within the tolerance."""
+    target = Target(
+        name="noisy", source_kind="platform", source="test", cores_per_node=2,
+        memory_gb_per_node=None, backbone="fatpipe", backbone_Bps=None,
+        curves={"inter-node": Curve("inter-node", NOISY_SIZES, NOISY_TIMES, "emulated", 1)},
+    )  # fmt: skip
+    start = nominal_spec(target, nodes=2, cores_per_node=2, speed=REFERENCE_SPEED_FLOPS)
+    result = calibrate_network(target, start, fake_simulator, tolerance=0.10)
+    assert result.converged, result.max_residual
+    assert [seg.first_size for seg in result.segments if seg.first_size < 1024] == [0]
+    small = [r for r in result.residuals if r.size <= 2048]
+    assert max(abs(r.residual) for r in small) <= 0.10
 
 
 def test_speed_calibration_recovers_a_known_speed() -> None:
