@@ -488,7 +488,11 @@ def calibrate_speed(
     calibrations were refused at -19.5 and +19.5 % after 4 replays. Correcting the speed on
     the last replay alone chased that noise (the next replay's error is the difference of
     two replays' noise); the next speed is the one at which the median of the replays so
-    far takes the reference's time (the work a replay implies is its time x its speed)."""
+    far takes the reference's time (the work a replay implies is its time x its speed).
+    Measured against the last-replay rule (perf/simulate_speed.py, AMD EPYC, 2026-12-03):
+    no difference, both refused none of 20 and kept speeds 16-76 % apart, because most of
+    the noise drifts over minutes (native runs x 1.24-1.73 over 6 in a row), which no rule
+    inside one calibration removes; this one no longer follows a single outlying replay."""
     if reference is None:
         return SpeedCalibration(REFERENCE_SPEED_FLOPS, None, None, 0)
     speed = REFERENCE_SPEED_FLOPS
