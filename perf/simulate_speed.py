@@ -42,28 +42,31 @@ SUITE = ('name = "speed-reference"\nbenchmark = [\n'
          '  {{name = "npb", kernels = {kernels!r}, classes = ["A"], ranks = [1]}},\n]\n')
 
 
-def inner(db: str, kernel: str, held_out: int, tolerance: float) -> None:
-    """One calibration of one kernel's core speed, then held-out replays; JSON on stdout."""
-    from dataclasses import replace
-
-    import hpceval
-    from hpceval.simulate.calibrate import (
-        BASE_CONFIG,
-        REFERENCE_SPEED_FLOPS,
-        calibrate_speed,
-        nominal_spec,
-    )
+def _local(db: str) -> tuple[Any, Any, Any]:
+    """(target, nominal spec, calibration runner factory) of platform `local` in `db`."""
+    from hpceval.simulate.calibrate import REFERENCE_SPEED_FLOPS, nominal_spec
     from hpceval.simulate.plan import detect_smpi
     from hpceval.simulate.smpi_runs import SmpiCalibrationRunner
     from hpceval.simulate.sources import store_target
     from hpceval.store import open_store
 
-    store = open_store(db)
-    target = store_target(store, "local")
-    reference = target.speeds[(kernel, "A")]
+    target = store_target(open_store(db), "local")
     spec = nominal_spec(target, nodes=1, cores_per_node=2, speed=REFERENCE_SPEED_FLOPS)
+    tools = detect_smpi()
+    return target, spec, lambda work: SmpiCalibrationRunner(tools, Path(work))
+
+
+def inner(db: str, kernel: str, held_out: int, tolerance: float) -> None:
+    """One calibration of one kernel's core speed, then held-out replays; JSON on stdout."""
+    from dataclasses import replace
+
+    import hpceval
+    from hpceval.simulate.calibrate import BASE_CONFIG, calibrate_speed
+
+    target, spec, runner_in = _local(db)
+    reference = target.speeds[(kernel, "A")]
     with tempfile.TemporaryDirectory(prefix="hpceval-speed-") as work:
-        runner = SmpiCalibrationRunner(detect_smpi(), Path(work))
+        runner = runner_in(work)
         kept = calibrate_speed(spec, BASE_CONFIG, reference, runner.kernel, tolerance=tolerance)
         at_kept = replace(spec, speed_flops=kept.speed_flops)
         replays = [runner.kernel(at_kept, BASE_CONFIG, reference) for _ in range(held_out)]
@@ -76,17 +79,11 @@ def inner(db: str, kernel: str, held_out: int, tolerance: float) -> None:
 
 def inner_replay(db: str, kernel: str) -> None:
     """One replay of one kernel at the reference core speed; its time (s) on stdout."""
-    from hpceval.simulate.calibrate import BASE_CONFIG, REFERENCE_SPEED_FLOPS, nominal_spec
-    from hpceval.simulate.plan import detect_smpi
-    from hpceval.simulate.smpi_runs import SmpiCalibrationRunner
-    from hpceval.simulate.sources import store_target
-    from hpceval.store import open_store
+    from hpceval.simulate.calibrate import BASE_CONFIG
 
-    target = store_target(open_store(db), "local")
-    spec = nominal_spec(target, nodes=1, cores_per_node=2, speed=REFERENCE_SPEED_FLOPS)
+    target, spec, runner_in = _local(db)
     with tempfile.TemporaryDirectory(prefix="hpceval-speed-") as work:
-        runner = SmpiCalibrationRunner(detect_smpi(), Path(work))
-        print(runner.kernel(spec, BASE_CONFIG, target.speeds[(kernel, "A")]))
+        print(runner_in(work).kernel(spec, BASE_CONFIG, target.speeds[(kernel, "A")]))
 
 
 def drift(db: str, work: Path, kernels: list[str], pairs: int) -> None:

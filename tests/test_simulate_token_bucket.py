@@ -43,6 +43,7 @@ from hpceval.simulate.token_bucket import (
 )
 from hpceval.store import Store, open_store
 from tests.netns_curves import BUCKET_TRANSFER_US, NOISY_SIZES, NOISY_TIMES
+from tests.test_simulate import parse_factors
 
 DATA = Path(__file__).parent / "data" / "simulate"
 requires_plugin = pytest.mark.skipif(
@@ -183,10 +184,9 @@ def test_a_shaped_link_calibrates_on_the_plugins_transfer_times() -> None:
     transfer = dict(zip(NOISY_SIZES, BUCKET_TRANSFER_US, strict=True))
 
     def plugin(platform: Any, cfg: Any, _path: Any, sizes: Any) -> list[float]:
-        lat = [(0 if int(t) == 0 else int(t) - 15, float(f))
-               for t, f in (part.split(":") for part in cfg["smpi/lat-factor"].split(";"))]
+        lat = parse_factors(cfg["smpi/lat-factor"])
         route_us = platform.inter_node_latency_s * 1e6
-        return [factor_at(lat, n) * route_us + transfer[n] for n in sizes]  # fmt: skip
+        return [factor_at(lat, n) * route_us + transfer[n] for n in sizes]
 
     calibrated = calibrate_network(target, spec, plugin, tolerance=0.10)
     assert calibrated.converged, calibrated.max_residual
