@@ -145,7 +145,20 @@ def series(
 ) -> dict[tuple[str, ...], tuple[float, ...]]:
     """(benchmark, what, class or size, ranks) -> per run of this origin on this platform
     that has the figure (oldest first), the median of its samples (a projection carries its
-    target platform's name)."""
+    target platform's name; an NPB projection replayed N times, --repeat, has N samples)."""
+    return {key: tuple(statistics.median(v) for _, v in sorted(runs_.items()))
+            for key, runs_ in samples_by_run(db, origin, platform).items()}  # fmt: skip
+
+
+def latest_samples(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], list[float]]:
+    """series' keys -> the samples of the latest run that has the figure."""
+    return {key: runs_[max(runs_)]
+            for key, runs_ in samples_by_run(db, origin, platform).items()}  # fmt: skip
+
+
+def samples_by_run(
+    db: str, origin: Origin, platform: str
+) -> dict[tuple[str, ...], dict[int, list[float]]]:
     by_run: dict[tuple[str, ...], dict[int, list[float]]] = {}
     with open_store(db, create=False) as store:
         runs = {r.id: r.platform_name for r in store.runs()}
@@ -164,8 +177,7 @@ def series(
             else:
                 continue
             by_run.setdefault(key, {}).setdefault(sm.run_id, []).extend(m.samples or (m.value,))
-    return {key: tuple(statistics.median(v) for _, v in sorted(runs_.items()))
-            for key, runs_ in by_run.items()}  # fmt: skip
+    return by_run
 
 
 def calibrations(db: str) -> None:
@@ -182,9 +194,10 @@ def table(db: str, platform: str, measured_origin: Origin) -> None:
     projection lies inside the rounds' spread."""
     measured = series(db, measured_origin, platform)
     simulated = series(db, Origin.SIMULATED, platform)
+    replays = latest_samples(db, Origin.SIMULATED, platform)
     print(f"\n{platform}: {measured_origin.value} (median over rounds) vs projected")
     print(f"{'case':40s} {'measured':>10s} {'rounds: low-high':>22s} {'projected':>10s} "
-          f"{'error':>8s}  spread")  # fmt: skip
+          f"{'error':>8s}  spread  (NPB replays: their errors)")  # fmt: skip
     within = inside = checked = spread = 0
     for key in sorted(measured):
         rounds = measured[key]
@@ -203,8 +216,11 @@ def table(db: str, platform: str, measured_origin: Origin) -> None:
             verdict = "inside" if min(rounds) <= projected <= max(rounds) else "outside"
             inside += verdict == "inside"
         unit = "s" if key[0] == "npb" else ("MB/s" if key[-1] == "bandwidth" else "us")
+        replayed = replays.get(key, []) if key[0] == "npb" else []
+        each = (f"  ({len(replayed)} replays: {min(replayed) / median - 1:+.1%} to "
+                f"{max(replayed) / median - 1:+.1%})" if len(replayed) > 1 else "")  # fmt: skip
         print(f"{' '.join(key) + ' (' + unit + ')':40s} {median:10.4g} {span:>22s} "
-              f"{projected:10.4g} {error:+8.1%}  {verdict}")  # fmt: skip
+              f"{projected:10.4g} {error:+8.1%}  {verdict}{each}")  # fmt: skip
     print(f"{within} of {checked} projected figures within 20 % of the median; {inside} of "
           f"{spread} inside the rounds' spread")  # fmt: skip
     issue = [key for key in ISSUE_CHECKS if key in measured]
@@ -314,8 +330,10 @@ def bucket_platform(work: Path, burst: int) -> tuple[str, str]:
 
 
 def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool,
-                   burst: int | None = None, bucket: bool = True) -> None:  # fmt: skip
-    """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure.
+                   burst: int | None = None, bucket: bool = True,
+                   repeat: int = 1) -> None:  # fmt: skip
+    """Measure netns-4x1-1gbe `rounds` times, then project and validate every figure; each
+    NPB projection replayed `repeat` times (hpceval simulate --repeat: their median).
 
     With `burst`, the same cluster with that tbf bucket (bytes; shipped: 2 ms at the link
     rate), stored under its own platform name. `bucket` False: projected without the
@@ -353,7 +371,8 @@ def netns_validate(db: str, work: Path, rounds: int, rt: bool, measure: bool,
         for ranks in (["2"] if share else []) + ["4"]:
             for kernel in NETNS_KERNELS:
                 project(refused, ranks, share if ranks == "4" else [], common, target,
-                        "--bench", f"npb.{kernel}", "--class", "A")  # fmt: skip
+                        "--bench", f"npb.{kernel}", "--class", "A",
+                        "--repeat", str(repeat))  # fmt: skip
     print("\n4 ranks with --host-share; 2 ranks (one core each) plain")
     table(db, platform_name, Origin.EMULATED)
     print("\n4 ranks as independent nodes (no --host-share): the model without the share")
@@ -503,6 +522,8 @@ def main() -> None:
                         help="measure netns-4x1-1gbe and validate every projection (root)")
     parser.add_argument("--rounds", type=int, default=2, help="--netns-validate rounds")
     parser.add_argument("--rt", action="store_true", help="--netns-validate under SCHED_FIFO")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="--netns-validate: replays of each NPB projection (their median)")
     parser.add_argument("--burst", type=int, metavar="BYTES",
                         help="--netns-validate: the links' tc tbf bucket (shipped: 2 ms at "
                         "the link rate); the platform is stored as netns-4x1-1gbe-burstBYTES")
@@ -524,7 +545,8 @@ def main() -> None:
         if args.measured_db:
             shutil.copy(args.measured_db, db)
         netns_validate(db, work, args.rounds, args.rt, measure=not args.measured_db,
-                       burst=args.burst, bucket=not args.no_token_bucket)  # fmt: skip
+                       burst=args.burst, bucket=not args.no_token_bucket,
+                       repeat=args.repeat)  # fmt: skip
         return
     if args.magellan_table:
         magellan_table(args.magellan_table)

@@ -503,6 +503,19 @@ def test_npb_cases_declare_their_smpi_build(tmp_path: Path) -> None:
     assert get_benchmark("npb").command(case, program, case.points)[-2:] == ["--class", "C"]
 
 
+def test_npb_replays_are_repetitions_and_mpibench_refuses_them(tmp_path: Path) -> None:
+    request = npb_request("mg", "A", (4,), repeat=3)
+    (case,) = plan(request, sim_platform(tmp_path), [Placement(4, 1, 1, "core")])
+    assert case.points == ("rep=1", "rep=2", "rep=3")
+    with pytest.raises(UserError, match="--repeat: mpibench repeats its points as samples"):
+        plan(Request(bench="mpibench", pattern="alltoall", ranks=(4,), sizes=[8], repeat=2),
+             sim_platform(tmp_path), [Placement(4, 1, 1, "core")])  # fmt: skip
+    for bad in (0, 101):
+        with pytest.raises(UserError, match=f"--repeat: {bad} is not between 1 and 100"):
+            plan(npb_request("mg", "A", (4,), repeat=bad), sim_platform(tmp_path),
+                 [Placement(4, 1, 1, "core")])  # fmt: skip
+
+
 def test_mpibench_cases_are_fast_in_simulation(tmp_path: Path) -> None:
     request = Request(bench="mpibench", pattern="alltoall", ranks=(16,), sizes=[0, 1024])
     (case,) = plan(request, sim_platform(tmp_path), [Placement(2, 8, 1, "core")])
@@ -645,6 +658,15 @@ def test_simulate_npb_cg_class_s_on_16_ranks(tmp_path: Path) -> None:
         assert m.details["verification"] == "not checked (iteration sampling (3 of 15))"
         assert m.details["smpi"]["iterations_run"] == 3 and m.details["iterations"] == 15
         assert math.isfinite(m.value) and m.value > 0
+    # Replayed twice (--repeat 2): two verified repetitions of the one case.
+    simulate_ok(db, "--profile", "ec2-cc1", "--bench", "npb.cg", "--class", "S", "--ranks", "4",
+                "--repeat", "2")  # fmt: skip
+    with open_store(str(db)) as store:
+        run = store.runs()[0]
+        assert run.suite_config["simulate"]["repeat"] == 2
+        times = store.measurements(run.id, metric="time")
+        assert sorted(sm.point_key for sm in times) == ["rep=1", "rep=2"]
+        assert all(sm.measurement.details["verification"][0]["passed"] for sm in times)
 
 
 @requires_smpi

@@ -110,11 +110,9 @@ def fake_pingpong(spec, cfg, path, sizes):  # type: ignore[no-untyped-def]
     """SMPI's PingPong model with os/or: os + or + L·lat(n) + (n+16)/(B·bw(n))."""
     from hpceval.simulate.calibrate import factor_at
 
-    def pairs(text: str) -> list[tuple[int, float]]:
-        return [(int(a) - 15 if int(a) else 0, float(b)) for a, b in
-                (e.split(":") for e in text.split(";"))]  # fmt: skip
+    from .test_simulate import parse_factors
 
-    lat, bw = pairs(cfg["smpi/lat-factor"]), pairs(cfg["smpi/bw-factor"])
+    lat, bw = parse_factors(cfg["smpi/lat-factor"]), parse_factors(cfg["smpi/bw-factor"])
     o = 2 * float(cfg.get("smpi/os", "0:0:0").split(":")[1])
     if path == "inter-node":
         route = (spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps)

@@ -28,6 +28,7 @@ from hpceval.simulate.flows import (
     store_flows,
 )
 
+from .test_simulate import parse_factors
 from .test_simulate_contention import add_run, fake_pingpong, requires_smpi, synthetic_target
 
 # 1 GbE-like: the wire bounds the aggregate (k stays 1), a gap of 5 µs per extra message.
@@ -106,8 +107,7 @@ def test_overhead_settings_with_a_gap_keep_both_pingpongs() -> None:
         simulated = fake_pingpong(spec, config, path, curve.sizes)
         worst = max(abs(s - m) / m for s, m in zip(simulated, curve.times_us, strict=True))
         assert worst <= 0.10, path
-    bw = [(int(a) - 15 if int(a) else 0, float(b)) for a, b in
-          (e.split(":") for e in config["smpi/bw-factor"].split(";"))]  # fmt: skip
+    bw = parse_factors(config["smpi/bw-factor"])
     # The 0-byte message's bandwidth term is now the gap (plus its 16-byte envelope).
     term = 16 / (spec.inter_node_bandwidth_Bps * factor_at(bw, 0))
     assert term == pytest.approx(gap, rel=0.05)

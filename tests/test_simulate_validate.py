@@ -111,6 +111,32 @@ def test_the_table_says_how_many_projections_lie_inside_the_spread(tmp_path: Pat
     assert "pattern [red]x" in marked
 
 
+def _npb_time(seconds: float, origin: Origin) -> tuple[str, Measurement]:
+    params = {"kernel": "mg", "class": "A", "ranks": 4, "nodes": 4}
+    return ("npb-mg", Measurement("npb", "time", seconds, "s", params, (seconds,),
+                                  origin=origin))  # fmt: skip
+
+
+def test_a_projection_replayed_three_times_is_held_by_its_median(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "v.db")) as store:
+        for seconds in (1.0, 1.2, 1.1):
+            add_run(store, "emu", Origin.EMULATED, [_npb_time(seconds, Origin.EMULATED)])
+        # Three replays (hpceval simulate --repeat 3): one measurement each, same parameters.
+        projection = add_run(store, "emu", Origin.SIMULATED, [
+            _npb_time(s, Origin.SIMULATED) for s in (0.8, 1.32, 0.99)])
+        (check,), missing = validate_run(store, projection)
+        text = _render(validation_table(store, projection, None))
+        single = add_run(store, "emu", Origin.SIMULATED, [_npb_time(0.9, Origin.SIMULATED)])
+        (alone,), _ = validate_run(store, single)
+    # One figure, not three: the replays' median against the rounds' median.
+    assert missing == 0 and (check.measured, check.projected) == (1.1, 0.99)
+    assert check.replays == (0.8, 1.32, 0.99)
+    low, high = check.replay_errors or (0.0, 0.0)
+    assert low == pytest.approx(0.8 / 1.1 - 1) and high == pytest.approx(1.32 / 1.1 - 1)
+    assert "0.99 s (median of 3 replays, 0.8-1.32)" in text
+    assert alone.replays == () and alone.replay_errors is None
+
+
 @pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", "--validate", "²", "", "[b]1"])
 def test_a_bad_count_of_runs_is_refused(text: str) -> None:
     with pytest.raises(UserError, match=r"--pool-runs: .* is not all or a positive count"):

@@ -70,7 +70,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # (runner.widened_backbone); the core speed set on the median of the replays so far.
 # 9: the factors are fitted on the monotone curve nearest the measured one (monotone_shape);
 # on a token-bucket link, latencies on the transfer times smpirun gave (latency_segments).
-CALIBRATION_VERSION: Final = 9
+# 10: a size simulated between the lowest and highest of its pooled runs counts as fitted
+# (Residual.judged).
+CALIBRATION_VERSION: Final = 10
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are
@@ -240,13 +242,31 @@ class Residual:
     measured_us: float
     simulated_us: float
     calibrated: bool  # the factors were fitted on this path
+    # The lowest and highest of the runs pooled into `measured_us` (None: one run, or a
+    # published figure).
+    runs_us: tuple[float, float] | None = None
 
     @property
     def residual(self) -> float:
         return (self.simulated_us - self.measured_us) / self.measured_us
 
+    @property
+    def inside_runs(self) -> bool:
+        """Whether the simulated time lies between the lowest and highest run."""
+        return self.runs_us is not None and self.runs_us[0] <= self.simulated_us <= (
+            self.runs_us[1])  # fmt: skip
+
+    @property
+    def judged(self) -> float:
+        """The residual the tolerance is held against: none between the lowest and highest
+        run, as close as they can tell (as --validate judges a projection). On netns-4x1-1gbe
+        (2026-12-04, 3 rounds) 0 B-1 KiB lay within 6.0-8.5 µs per round in no order; a flat
+        7.12 µs was inside every size's rounds and +11.0 % from 1 KiB's median (6.57, 6.87,
+        8.49 µs): refused after 8 iterations, and with it every projection at 2 ranks."""
+        return 0.0 if self.inside_runs else self.residual
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "residual": self.residual}
+        return {**asdict(self), "residual": self.residual, "judged": self.judged}
 
 
 @dataclass(frozen=True)
@@ -286,7 +306,8 @@ class NetworkCalibration:
 
     @property
     def max_residual(self) -> float:
-        return max(abs(r.residual) for r in self.residuals if r.calibrated)
+        """The worst residual held against the tolerance (Residual.judged)."""
+        return max(abs(r.judged) for r in self.residuals if r.calibrated)
 
     def config(self) -> dict[str, str]:
         return {
@@ -433,11 +454,12 @@ def calibrate_network(
         for p in paths:
             c = target.curves[p]
             simulated[p] = np.asarray(simulate(spec, config, p, c.sizes), dtype=np.float64)
+            spread = c.spread_us or (None,) * len(c.sizes)
             residuals += [
-                Residual(p, s, float(m), float(v), p == primary)
-                for s, m, v in zip(c.sizes, measured[p], simulated[p], strict=True)
+                Residual(p, s, float(m), float(v), p == primary, runs)
+                for s, m, v, runs in zip(c.sizes, measured[p], simulated[p], spread, strict=True)
             ]
-        worst = max(abs(r.residual) for r in residuals if r.calibrated)
+        worst = max(abs(r.judged) for r in residuals if r.calibrated)
         history.append(worst)
         result = NetworkCalibration(
             spec, tuple(lat), tuple(bw), tuple(segments), tuple(residuals), iteration,
@@ -521,7 +543,11 @@ def calibration_key(target: Target, parts: Mapping[str, Any]) -> str:
         "name": target.name,
         "source_kind": target.source_kind,
         "curves": {
-            p: [list(c.sizes), [round(t, 6) for t in c.times_us]]
+            p: [
+                list(c.sizes),
+                [round(t, 6) for t in c.times_us],
+                [[round(x, 6) for x in r] if r else None for r in c.spread_us],
+            ]
             for p, c in sorted(target.curves.items())
         },
         "backbone": [target.backbone, target.backbone_Bps],

@@ -87,6 +87,7 @@ FOLD_FROM_RANKS = 64
 ITERATIONS_FROM_RANKS = 256
 AUTO_ITERATIONS = 10
 DEFAULT_TIME_LIMIT_S = 3600.0
+MAX_REPEAT = 100  # --repeat's bound: the NPB options' own (benchmarks.common.RankSweepOptions)
 
 # --------------------------------------------------------------------------- tools
 
@@ -155,6 +156,9 @@ class Request:
     sampling: bool | None = None  # NPB computation sampling; None: auto (choose_smpi_build)
     folding: bool | None = None  # NPB memory folding; None: auto
     iterations: int | None = None  # CG iteration sampling: timed iterations, 0 all; None: auto
+    # NPB: replays of each case (repetitions), so that a projection carries the spread of
+    # the computation replayed on this host (hpceval.simulate.validate).
+    repeat: int = 1
     # (collective, SMPI algorithm) forced instead of the MPI library's choice (--collective)
     collectives: tuple[tuple[str, str], ...] = ()
 
@@ -436,6 +440,11 @@ def plan(
     NPB cases declare their SMPI build (option SMPI_BUILD_OPTION, and parameters
     smpi_sampling / smpi_memory_folding on every measurement)."""
     bench = get_benchmark(request.benchmark)
+    if request.repeat != 1 and request.benchmark != "npb":
+        raise UserError(f"--repeat: {request.benchmark} repeats its points as samples; "
+                        "--repeat replays NPB cases")  # fmt: skip
+    if not 1 <= request.repeat <= MAX_REPEAT:
+        raise UserError(f"--repeat: {request.repeat} is not between 1 and {MAX_REPEAT}")
     cases: list[Case] = []
     for placement in placements_:
         options: dict[str, Any]
@@ -445,6 +454,7 @@ def plan(
                 "classes": [request.class_name],
                 "ranks": [placement.ranks],
                 "ranks_per_node": [placement.ranks_per_node],
+                "repeat": request.repeat,
             }
         else:
             options = {

@@ -41,3 +41,10 @@ def median_over_runs(per_run: Iterable[Sequence[float]]) -> float:
     """The median over runs of each run's median (a run that measured a figure several
     times pools those samples first)."""
     return statistics.median([statistics.median(samples) for samples in per_run])
+
+
+def range_over_runs(per_run: Iterable[Sequence[float]]) -> tuple[float, float] | None:
+    """The lowest and highest of the runs' medians; None with fewer than two runs (no
+    run-to-run spread)."""
+    medians = [statistics.median(samples) for samples in per_run]
+    return (min(medians), max(medians)) if len(medians) >= 2 else None

@@ -14,7 +14,7 @@ profile: hpceval.simulate.profiles.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -24,7 +24,13 @@ from hpceval.provenance.setup import setup_differences
 from hpceval.simulate.contention import RingFigures, mpi_family
 from hpceval.simulate.flows import FLOW_PATTERN, FlowFigures, store_flows
 from hpceval.simulate.memory import NodeMemory, store_memory
-from hpceval.simulate.pooling import check_pool_runs, median_over_runs, newest, runs_text
+from hpceval.simulate.pooling import (
+    check_pool_runs,
+    median_over_runs,
+    newest,
+    range_over_runs,
+    runs_text,
+)
 from hpceval.simulate.token_bucket import TokenBucket, emulation_bucket
 from hpceval.store import Store
 
@@ -42,14 +48,28 @@ class Curve:
     times_us: tuple[float, ...]
     origin: str  # where the curve comes from, in words
     run_id: int | None
+    # Per size, the lowest and highest of the pooled runs' medians (None: one run measured
+    # it); empty: no runs (a published curve) or one run. A calibration is not asked to
+    # come closer to a size than the runs that measured it agree with each other.
+    spread_us: tuple[tuple[float, float] | None, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.sizes) != len(self.times_us):
             raise ValueError("a curve needs one time per size")
+        if self.spread_us and len(self.spread_us) != len(self.sizes):
+            raise ValueError("a curve's spread needs one range (or None) per size")
         if list(self.sizes) != sorted(set(self.sizes)):
             raise ValueError("curve sizes must increase")
         if not all(math.isfinite(t) and t > 0 for t in self.times_us):
             raise ValueError("curve times must be positive")
+
+
+def spread_of(
+    per_size: Sequence[Sequence[Sequence[float]]],
+) -> tuple[tuple[float, float] | None, ...]:
+    """A curve's spread_us from each size's per-run samples: empty when no size has two runs."""
+    spread = tuple(range_over_runs(per_run) for per_run in per_size)
+    return spread if any(r is not None for r in spread) else ()
 
 
 @dataclass(frozen=True)
@@ -184,10 +204,11 @@ def store_target(store: Store, platform_name: str, share_ranks: int | None = Non
         # Medians, not means: on a shared host a few preempted samples (milliseconds) made
         # the mean of a 0-byte PingPong 9.7 µs for a median of 0.27 µs (2 ranks on this
         # 2-core machine), a curve no network model can follow.
-        times = tuple(median_over_runs(pingpong[(r, path)][s] for r in chosen
-                                       if s in pingpong[(r, path)]) for s in sizes)  # fmt: skip
+        per_run = [[pingpong[(r, path)][s] for r in chosen if s in pingpong[(r, path)]]
+                   for s in sizes]  # fmt: skip
+        times = tuple(median_over_runs(values) for values in per_run)
         origin = runs_text((runs[r].origin.value for r in chosen), chosen)
-        curves[path] = Curve(path, sizes, times, origin, chosen[0])
+        curves[path] = Curve(path, sizes, times, origin, chosen[0], spread_of(per_run))
         used_runs.update(chosen)
     if not curves:
         raise UserError(
@@ -305,12 +326,11 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
     chosen = newest(found, pool_runs)
     run_id = chosen[0]
     sizes = tuple(sorted(pairs[run_id]))
-    curve = Curve("inter-node", sizes,
-                  tuple(median_over_runs(pairs[r][s] for r in chosen if s in pairs[r])
-                        for s in sizes),
+    per_run = [[pairs[r][s] for r in chosen if s in pairs[r]] for s in sizes]
+    curve = Curve("inter-node", sizes, tuple(median_over_runs(values) for values in per_run),
                   f"{runs_text((runs[r].origin.value for r in chosen), chosen)}, mpibench "
                   f"multi_pingpong, {ranks // 2} pairs at once on {ranks} nodes",
-                  run_id)  # fmt: skip
+                  run_id, spread_of(per_run))  # fmt: skip
     share = host_cores / ranks
     # Every emulated transfer is a copy on the shared cores (TCP, veth): together they move
     # at most what the busiest concurrent pattern measured at the share moved together,
