@@ -425,3 +425,57 @@ def test_open_mpi_exscan_is_a_chain(tmp_path: Path) -> None:
 
     assert 2.8 < ratio("openmpi") < 3.2  # 2.99 here
     assert ratio(None) < 1.5  # 1.00 here
+
+
+# ------------- Open MPI's small allreduce (smpi_colls/ompi_colls.c: recursive doubling) --
+
+ALLREDUCE_CHECK = SMPI_DATA / "allreduce_check.c"
+
+
+def allreduce_run(
+    tmp_path: Path, args: Sequence[str], ranks: int, hostfile: Path, allreduce_env: str | None,
+    *cfg: str,
+) -> subprocess.CompletedProcess[str]:
+    program = compile_program(
+        "allreduce-check", [ALLREDUCE_CHECK], compiler="smpicc",
+        compiler_identity=detect_smpi().identity(), cflags=["-O2", "-DHPCEVAL_SMPI"],
+        cache=tmp_path,
+    )  # fmt: skip
+    env = environment_with("HPCEVAL_SMPI_ALLREDUCE", allreduce_env)
+    return smpirun_process(program, args, ranks, "--cfg=smpi/coll-selector:ompi", *cfg,
+                           hostfile=hostfile, env=env, cwd=tmp_path)  # fmt: skip
+
+
+@requires_smpi
+def test_open_mpi_small_allreduces_combine_every_rank(tmp_path: Path) -> None:
+    # Communicators of 2 to 9 ranks (5 to 7: beyond a power of two, the pairing of the extra
+    # ranks), 1 to size + 1 ints, sums and maxima, in place or not.
+    hosts = SMPI_DATA / "hosts-4x4.txt"
+    done = allreduce_run(tmp_path, ["verify"], 9, hosts, "openmpi")
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Each rank of each communicator counts its checks: 4 x size x (size + 1) per size.
+    assert done.stdout.strip() == f"verified {sum(4 * k * (k + 1) for k in range(2, 10))}"
+
+
+@requires_smpi
+def test_a_small_allreduce_is_open_mpis_recursive_doubling(tmp_path: Path) -> None:
+    # 4 ranks on 4 nodes, one double: Open MPI 4.1 rings below 16 B and its ring hands fewer
+    # elements than ranks to recursive doubling; SimGrid's stand-in for the ring reduces and
+    # then broadcasts. This file's exchange takes exactly as long as SMPI's own recursive
+    # doubling (3.0 sends here), SMPI's selector as long as its reduce + broadcast (4.0).
+    # Host time between the calls is not charged (smpi/simulate-computation:no).
+    hosts = tmp_path / "hosts-4x1.txt"
+    hosts.write_text("".join(f"node-{n}\n" for n in range(4)))
+
+    def ratio(allreduce_env: str | None, *cfg: str) -> float:
+        done = allreduce_run(tmp_path, ["time"], 4, hosts, allreduce_env,
+                             "--cfg=smpi/simulate-computation:no", *cfg)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        words = done.stdout.split()
+        assert words[0] == "send" and words[2] == "allreduce"
+        return float(words[3]) / float(words[1])
+
+    ours, smpis = ratio("openmpi"), ratio(None)
+    assert ours == pytest.approx(ratio(None, "--cfg=smpi/allreduce:rdb"), rel=1e-9)
+    assert smpis == pytest.approx(ratio(None, "--cfg=smpi/allreduce:redbcast"), rel=1e-9)
+    assert smpis > 1.2 * ours

@@ -255,6 +255,16 @@ def test_smpirun_runs_one_rank_without_the_collective_selector(tmp_path: Path) -
     assert two.env.get("HPCEVAL_SMPI_SCAN") == "openmpi"
     assert any("MPI_Scan and MPI_Exscan as Open MPI 4.1 runs them" in n for n in two.notes)
     assert "HPCEVAL_SMPI_SCAN" not in one.env
+    # And its small allreduces (recursive doubling where SimGrid's ring reduces + broadcasts).
+    assert two.env.get("HPCEVAL_SMPI_ALLREDUCE") == "openmpi"
+    assert any("MPI_Allreduce of fewer elements than ranks" in n for n in two.notes)
+    assert "HPCEVAL_SMPI_ALLREDUCE" not in one.env
+    forced = starter.command(StartRequest(
+        placement=Placement(1, 2), program=PROGRAM, implementation="SMPI", executable="smpirun",
+        options=options.model_copy(update={"cfg": {**cfg, "smpi/allreduce": "rdb"}}),
+    ))  # fmt: skip
+    assert "HPCEVAL_SMPI_ALLREDUCE" not in forced.env
+    assert forced.env.get("HPCEVAL_SMPI_BCAST") == "openmpi"
 
 
 def test_smpirun_keeps_smpi_broadcasts_under_another_selector(tmp_path: Path) -> None:
@@ -268,7 +278,9 @@ def test_smpirun_keeps_smpi_broadcasts_under_another_selector(tmp_path: Path) ->
         executable="smpirun", options=options,
     ))  # fmt: skip
     assert "HPCEVAL_SMPI_BCAST" not in cmd.env and "HPCEVAL_SMPI_SCAN" not in cmd.env
-    assert not any("MPI_Bcast" in n or "MPI_Scan" in n for n in cmd.notes)
+    assert "HPCEVAL_SMPI_ALLREDUCE" not in cmd.env
+    assert not any("MPI_Bcast" in n or "MPI_Scan" in n or "MPI_Allreduce" in n
+                   for n in cmd.notes)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- platforms

@@ -23,8 +23,8 @@ BUILD_TIMEOUT_S = 300
 SMPI_COMPILERS = frozenset({"smpicc", "smpicxx", "smpiff", "smpif90"})
 # Defined for SMPI builds: the C sources keep everything simulator-specific behind it.
 SMPI_DEFINE = "-DHPCEVAL_SMPI"
-# Linked into every smpicc build: MPI_Bcast, MPI_Scan and MPI_Exscan as Open MPI >= 4.1 runs
-# them where SimGrid runs other algorithms (the file says which and why).
+# Linked into every smpicc build: MPI_Bcast, MPI_Scan, MPI_Exscan and small MPI_Allreduce as
+# Open MPI >= 4.1 runs them where SimGrid runs other algorithms (the file says which and why).
 SMPI_COLLECTIVE_SOURCES = (Path(__file__).parent / "smpi_colls" / "ompi_colls.c",)
 
 

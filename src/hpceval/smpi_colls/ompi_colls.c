@@ -1,6 +1,6 @@
 /* Collectives as Open MPI >= 4.1 runs them where SimGrid 3.32 runs others, linked into every
  * hpceval program built with smpicc: MPI_Bcast (its four unsegmented algorithms), MPI_Scan
- * and MPI_Exscan (a chain).
+ * and MPI_Exscan (a chain), MPI_Allreduce of fewer elements than ranks (recursive doubling).
  *
  * MPI_Bcast. SimGrid's Open MPI selector (smpi/coll-selector:ompi) takes Open MPI's
  * fixed decision (coll/tuned, the rules of Open MPI 4.1) but runs four of the algorithms it
@@ -31,6 +31,18 @@
  * r+1; P-1 messages, one after the other. Active when HPCEVAL_SMPI_SCAN=openmpi (set with
  * the Open MPI selector); data types that are not contiguous go to SMPI's own.
  *
+ * MPI_Allreduce of fewer elements than ranks. Open MPI 4.1's fixed decision names its ring
+ * (4) or its segmented ring (5, given a segment size of 0: the ring) at some sizes (4-7
+ * ranks below 16 B, 16-63 ranks below 64-128 B, ...), and its ring hands a buffer of fewer
+ * elements than ranks to recursive doubling (coll_base_allreduce.c). SimGrid's stand-in for
+ * the ring (allreduce__lr) hands it to a reduce followed by a broadcast instead: twice the
+ * hops (4 ranks, one double: 66 against 33 us with no per-message overhead, netns-4x1-1gbe's
+ * calibration of 2026-12-04). So that case runs Open MPI's recursive doubling here, with
+ * its pairing of the ranks beyond the largest power of two; every other MPI_Allreduce goes to
+ * SMPI's (PMPI_Allreduce). Active when HPCEVAL_SMPI_ALLREDUCE=openmpi (set with the Open
+ * MPI selector, unless the run forces SMPI's allreduce); non-commutative operations (Open
+ * MPI never rings them) and types that are not contiguous go to SMPI's own.
+ *
  * The messages travel on a duplicate of the communicator, so that they never match a receive
  * of the program's own (MPI keeps collective traffic apart in the same way).
  */
@@ -40,6 +52,7 @@
 
 #define HPCEVAL_BCAST_TAG 1
 #define HPCEVAL_SCAN_TAG 2
+#define HPCEVAL_ALLREDUCE_TAG 3
 
 enum bcast_algorithm { LINEAR = 1, CHAIN = 2, PIPELINE = 3, BINARY_TREE = 5 };
 
@@ -104,6 +117,12 @@ static int scan_enabled(void)
 {
     static int state = -1;
     return openmpi_in("HPCEVAL_SMPI_SCAN", &state);
+}
+
+static int allreduce_enabled(void)
+{
+    static int state = -1;
+    return openmpi_in("HPCEVAL_SMPI_ALLREDUCE", &state);
 }
 
 /* The duplicate of `comm` this file sends on, made on first use (collectively: every rank
@@ -277,4 +296,84 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     if (rc == MPI_SUCCESS) rc = MPI_Send(next, count, datatype, rank + 1, HPCEVAL_SCAN_TAG, own);
     free(next);
     return rc;
+}
+
+/* Whether Open MPI 4.1's fixed decision for a commutative MPI_Allreduce of `bytes` on `size`
+ * ranks is its ring (4) or segmented ring (5); coll_tuned_decision_fixed.c, row by row. */
+static int openmpi_allreduce_rings(int size, long long bytes)
+{
+    if (size < 4)
+        return bytes < 8 || (bytes >= 4096 && bytes < 8192) || (bytes >= 16384 && bytes < 262144);
+    if (size < 8) return bytes < 16;
+    if (size < 16) return 0;
+    if (size < 32) return bytes < 64;
+    if (size < 64) return bytes < 128;
+    if (size < 2048) return 0;
+    if (size < 4096) return bytes >= 2048 && bytes < 4096;
+    return bytes >= 2048 && bytes < 16384;
+}
+
+/* Open MPI's recursive doubling: with `extra` = size - the largest power of two below it,
+ * each even rank below 2 x extra hands its data to the odd rank above it and waits; the rest
+ * exchange and combine with the partner `distance` apart (distance 1, 2, 4, ...), then the
+ * odd ranks hand the result back. Each exchange is a receive posted before a blocking send. */
+static int recursive_doubling(void *result, int count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm own, int rank, int size, long long bytes)
+{
+    int adjsize = 1, rc = MPI_SUCCESS;
+    while (adjsize * 2 <= size) adjsize *= 2;
+    int extra = size - adjsize, newrank;
+    void *incoming = malloc((size_t)bytes);
+    if (incoming == NULL) return MPI_ERR_NO_MEM;
+    MPI_Request request;
+    if (rank < 2 * extra) {
+        if (rank % 2 == 0) {
+            rc = MPI_Send(result, count, datatype, rank + 1, HPCEVAL_ALLREDUCE_TAG, own);
+            newrank = -1;
+        } else {
+            rc = MPI_Recv(incoming, count, datatype, rank - 1, HPCEVAL_ALLREDUCE_TAG, own,
+                          MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(incoming, result, count, datatype, op);
+            newrank = rank / 2;
+        }
+    } else {
+        newrank = rank - extra;
+    }
+    for (int distance = 1; newrank >= 0 && distance < adjsize && rc == MPI_SUCCESS;
+         distance *= 2) {
+        int newremote = newrank ^ distance;
+        int remote = newremote < extra ? newremote * 2 + 1 : newremote + extra;
+        rc = MPI_Irecv(incoming, count, datatype, remote, HPCEVAL_ALLREDUCE_TAG, own, &request);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(result, count, datatype, remote, HPCEVAL_ALLREDUCE_TAG, own);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(incoming, result, count, datatype, op);
+    }
+    if (rc == MPI_SUCCESS && rank < 2 * extra) {
+        if (rank % 2 == 0)
+            rc = MPI_Recv(result, count, datatype, rank + 1, HPCEVAL_ALLREDUCE_TAG, own,
+                          MPI_STATUS_IGNORE);
+        else
+            rc = MPI_Send(result, count, datatype, rank - 1, HPCEVAL_ALLREDUCE_TAG, own);
+    }
+    free(incoming);
+    return rc;
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm)
+{
+    int size, rank, commutative, rc;
+    long long bytes;
+    if (!allreduce_enabled() || count <= 0 || (bytes = contiguous_bytes(count, datatype)) < 0)
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
+    if ((rc = MPI_Op_commutative(op, &commutative)) != MPI_SUCCESS) return rc;
+    if (size < 2 || count >= size || !commutative || !openmpi_allreduce_rings(size, bytes))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
+    MPI_Comm own;
+    if ((rc = private_comm(comm, &own)) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE) memcpy(recvbuf, sendbuf, (size_t)bytes);
+    return recursive_doubling(recvbuf, count, datatype, op, own, rank, size, bytes);
 }

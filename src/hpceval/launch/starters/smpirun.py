@@ -44,11 +44,14 @@ SINGLE_RANK_NOTE = "one rank: no collective selector (nothing to communicate)"
 # With the Open MPI selector, the programs' MPI_Bcast runs the algorithms SimGrid replaces
 # with segmented ones (basic linear, chain/pipeline, binary tree) unsegmented, as Open MPI
 # >= 4.1's fixed decision runs them, and MPI_Scan/MPI_Exscan run as Open MPI's chain (SimGrid
-# posts all P(P-1)/2 messages at once): hpceval/smpi_colls/ompi_colls.c, linked into every
-# smpicc build, reads these variables.
+# posts all P(P-1)/2 messages at once), and an MPI_Allreduce of fewer elements than ranks
+# that Open MPI would ring runs as its recursive doubling (SimGrid's ring falls back to a
+# reduce + broadcast): hpceval/smpi_colls/ompi_colls.c, linked into every smpicc build, reads
+# these variables.
 OPEN_MPI_SELECTOR = "ompi"
 BCAST_ENV = "HPCEVAL_SMPI_BCAST"
 SCAN_ENV = "HPCEVAL_SMPI_SCAN"
+ALLREDUCE_ENV = "HPCEVAL_SMPI_ALLREDUCE"
 OPEN_MPI_BCAST_NOTE = (
     "MPI_Bcast as Open MPI 4.1 runs it: basic linear, chain and binary tree unsegmented "
     "(SimGrid's selector runs them segmented)"
@@ -56,6 +59,10 @@ OPEN_MPI_BCAST_NOTE = (
 OPEN_MPI_SCAN_NOTE = (
     "MPI_Scan and MPI_Exscan as Open MPI 4.1 runs them: a chain (SimGrid sends every prefix "
     "at once)"
+)
+OPEN_MPI_ALLREDUCE_NOTE = (
+    "MPI_Allreduce of fewer elements than ranks where Open MPI 4.1 rings: its recursive "
+    "doubling (SimGrid's ring falls back to a reduce and a broadcast)"
 )
 
 
@@ -148,6 +155,9 @@ class SmpirunStarter(Starter):
                 notes += (OPEN_MPI_BCAST_NOTE,)
             env[SCAN_ENV] = "openmpi"  # SMPI has no scan algorithm to force
             notes += (OPEN_MPI_SCAN_NOTE,)
+            if "allreduce" not in forced:
+                env[ALLREDUCE_ENV] = "openmpi"
+                notes += (OPEN_MPI_ALLREDUCE_NOTE,)
         if forced:
             notes += (forced_note(forced),)
         if bucket is not None:
