@@ -473,7 +473,7 @@ def test_a_small_allreduce_is_open_mpis_recursive_doubling(tmp_path: Path) -> No
         assert done.returncode == 0, done.stderr[-2000:]
         words = done.stdout.split()
         assert words[0] == "send" and words[2] == "allreduce"
-        return float(words[3]) / float(words[1])
+        return float(words[3]) / float(words[1])  # the second call's
 
     ours, smpis = ratio("openmpi"), ratio(None)
     assert ours == pytest.approx(ratio(None, "--cfg=smpi/allreduce:rdb"), rel=1e-9)
