@@ -146,14 +146,15 @@ def series(
     """(benchmark, what, class or size, ranks) -> per run of this origin on this platform
     that has the figure (oldest first), the median of its samples (a projection carries its
     target platform's name; an NPB projection replayed N times, --repeat, has N samples)."""
+    return run_medians(samples_by_run(db, origin, platform))
+
+
+def run_medians(
+    by_run: dict[tuple[str, ...], dict[int, list[float]]],
+) -> dict[tuple[str, ...], tuple[float, ...]]:
+    """series from samples_by_run's figures."""
     return {key: tuple(statistics.median(v) for _, v in sorted(runs_.items()))
-            for key, runs_ in samples_by_run(db, origin, platform).items()}  # fmt: skip
-
-
-def latest_samples(db: str, origin: Origin, platform: str) -> dict[tuple[str, ...], list[float]]:
-    """series' keys -> the samples of the latest run that has the figure."""
-    return {key: runs_[max(runs_)]
-            for key, runs_ in samples_by_run(db, origin, platform).items()}  # fmt: skip
+            for key, runs_ in by_run.items()}  # fmt: skip
 
 
 def samples_by_run(
@@ -193,8 +194,10 @@ def table(db: str, platform: str, measured_origin: Origin) -> None:
     projected: the latest projection; the error against the median, and whether the
     projection lies inside the rounds' spread."""
     measured = series(db, measured_origin, platform)
-    simulated = series(db, Origin.SIMULATED, platform)
-    replays = latest_samples(db, Origin.SIMULATED, platform)
+    projections = samples_by_run(db, Origin.SIMULATED, platform)
+    simulated = run_medians(projections)
+    # the latest projection's samples per figure (an NPB one replayed N times has N)
+    replays = {key: runs_[max(runs_)] for key, runs_ in projections.items()}
     print(f"\n{platform}: {measured_origin.value} (median over rounds) vs projected")
     print(f"{'case':40s} {'measured':>10s} {'rounds: low-high':>22s} {'projected':>10s} "
           f"{'error':>8s}  spread  (NPB replays: their errors)")  # fmt: skip

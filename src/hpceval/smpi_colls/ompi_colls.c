@@ -387,11 +387,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     int size, rank, commutative, rc;
     long long bytes;
-    if (!allreduce_enabled() || count <= 0 || (bytes = contiguous_bytes(count, datatype)) < 0)
+    if (!allreduce_enabled() || count <= 0)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    /* Most calls have at least as many elements as ranks: decided with one query, before the
+     * datatype's and the operation's (each MPI call is a switch of SMPI's benchmark timer). */
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
+    if (size < 2 || count >= size || (bytes = contiguous_bytes(count, datatype)) < 0)
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if ((rc = MPI_Op_commutative(op, &commutative)) != MPI_SUCCESS) return rc;
-    if (size < 2 || count >= size || !commutative || !openmpi_allreduce_rings(size, bytes))
+    if (!commutative || !openmpi_allreduce_rings(size, bytes))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
     MPI_Comm own;
