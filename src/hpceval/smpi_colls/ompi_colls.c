@@ -44,11 +44,16 @@
  * MPI never rings them) and types that are not contiguous go to SMPI's own.
  *
  * The messages travel on a duplicate of the communicator, so that they never match a receive
- * of the program's own (MPI keeps collective traffic apart in the same way). MPI_COMM_WORLD's
- * is made in MPI_Init (MPI_Init and MPI_Init_thread pass through this file), not on first
- * use: an MPI_Comm_dup under SMPI with computation simulated is charged as time (NPB MG
- * class A at 32 ranks on ec2-cc1, whose first MPI_Allreduce is in its timed region: 96-102
- * ms with the duplicate made there, 70-76 ms without).
+ * of the program's own (MPI keeps collective traffic apart in the same way). It is made where
+ * the communicator is made, not on first use: MPI_COMM_WORLD's in MPI_Init / MPI_Init_thread,
+ * every other one's in the call that creates it (MPI_Comm_dup, _dup_with_info, _split,
+ * _split_type, _create, _create_group, MPI_Cart_create, MPI_Cart_sub pass through this file),
+ * so that its cost falls in the program's setup. SMPI charges an MPI_Comm_dup as time: one
+ * duplicate of a 4-rank communicator costs as much as a one-double allreduce on it (4.05 and
+ * 6.07 us on tests/data/smpi/cluster-4x4.xml), and NPB MG class A at 32 ranks on ec2-cc1,
+ * whose first MPI_Allreduce is in its timed region, took 96-102 ms with the duplicate made
+ * there against 70-76 ms. A communicator made some other way (MPI_Comm_idup) gets its
+ * duplicate at its first collective here. The duplicate is freed with its communicator.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -129,15 +134,26 @@ static int allreduce_enabled(void)
     return openmpi_in("HPCEVAL_SMPI_ALLREDUCE", &state);
 }
 
-/* The duplicate of `comm` this file sends on, made on first use (collectively: every rank
- * of `comm` is in the same collective) and kept as an attribute of `comm`. */
+/* Frees the duplicate when its communicator is freed (the attribute's delete callback). */
+static int free_private(MPI_Comm comm, int keyval, void *attribute, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    MPI_Comm *cached = attribute;
+    int rc = PMPI_Comm_free(cached);
+    free(cached);
+    return rc;
+}
+
+/* The duplicate of `comm` this file sends on, made the first time it is asked for
+ * (collectively: every rank of `comm` is in the same call) and kept as an attribute of
+ * `comm`; not copied to the program's own duplicates of `comm`, which get theirs. */
 static int private_comm(MPI_Comm comm, MPI_Comm *out)
 {
     static int keyval = MPI_KEYVAL_INVALID;
     int rc, found = 0;
     MPI_Comm *cached = NULL;
     if (keyval == MPI_KEYVAL_INVALID) {
-        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &keyval, NULL);
         if (rc != MPI_SUCCESS) return rc;
     }
     rc = MPI_Comm_get_attr(comm, keyval, &cached, &found);
@@ -145,8 +161,12 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
     if (!found) {
         cached = malloc(sizeof *cached);
         if (cached == NULL) return MPI_ERR_NO_MEM;
-        rc = MPI_Comm_dup(comm, cached);
-        if (rc != MPI_SUCCESS) return rc;
+        /* PMPI_: this file's MPI_Comm_dup would ask for the duplicate's own duplicate */
+        rc = PMPI_Comm_dup(comm, cached);
+        if (rc != MPI_SUCCESS) {
+            free(cached);
+            return rc;
+        }
         rc = MPI_Comm_set_attr(comm, keyval, cached);
         if (rc != MPI_SUCCESS) return rc;
     }
@@ -154,22 +174,73 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
     return MPI_SUCCESS;
 }
 
-/* Whether any collective of this file is active (then MPI_COMM_WORLD's duplicate is made in
- * MPI_Init). */
+/* Whether any collective of this file is active (then each communicator's duplicate is made
+ * with it). */
 static int any_enabled(void) { return bcast_enabled() || scan_enabled() || allreduce_enabled(); }
 
-static int world_duplicate(int rc)
+/* After a call that made `comm` (rc its result; MPI_COMM_NULL on the ranks left out): its
+ * duplicate, made now, in the same collective call. */
+static int with_duplicate(int rc, const MPI_Comm *comm)
 {
-    MPI_Comm own;
-    if (rc == MPI_SUCCESS && any_enabled()) rc = private_comm(MPI_COMM_WORLD, &own);
+    MPI_Comm own; /* *comm is read only once the call has succeeded */
+    if (rc == MPI_SUCCESS && *comm != MPI_COMM_NULL && any_enabled()) rc = private_comm(*comm, &own);
     return rc;
 }
 
-int MPI_Init(int *argc, char ***argv) { return world_duplicate(PMPI_Init(argc, argv)); }
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    MPI_Comm world = MPI_COMM_WORLD;
+    return with_duplicate(rc, &world);
+}
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    return world_duplicate(PMPI_Init_thread(argc, argv, required, provided));
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    MPI_Comm world = MPI_COMM_WORLD;
+    return with_duplicate(rc, &world);
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_dup(comm, newcomm), newcomm);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm);
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_split(comm, color, key, newcomm), newcomm);
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm);
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_create(comm, group, newcomm), newcomm);
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Comm_create_group(comm, group, tag, newcomm), newcomm);
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int *dims, const int *periods, int reorder,
+                    MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm),
+                          newcomm);
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int *remain_dims, MPI_Comm *newcomm)
+{
+    return with_duplicate(PMPI_Cart_sub(comm, remain_dims, newcomm), newcomm);
 }
 
 /* Parent and children (shifted ranks, root = 0) of shifted rank `me` in the tree of each

@@ -6,11 +6,16 @@
  *                            MPI's recursive doubling where its decision rings; else SMPI's
  *                            own), with and without MPI_IN_PLACE: every rank checks the
  *                            result; rank 0 prints "verified N" or exits 1
- *   allreduce_check time     rank 0 prints the simulated seconds of one 8 B MPI_Send from
+ *   allreduce_check time [C] rank 0 prints the simulated seconds of one 8 B MPI_Send from
  *                            rank 0 to rank 1 and the slowest rank's first and second
  *                            MPI_Allreduce of one double (each after a barrier), as "send S
  *                            allreduce A first F" (run it with smpi/simulate-computation:no,
- *                            so that no host time is charged, except to see what is)
+ *                            so that no host time is charged, except to see what is); C is
+ *                            the communicator of the allreduces: world (the default), or one
+ *                            made from it with dup, split, split_type, create, create_group,
+ *                            cart (MPI_Cart_create) or cart_sub (a 1-D MPI_Cart_sub of a
+ *                            2-D grid of size x 1), all of every rank (split_type: of the
+ *                            ranks of a node, so run it with every rank on one node)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -68,10 +73,41 @@ static int verify(void)
     return 0;
 }
 
-static int time_allreduce(void)
+/* A communicator of every rank, made as `how` says; MPI_COMM_NULL for an unknown name. */
+static MPI_Comm made(const char *how)
+{
+    MPI_Comm comm = MPI_COMM_NULL, grid;
+    MPI_Group group;
+    int size, dims[2], periods[2] = {0, 0}, remain[2] = {1, 0};
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    dims[0] = size;
+    dims[1] = 1;
+    MPI_Comm_group(MPI_COMM_WORLD, &group);
+    if (strcmp(how, "world") == 0) comm = MPI_COMM_WORLD;
+    if (strcmp(how, "dup") == 0) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    if (strcmp(how, "split") == 0) MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &comm);
+    if (strcmp(how, "split_type") == 0)
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &comm);
+    if (strcmp(how, "create") == 0) MPI_Comm_create(MPI_COMM_WORLD, group, &comm);
+    if (strcmp(how, "create_group") == 0) MPI_Comm_create_group(MPI_COMM_WORLD, group, 7, &comm);
+    if (strcmp(how, "cart") == 0) MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &comm);
+    if (strcmp(how, "cart_sub") == 0) {
+        MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+        MPI_Cart_sub(grid, remain, &comm);
+    }
+    MPI_Group_free(&group);
+    return comm;
+}
+
+static int time_allreduce(const char *how)
 {
     int rank;
     double value = 1.0, sum = 0.0, send = 0.0, slowest = 0.0;
+    MPI_Comm comm = made(how);
+    if (comm == MPI_COMM_NULL) {
+        fprintf(stderr, "no communicator made as %s\n", how);
+        return 1;
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -86,7 +122,7 @@ static int time_allreduce(void)
     for (int call = 0; call < 2; ++call) {
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
-        MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
         mine[call] = MPI_Wtime() - t0;
     }
     int size;
@@ -100,7 +136,9 @@ static int time_allreduce(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rc = argc > 1 && strcmp(argv[1], "time") == 0 ? time_allreduce() : verify();
+    int rc = argc > 1 && strcmp(argv[1], "time") == 0
+                 ? time_allreduce(argc > 2 ? argv[2] : "world")
+                 : verify();
     MPI_Finalize();
     return rc;
 }
