@@ -133,7 +133,7 @@ def test_a_projection_replayed_three_times_is_held_by_its_median(tmp_path: Path)
     assert check.replays == (0.8, 1.32, 0.99)
     low, high = check.replay_errors or (0.0, 0.0)
     assert low == pytest.approx(0.8 / 1.1 - 1) and high == pytest.approx(1.32 / 1.1 - 1)
-    assert "0.99 s (median of 3 replays, 0.8-1.32)" in text
+    assert "0.99 s (median of 3 replays, 0.8-1.32, -27.3% to +20.0%)" in text
     assert alone.replays == () and alone.replay_errors is None
 
 

@@ -219,9 +219,13 @@ def validation_table(
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for c in checks:
         # Text: names read from the store are shown as they are, never as markup.
-        projected = f"{c.projected:.4g} {c.unit}" + (
-            f" (median of {len(c.replays)} replays, {min(c.replays):.4g}-{max(c.replays):.4g})"
-            if c.replays else "")  # fmt: skip
+        projected = f"{c.projected:.4g} {c.unit}"
+        if c.replays:
+            projected += (f" (median of {len(c.replays)} replays, "
+                          f"{min(c.replays):.4g}-{max(c.replays):.4g}")
+            if (replay_errors := c.replay_errors) is not None:
+                projected += f", {replay_errors[0]:+.1%} to {replay_errors[1]:+.1%}"
+            projected += ")"
         t.add_row(Text(c.figure), Text(f"{c.measured:.4g} {c.unit}"), Text(projected),
                   _pct(c.error), Text(_spread(c)), Text(c.source))  # fmt: skip
     return t

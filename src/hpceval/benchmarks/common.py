@@ -19,6 +19,9 @@ from hpceval.statistics import describe
 Binding = Literal["core", "socket", "numa", "hwthread", "none"]
 
 
+MAX_REPEAT = 100  # repetitions of a case: a suite's `repeat`, `hpceval simulate --repeat`
+
+
 class RankSweepOptions(StrictModel):
     """The placement sweep and repetitions that NPB, GROMACS and LAMMPS suites share."""
 
@@ -26,7 +29,7 @@ class RankSweepOptions(StrictModel):
     ranks_per_node: list[int] | None = None
     threads_per_rank: list[int] = Field(default_factory=lambda: [1], min_length=1)
     binding: Binding = "core"
-    repeat: int = Field(1, ge=1, le=100)
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT)
     time_limit_s: float | None = Field(None, gt=0)
 
 

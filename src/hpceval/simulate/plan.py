@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from hpceval.benchmarks import Case, Program, get_benchmark
+from hpceval.benchmarks.common import MAX_REPEAT
 from hpceval.benchmarks.npb import (
     ITERATION_SAMPLING_KERNELS,
     SECONDS_ESTIMATE,
@@ -87,7 +88,6 @@ FOLD_FROM_RANKS = 64
 ITERATIONS_FROM_RANKS = 256
 AUTO_ITERATIONS = 10
 DEFAULT_TIME_LIMIT_S = 3600.0
-MAX_REPEAT = 100  # --repeat's bound: the NPB options' own (benchmarks.common.RankSweepOptions)
 
 # --------------------------------------------------------------------------- tools
 
