@@ -9,7 +9,11 @@
     smpirun; per command its whole wall time. EC2-CC's published speedups are not in
     methodology section 5: the column says so. --collective NAME=ALGORITHM (repeatable)
     is passed to every `hpceval simulate` (an SMPI algorithm forced instead of the MPI
-    library's; the table's last column names what each point forced).
+    library's; the table's last column names what each point forced). --repeat N replays
+    each point N times (`hpceval simulate --repeat N`: SMPI times the computation on this
+    host anew each time): the point is the median, shown with the replays' range, and the
+    speedup is the ratio of medians (on this 2-core host two replays of MG class C at one
+    rank, same calibration and op-rate fit, took 18.6 and 22.0 s).
 --local: the intra-node check on this machine: STREAM (1 process and one per core) and
     NPB MG/CG/FT class A at 1 and 2 ranks measured on `local` (interleaved rounds), then
     projected from the `local` platform's own calibration (PingPong, single-rank time,
@@ -20,7 +24,7 @@
 
 Usage: python perf/simulate_memory.py [--db FILE] [--curves] [--profiles ec2-cc1,ec2-cc2]
                                        [--kernels is,mg,ft,cg] [--ranks 1,8,64,512]
-                                       [--collective alltoall=pair]
+                                       [--collective alltoall=pair] [--repeat 3]
                                        [--local] [--rounds 3] [--table DB]
 """
 
@@ -60,7 +64,7 @@ def hpceval(*args: str) -> tuple[float, int]:
 
 def curves(
     db: str, profiles: list[str], kernels: list[str], ranks: list[int] | None,
-    forced: list[str],
+    forced: list[str], repeat: int = 1,
 ) -> None:  # fmt: skip
     for profile in profiles:
         ppn = CORES[profile]
@@ -74,6 +78,7 @@ def curves(
                 "--ranks", ",".join(str(r) for r in counts), *sampled, *folded, *extra,
                 "--time-limit", "3000", "--db", db,
                 *(arg for text in forced for arg in ("--collective", text)),
+                *(["--repeat", str(repeat)] if repeat > 1 else []),
             )  # fmt: skip
             print(f"{profile} {kernel} C: whole command {wall:.0f} s wall, exit {status}",
                   flush=True)  # fmt: skip
@@ -102,16 +107,23 @@ def table(db: str) -> None:
             calibration = int((run.suite_config.get("calibration") or {}).get("id", 0))
             forced = (run.suite_config.get("simulate") or {}).get("collectives", {})
             algorithms = ",".join(f"{k}={v}" for k, v in sorted(forced.items()))
+            # (kernel, class, ranks) -> [(time, smpirun wall)], one per replay (--repeat)
+            replays: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
             for sm in store.measurements(run.id, metric="time"):
                 m = sm.measurement
                 if m.benchmark != "npb":
                     continue
-                ranks = int(m.parameters["ranks"])
-                stretch = memory.get(ranks, {}).get("stretch", 1.0)
-                wall = walls.get(sm.case_key, float("nan"))
-                rows.append(Point(run.platform_name, str(m.parameters["kernel"]),
-                                  str(m.parameters["class"]), ranks, m.value, stretch, wall,
-                                  run.id, calibration, algorithms or "library's"))  # fmt: skip
+                key = (str(m.parameters["kernel"]), str(m.parameters["class"]),
+                       int(m.parameters["ranks"]))  # fmt: skip
+                replays.setdefault(key, []).append(
+                    (m.value, walls.get(sm.case_key, float("nan"))))
+            for (kernel, class_name, ranks), found in replays.items():
+                times = [t for t, _ in found]
+                rows.append(Point(run.platform_name, kernel, class_name, ranks,
+                                  statistics.median(times), min(times), max(times),
+                                  len(times), memory.get(ranks, {}).get("stretch", 1.0),
+                                  sum(w for _, w in found), run.id, calibration,
+                                  algorithms or "library's"))  # fmt: skip
     print_curves(rows)
 
 
@@ -120,9 +132,12 @@ class Point(NamedTuple):
     kernel: str
     class_name: str
     ranks: int
-    time_s: float
+    time_s: float  # the median of the point's replays
+    low_s: float
+    high_s: float
+    replays: int
     stretch: float
-    wall_s: float
+    wall_s: float  # every replay's smpirun together
     run: int
     calibration: int
     collectives: str  # forced algorithms (--collective), or "library's"
@@ -142,14 +157,18 @@ def print_curves(rows: list[Point]) -> None:
     """Speedup over the projected single rank, efficiency, stretch and smpirun wall time per
     point; the run and calibration of the point and of its base, so mixed runs show."""
     rows.sort()
-    print(f"\n{'profile':9s} {'kernel':6s} {'ranks':>5s} {'time s':>9s} {'speedup':>8s} "
-          f"{'eff.':>6s} {'stretch':>8s} {'wall s':>8s} {'run':>4s} {'cal':>4s} {'base':>5s}"
-          "  published (EC2-CC)         collectives")  # fmt: skip
+    replayed = any(point.replays > 1 for point in rows)
+    print(f"\n{'profile':9s} {'kernel':6s} {'ranks':>5s} {'time s':>9s} "
+          + (f"{'replays: low-high':>21s} " if replayed else "")
+          + f"{'speedup':>8s} {'eff.':>6s} {'stretch':>8s} {'wall s':>8s} {'run':>4s} "
+          f"{'cal':>4s} {'base':>5s}  published (EC2-CC)         collectives")  # fmt: skip
     for point in rows:
         base = single_rank_base(point, rows)
         speedup = base.time_s / point.time_s if base else float("nan")
+        spread = f"{point.replays}: {point.low_s:.4g}-{point.high_s:.4g}"
         print(f"{point.profile:9s} {point.kernel:6s} {point.ranks:5d} {point.time_s:9.3f} "
-              f"{speedup:8.2f} {speedup / point.ranks:6.2f} {point.stretch:8.3f} "
+              + (f"{spread:>21s} " if replayed else "")
+              + f"{speedup:8.2f} {speedup / point.ranks:6.2f} {point.stretch:8.3f} "
               f"{point.wall_s:8.1f} {point.run:4d} {point.calibration:4d} "
               f"{base.run if base else '-':>5}  none in methodology §5  "
               f"{point.collectives}")  # fmt: skip
@@ -225,6 +244,8 @@ def main() -> None:
     parser.add_argument("--ranks", default=None, help="rank counts (default 1,ppn,8ppn,512)")
     parser.add_argument("--collective", action="append", default=[],
                         help="NAME=ALGORITHM, passed to hpceval simulate")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="--curves: replays of each point (hpceval simulate --repeat)")
     parser.add_argument("--local", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--table", metavar="DB", help="print the curves of a database")
@@ -238,7 +259,8 @@ def main() -> None:
     print(f"# database {db}", flush=True)
     if args.curves:
         ranks = [int(r) for r in args.ranks.split(",")] if args.ranks else None
-        curves(db, args.profiles.split(","), args.kernels.split(","), ranks, args.collective)
+        curves(db, args.profiles.split(","), args.kernels.split(","), ranks, args.collective,
+               args.repeat)
     if args.local:
         local(db, work, args.rounds)
 
