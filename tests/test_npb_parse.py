@@ -10,7 +10,7 @@ import pytest
 from hpceval.benchmarks.base import Case
 from hpceval.benchmarks.npb import Npb
 from hpceval.errors import BenchmarkFailure
-from hpceval.model import Placement
+from hpceval.model import Measurement, Placement
 
 from .conftest import DATA
 
@@ -72,3 +72,15 @@ def test_tampered_result_is_refused() -> None:
         tampered.append(json.dumps(r))
     with pytest.raises(BenchmarkFailure, match="failed verification"):
         BENCH.verify("\n".join(tampered), case_for(header), ("rep=1",))
+
+
+def test_the_headline_of_repetitions_gives_their_median_and_range() -> None:
+    # A case run (or replayed under SMPI) 3 times: the display statistic, and the lowest and
+    # highest time beside it, so that a spread of the repetitions shows where it is read.
+    params = {"kernel": "cg", "class": "S", "ranks": 4}
+    ms = [m for seconds, mops in ((0.0121, 5500.0), (0.0112, 5940.0), (0.0117, 5715.0))
+          for m in (Measurement("npb", "time", seconds, "s", params, (seconds,)),
+                    Measurement("npb", "mops_total", mops, "Mop/s", params, (mops,)))]  # fmt: skip
+    assert Npb().headline(ms) == "5,715 Mop/s, 0.0117 s (median of 3, 0.0112-0.0121 s, verified)"
+    assert Npb().headline(ms[:2]) == "5,500 Mop/s, 0.0121 s (median of 1, verified)"
+    assert Npb().headline([]) == ""

@@ -101,13 +101,18 @@ def validation_cell(m: Measurement | None) -> str:
 
 
 def best_run(ms: Sequence[Measurement]) -> str:
-    """The Mop/s and time of a case's repetitions by the display statistic."""
+    """The Mop/s and time of a case's repetitions by the display statistic, with the
+    repetitions' lowest and highest time (a simulated case's replays spread as the host's
+    timing of their computation does)."""
     mops = [measurement_value(m) for m in ms if m.metric == "mops_total"]
     times = [measurement_value(m) for m in ms if m.metric == "time"]
     if not mops or not times:
         return ""
     statistic = DISPLAY_STATISTIC.get()
+    spread = (f", {format_value(min(times))}-{format_value(max(times))} s"
+              if len(times) > 1 else "")  # fmt: skip
     return (
         f"{format_value(summary_value(mops, 'Mop/s'))} Mop/s, "
-        f"{format_value(summary_value(times, 's'))} s ({statistic} of {len(times)}, verified)"
+        f"{format_value(summary_value(times, 's'))} s ({statistic} of {len(times)}{spread}, "
+        "verified)"
     )
