@@ -5,7 +5,8 @@ L·lat_factor(n) + n / (B·bw_factor(n)), the factors being piecewise constant o
 size ranges (`smpi/lat-factor`, `smpi/bw-factor`: "size:factor;..." where a factor applies
 from its size up). SimGrid's calibration procedure fits a segmented linear regression of
 the PingPong time against the size, one segment per protocol range, and takes each
-segment's intercept and slope as the latency and bandwidth factors. hpceval does the same:
+segment's intercept and slope as the latency and bandwidth factors. hpceval does the same
+(the segments and factors themselves: hpceval.simulate.factors):
 
 1. segments: the piecewise Hockney fit of hpceval.analysis.network (breakpoints chosen by
    BIC), each segment refitted with non-negative intercept and slope, and split further
@@ -50,9 +51,17 @@ from typing import Any, Final
 import numpy as np
 from scipy.optimize import isotonic_regression, nnls
 
-from hpceval.analysis.network import fit_hockney
 from hpceval.errors import UserError
 from hpceval.simulate.contention import overhead_config
+from hpceval.simulate.factors import (
+    SMPI_ENVELOPE_BYTES,
+    Segment,
+    clamp,
+    factor_at,
+    factor_string,
+    factors,
+    piecewise_fit,
+)
 from hpceval.simulate.flows import gap_bandwidth_factors
 from hpceval.simulate.platform import LinkSpec, PlatformSpec
 from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
@@ -79,12 +88,6 @@ MAX_ITERATIONS: Final = 8
 # cheap); the best iteration is kept, and it converged if it is within the tolerance.
 GOOD_ENOUGH: Final = 0.5
 REFERENCE_SPEED_FLOPS: Final = 1e9
-# Factors are bounded so that SMPI is never given a zero or absurd one.
-MIN_FACTOR: Final = 1e-3
-SMPI_ENVELOPE_BYTES: Final = 16
-# A segment of one size from this size up is all transfer time, below it all latency.
-BANDWIDTH_BOUND_BYTES: Final = 65536
-MAX_FACTOR: Final = 1e3
 
 # SMPI settings hpceval fixes for every simulation (recorded with each calibration).
 BASE_CONFIG: Final[Mapping[str, str]] = {
@@ -94,121 +97,6 @@ BASE_CONFIG: Final[Mapping[str, str]] = {
     "smpi/async-small-thresh": "0",
     "smpi/display-timing": "yes",
 }
-
-
-@dataclass(frozen=True)
-class Segment:
-    """Sizes from `first_size` up: time = alpha_us + (size + 16) / beta_mb_s (SMPI's
-    envelope; β inf: flat)."""
-
-    first_size: int
-    alpha_us: float
-    beta_mb_s: float
-
-    def predict(self, size: float) -> float:
-        return self.alpha_us + (size / self.beta_mb_s if math.isfinite(self.beta_mb_s) else 0.0)
-
-
-def _fit_nonnegative(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
-    """α ≥ 0 and slope c ≥ 0 minimizing Σ((t - α - c·x)/t)² (relative least squares)."""
-    scale = float(x.max()) or 1.0
-    design = np.column_stack([1 / t, (x / scale) / t])
-    (alpha, c_scaled), _ = nnls(design, np.ones(len(t)))
-    return float(alpha), float(c_scaled) / scale
-
-
-def _max_residual(x: np.ndarray, t: np.ndarray, alpha: float, c: float) -> float:
-    return float(np.max(np.abs((t - alpha - c * x) / t)))
-
-
-def piecewise_fit(
-    sizes: Sequence[int], times_us: Sequence[float], *, tolerance: float = DEFAULT_TOLERANCE / 2
-) -> list[Segment]:
-    """Segments (first sizes increasing) that fit every size within `tolerance` if they can.
-
-    Fitted as SMPI times a message, α + (n + 16) / β: SMPI sends a 16-byte envelope through
-    the bandwidth term. Fitted on n alone, a steep small-size segment (β of a few MB/s, on a
-    noisy curve) put 0.42 µs on a 0-byte message measured at 0.27 µs, which no factor undid."""
-    x = np.asarray(sizes, dtype=np.float64) + SMPI_ENVELOPE_BYTES
-    t = np.asarray(times_us, dtype=np.float64)
-    if len(x) < 2:
-        raise ValueError("a piecewise fit needs at least 2 sizes")
-    if len(x) >= 3:
-        model = fit_hockney(x, t, max_breakpoints=2, min_points=min(3, len(x)))
-        starts = [0, *(int(np.searchsorted(x, b)) for b in model.breakpoints)]
-    else:
-        starts = [0]
-    bounds = [*starts, len(x)]
-    pieces = [(bounds[i], bounds[i + 1]) for i in range(len(starts))]
-    done: list[tuple[int, int]] = []
-    while pieces:
-        a, b = pieces.pop()
-        alpha, c = _fit_nonnegative(x[a:b], t[a:b])
-        if b - a < 2 or _max_residual(x[a:b], t[a:b], alpha, c) <= tolerance:
-            done.append((a, b))
-            continue
-        # Split where the two halves fit best (each keeps at least one size).
-        best: tuple[float, int] | None = None
-        for cut in range(a + 1, b):
-            total = 0.0
-            for lo, hi in ((a, cut), (cut, b)):
-                al, cl = _fit_nonnegative(x[lo:hi], t[lo:hi])
-                total += float(np.sum(((t[lo:hi] - al - cl * x[lo:hi]) / t[lo:hi]) ** 2))
-            if best is None or total < best[0]:
-                best = (total, cut)
-        assert best is not None
-        pieces += [(a, best[1]), (best[1], b)]
-    segments = []
-    for a, b in sorted(done):
-        alpha, c = _fit_nonnegative(x[a:b], t[a:b])
-        if b - a == 1:
-            # One size: a small message's time is latency, a large one's is transfer (as
-            # latency, 710 µs at 4 MiB needed a factor beyond MAX_FACTOR on a loopback).
-            if sizes[a] >= BANDWIDTH_BOUND_BYTES:
-                alpha, c = 0.0, float(t[a] / x[a])
-            else:
-                alpha, c = float(t[a]), 0.0
-        segments.append(Segment(int(sizes[a]), alpha, 1 / c if c > 0 else math.inf))
-    return segments
-
-
-def _clamp(value: float) -> float:
-    return min(MAX_FACTOR, max(MIN_FACTOR, value))
-
-
-def factors(
-    segments: Sequence[Segment], route_latency_s: float, route_bandwidth_Bps: float
-) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """(lat factors, bw factors) as (first size, factor), relative to the nominal route."""
-    lat = [(s.first_size, _clamp(s.alpha_us * 1e-6 / route_latency_s)) for s in segments]
-    bw = [
-        (s.first_size, _clamp(s.beta_mb_s * 1e6 / route_bandwidth_Bps) if math.isfinite(
-            s.beta_mb_s) else MAX_FACTOR)
-        for s in segments
-    ]  # fmt: skip
-    return lat, bw
-
-
-def factor_string(pairs: Sequence[tuple[int, float]]) -> str:
-    """SMPI's syntax "threshold:factor;..." for segments given by their first sizes.
-
-    SMPI applies the factor of threshold T to a message of n bytes when n + 16 > T (up to the
-    next threshold): it counts a 16-byte envelope (measured with SimGrid 3.32: a factor at
-    T = 1000 applies from n = 985 on). A segment starting at size s therefore gets the
-    threshold s + 15, which holds s and not the size before it; the first segment gets 0.
-    """
-    ordered = sorted(pairs)
-    thresholds = [0] + [size + SMPI_ENVELOPE_BYTES - 1 for size, _ in ordered[1:]]
-    entries = sorted(zip(thresholds, ordered, strict=True), reverse=True)
-    return ";".join(f"{t}:{value:.9g}" for t, (_, value) in entries)
-
-
-def factor_at(pairs: Sequence[tuple[int, float]], size: int) -> float:
-    value = sorted(pairs)[0][1]
-    for first, f in sorted(pairs):
-        if size >= first:
-            value = f
-    return value
 
 
 def fit_loopback(
@@ -581,7 +469,7 @@ def overhead_settings(
             _route(spec, target.primary_path)[1],
         )  # fmt: skip
         segments = [replace(s, alpha_us=a) for s, a in zip(segments, alphas, strict=True)]
-        bw = [(n, _clamp(f)) for n, f in gapped]
+        bw = [(n, clamp(f)) for n, f in gapped]
     lat, _ = factors(segments, spec.inter_node_latency_s, spec.inter_node_bandwidth_Bps)
     intra = target.curves.get("intra-node")
     if target.primary_path == "inter-node" and intra is not None:

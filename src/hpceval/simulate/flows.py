@@ -44,11 +44,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from hpceval.model import Origin
+from hpceval.simulate.factors import SMPI_ENVELOPE_BYTES
 from hpceval.simulate.pooling import median_over_runs, newest, runs_text
 from hpceval.store import Store
 
 MIN_NIC_SCALE: Final = 1 / 64
-SMPI_ENVELOPE_BYTES: Final = 16
 FLOW_PATTERN: Final = "multi_pingpong"
 
 
