@@ -25,7 +25,7 @@ from hpceval.export_file import FORMAT_VERSION
 from hpceval.model import Environment, Measurement, Origin, Status
 from hpceval.store import CalibrationRow, RunRow, Store, open_store
 from hpceval.transfer import export_runs, merge
-from tests.test_transfer import lines_of
+from tests.test_transfer_refused import lines_of
 
 pytest_plugins = ["tests.postgres_server"]  # postgres_url, empty_database (a real server)
 
