@@ -114,7 +114,10 @@ def test_rings_at_the_share_are_the_contention_input_and_can_widen_the_backbone(
     assert rings.natural_latency_us == pytest.approx(100.0)
     assert rings.random_latency_us == pytest.approx(104.0)
     assert rings.origin == f"emulated run {run}"
-    assert any("overheads fitted on the rings" in a for a in shared.assumed)
+    # The messages' cost is paid on the host's cores: a gap on the shared backbone.
+    assert shared.cores_shared and not plain.cores_shared
+    assert any("per-message cost on the host's cores fitted on the rings" in a
+               and "a gap that concurrent messages share" in a for a in shared.assumed)  # fmt: skip
     # The backbone: what the busiest pattern at the share moved through the host. A ring
     # rank puts out its bandwidth (n to each neighbour per iteration of 2 latencies).
     expected = 4 * ring_mb_s * 1e6 if from_rings else pairs_Bps

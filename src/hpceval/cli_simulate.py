@@ -141,7 +141,11 @@ def contention_lines(row: Any) -> list[str]:
     else:
         lines.append("contention: no rings measured, no per-message overhead (assumed); "
                      "measure natural_ring and random_ring across nodes to fit it")  # fmt: skip
-    if c.get("gap_s") or c.get("flow_scales"):
+    if c.get("host_gap"):
+        lines.append(f"host: every message costs {c['gap_s'] * 1e6:.3g} µs of the host's "
+                     "shared cores, a gap paid on the shared backbone (concurrent messages of "
+                     "all nodes share it)")  # fmt: skip
+    elif c.get("gap_s") or c.get("flow_scales"):
         from hpceval.simulate.flows import FlowModel
 
         lines.append("flows: " + FlowModel(c.get("gap_s", 0.0), tuple(

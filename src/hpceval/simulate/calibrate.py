@@ -80,8 +80,9 @@ from hpceval.simulate.sources import Curve, NetworkPath, SpeedReference, Target
 # 9: the factors are fitted on the monotone curve nearest the measured one (monotone_shape);
 # on a token-bucket link, latencies on the transfer times smpirun gave (latency_segments).
 # 10: a size simulated between the lowest and highest of its pooled runs counts as fitted
-# (Residual.judged).
-CALIBRATION_VERSION: Final = 10
+# (Residual.judged). 11: at --host-share the per-message cost is a gap on the shared backbone
+# (no Isend overhead): concurrent messages share the host's cores.
+CALIBRATION_VERSION: Final = 11
 DEFAULT_TOLERANCE: Final = 0.10
 MAX_ITERATIONS: Final = 8
 # Iterations go on while the worst residual exceeds this share of the tolerance (they are

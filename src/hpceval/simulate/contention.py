@@ -128,6 +128,9 @@ class Contention:
     isend_overhead_s: float = 0.0  # smpi/ois (os = or = overhead_s)
     # A shared backbone's bandwidth fitted on the rings at one rank per node (None: as given).
     backbone_Bps: float | None = None
+    # gap_s is an emulated cluster's per-message cost on its host's cores (--host-share),
+    # paid on the shared backbone, not a NIC's.
+    host_gap: bool = False
 
     def nic_scale_at(self, ppn: int) -> float:
         """The node link's bandwidth scale with `ppn` ranks per node (1 at one rank)."""
@@ -250,6 +253,7 @@ def fit_contention(
     loopback_Bps: float = 0.0,
     scale_backbone: Callable[[Any, float], Any] | None = None,
     backbone_Bps: float = 0.0,
+    cost_on_backbone: bool = False,
 ) -> tuple[Contention, dict[str, str], Any, list[dict[str, Any]]]:
     """Fit the NIC scale (and the node's memory copies) on the rings' bandwidth, then the
     Isend overhead and the NIC gap jointly on both rings' latency
@@ -272,9 +276,14 @@ def fit_contention(
     (`backbone_Bps` as given) is x times as wide: with it and rings at one rank per node
     (no NIC is shared then, every flow crosses the backbone), x is fitted on the random
     ring's bandwidth (an emulated cluster whose transfers share the host's cores: the
-    backbone stands for the host). Returns the contention, its settings and platform (NIC
-    at scale 1, memory and backbone as fitted), and the ring residuals (fitted and checks),
-    one dict each."""
+    backbone stands for the host). `cost_on_backbone` (the same cluster: its messages are
+    copies on the host's shared cores): with the backbone fitted, each message's cost on
+    the host is a gap every message pays on that backbone, fitted on the natural ring's
+    latency with no Isend overhead; concurrent messages of all nodes then share it, as they
+    share the cores (a private Isend overhead would cost the same however many messages the
+    host carries at once). Returns the contention, its settings and platform (NIC at scale
+    1, memory and backbone as fitted), and the ring residuals (fitted and checks), one dict
+    each."""
     flags: list[str] = []
     alpha_s = first_alpha_us * 1e-6
     cap = max_isend_overhead_s / alpha_s
@@ -382,6 +391,12 @@ def fit_contention(
         bandwidth_fit = {**reading.to_dict(), "method": "bisections, Jacobian by forward "
                          f"differences of {JACOBIAN_STEP:g} in ln"}  # fmt: skip
     fit_gap = not from_pairs and rings.ppn >= 2
+    # The host's per-message cost (hpceval.simulate.sources.host_share_target): every
+    # emulated transfer is a copy on the same cores. The rings at one rank per node cannot
+    # tell a private overhead from a shared cost (each gives their latency), the collectives
+    # can: 4 ranks at once in an 8 B Allreduce on netns-4x1-1gbe took 34 us a step, a tree
+    # Bcast's lone hops 15 us (2026-12-04).
+    host_gap = cost_on_backbone and backbone is not None and not fit_gap
 
     def with_memory(platform: Any) -> Any:
         if backbone is not None and scale_backbone is not None:
@@ -391,7 +406,10 @@ def fit_contention(
         return share_memory(platform, memory)
 
     def isend_and_gap(x: Sequence[float]) -> tuple[float, float]:
-        """x = (Isend overhead / α, gap / the start-up that may become gap)."""
+        """x = (Isend overhead / α, gap / the start-up that may become gap); with
+        `host_gap`, x = (gap / the start-up that may become gap,)."""
+        if host_gap:
+            return 0.0, x[0] * MAX_SHARE * alpha_s
         return x[0] * alpha_s, (x[1] * MAX_SHARE * alpha_s if fit_gap
                                 else min(pair_gap, MAX_SHARE * alpha_s))  # fmt: skip
 
@@ -407,15 +425,20 @@ def fit_contention(
             out.append(simulate(cfg, nodes, "random_ring", LATENCY)[0])
         return out
 
-    names = ("Isend overhead share", *(("NIC gap share",) if fit_gap else ()))
+    names = (("host gap share",) if host_gap else
+             ("Isend overhead share", *(("NIC gap share",) if fit_gap else ())))  # fmt: skip
     figures = (f"natural_ring latency at {rings.small} B",
                *((f"random_ring latency at {rings.small} B",) if fit_gap else ()))  # fmt: skip
     measured = [rings.natural_latency_us, *([rings.random_latency_us] if fit_gap else [])]
-    joint = fit_jointly(latencies, measured, [cap / 2, 0.2][: len(names)],
-                        [0.0] * len(names), [cap, 1.0][: len(names)], names, figures)  # fmt: skip
-    share = joint.x[0]
+    starts, highs = ([0.2], [1.0]) if host_gap else ([cap / 2, 0.2], [cap, 1.0])
+    joint = fit_jointly(latencies, measured, starts[: len(names)], [0.0] * len(names),
+                        highs[: len(names)], names, figures)  # fmt: skip
+    share = 0.0 if host_gap else joint.x[0]
     isend_s, gap = isend_and_gap(joint.x)
-    if share >= cap:
+    if host_gap and joint.x[0] >= 1.0:
+        flags.append(f"host gap at its bound, {gap * 1e6:.3g} us ({MAX_SHARE:.0%} of the "
+                     "PingPong's start-up)")  # fmt: skip
+    if not host_gap and share >= cap:
         flags.append(f"Isend overhead at its bound, {max_isend_overhead_s * 1e6:.3g} us")
     for figure, residual in zip(figures, joint.residuals, strict=True):
         if abs(residual) > FIT_TOLERANCE:
@@ -454,8 +477,11 @@ def fit_contention(
             (f"random-ring bandwidth at {rings.large} B (the shared backbone)"
              if fit_backbone else
              f"random- and natural-ring bandwidth at {rings.large} B jointly (NIC scale"
-             f"{', node memory copies' if fit_memory else ''})") + ", then natural- and "
-            f"random-ring latency at {rings.small} B jointly (overhead and NIC gap)")  # fmt: skip
+             f"{', node memory copies' if fit_memory else ''})") + (
+                f", then natural-ring latency at {rings.small} B (the host's per-message "
+                "cost: a gap on the shared backbone, no Isend overhead)" if host_gap else
+                ", then natural- and random-ring latency at "
+                f"{rings.small} B jointly (overhead and NIC gap)"))  # fmt: skip
     contention = Contention(
         share, 0.0,
         f"{rings.origin}: {what}, {rings.ranks} ranks at {rings.ppn} per node",
@@ -464,6 +490,6 @@ def fit_contention(
         {"latency": {**joint.identifiability.to_dict(), "evaluations": joint.evaluations,
                      "residuals": list(joint.residuals)},
          "bandwidth": bandwidth_fit},
-        memory, isend_s, backbone,
+        memory, isend_s, backbone, host_gap,
     )  # fmt: skip
     return contention, config, platform, residuals

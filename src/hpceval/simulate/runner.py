@@ -166,7 +166,7 @@ def fit_rings(
     contention, config, fitted, residuals = fit_contention(
         rings, config, alpha, cap, lambda o, g: overhead_settings(target, network, o, g), ring,
         scale_nic, flows, share, network.spec.loopback.bandwidth_Bps, widen,
-        spec.backbone_bandwidth_Bps or 0.0,
+        spec.backbone_bandwidth_Bps or 0.0, cost_on_backbone=target.cores_shared,
     )  # fmt: skip
     spec = replace(fitted, speed_flops=spec.speed_flops)
     for path, curve in target.curves.items():

@@ -115,6 +115,9 @@ class Target:
     memory: NodeMemory | None = None
     # The node links' tc tbf bucket of an emulated cluster (hpceval.simulate.token_bucket).
     token_bucket: TokenBucket | None = None
+    # Emulated nodes sharing this host's cores (--host-share): their messages' cost is paid
+    # on those cores, a shared resource (hpceval.simulate.contention.fit_contention).
+    cores_shared: bool = False
 
     @property
     def primary_path(self) -> NetworkPath:
@@ -293,8 +296,10 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
     - the core speed is the single-rank NPB time x ranks / host_cores (a rank's share of a
       core when all compute; stated in the calibration's assumptions);
     - the rings measured at that share, one rank per node, are the contention fit's input
-      (the Isend overhead; the shared backbone, which stands for the host's cores, widened
-      or narrowed on the random ring's bandwidth: hpceval.simulate.contention).
+      (the shared backbone, which stands for the host's cores, widened or narrowed on the
+      random ring's bandwidth, then the per-message cost on those cores, a gap every
+      message pays on that backbone, on the natural ring's latency:
+      hpceval.simulate.contention).
     A one-line UserError when the ranks fit on the cores or the pairs were not measured."""
     if host_cores <= 0:
         raise UserError(f"--host-share: the host's core count of {target.name!r} is not in "
@@ -369,10 +374,14 @@ def host_share_target(store: Store, runs: Mapping[int, Any], target: Target, ran
             *([f"host share: every inter-node transfer shares the host's cores, a shared "
                f"backbone of {aggregate_Bps / 1e6:.4g} MB/s ({busiest})"] if aggregate_Bps
               else []),
-            *([f"host share: the per-message overheads fitted on the rings measured at the "
+            *([f"host share: the per-message cost on the host's cores fitted on the rings "
+               f"measured at the share ({rings.origin}), a gap that concurrent messages "
+               "share on the backbone"] if rings is not None and aggregate_Bps else
+              [f"host share: the per-message overheads fitted on the rings measured at the "
                f"share ({rings.origin})"] if rings is not None else []),
         ),
         run_ids=tuple(sorted({*target.run_ids, *chosen})),
+        cores_shared=True,
     )
 
 
